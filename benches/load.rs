@@ -1,0 +1,660 @@
+//! Load harness: the gateway's `tools/call` path against the same upstream
+//! route called directly, over real loopback HTTP.
+//!
+//! Starts, in this process and on 127.0.0.1 only:
+//! - a fake Gitea (axum) answering `GET /api/v1/repos/{owner}/{repo}/issues`
+//!   with a fixed list of 20 issues (`X-Total-Count`, `Link`) and
+//!   `GET /api/v1/user` with `{"login":"admin"}`;
+//! - the gateway (`App::build` + `http::router`) in front of it.
+//!
+//! Then, for each concurrency level, drives `tools/call` of
+//! `gitea_issue_list_issues` through `POST /mcp` (stateless, no
+//! `initialize`) and the same upstream route directly with reqwest, and
+//! prints calls, calls/s, p50 and p99. Every response is checked (200 with a
+//! JSON-RPC `result` that is not an error for the gateway, 200 with the 20
+//! issues directly); the first bad one aborts the run with a non-zero exit.
+//! Finally prints the size of a `tools/list` response in full mode, in
+//! discover mode and with `TOOLSETS=issue`.
+//!
+//! No thresholds: it prints figures. Bounded by request count and time.
+//!
+//! Run: `cargo bench --bench load`
+//! Environment overrides:
+//! - `LOAD_REQUESTS` — timed requests per scenario (default 2000)
+//! - `LOAD_CONCURRENCY` — comma-separated levels (default `1,16`)
+//! - `LOAD_MAX_SECONDS` — time cap per scenario (default 60)
+//!
+//! Client, gateway and fake upstream share one tokio runtime and the same
+//! cores, so the figures are relative (gateway vs direct), not absolute.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use aegis_gitea_mcp::app::App;
+use aegis_gitea_mcp::config::{Settings, SettingsSource};
+use anyhow::{Context, anyhow, bail, ensure};
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use bytes::Bytes;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::time::Instant;
+
+const GITEA_TOKEN: &str = "bench-admin-token-0123456789abcdef";
+const BEARER: &str = "bench-bearer-token-0123456789abcdef-0123";
+const PROTOCOL_VERSION: &str = "2025-11-25";
+const TOOL: &str = "gitea_issue_list_issues";
+const OWNER: &str = "acme";
+const REPO: &str = "widgets";
+const ISSUES_PER_PAGE: usize = 20;
+const TOTAL_ISSUES: u64 = 57;
+const WARMUP_REQUESTS: usize = 32;
+
+struct Config {
+    requests: usize,
+    concurrency: Vec<usize>,
+    max_time: Duration,
+}
+
+impl Config {
+    fn from_env() -> anyhow::Result<Self> {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        let requests = match var("LOAD_REQUESTS") {
+            Some(v) => v.trim().parse().context("LOAD_REQUESTS must be a number")?,
+            None => 2000,
+        };
+        let concurrency = match var("LOAD_CONCURRENCY") {
+            Some(v) => v
+                .split(',')
+                .map(|c| c.trim().parse::<usize>())
+                .collect::<Result<Vec<_>, _>>()
+                .context("LOAD_CONCURRENCY must be a comma-separated list of numbers")?,
+            None => vec![1, 16],
+        };
+        let max_secs: u64 = match var("LOAD_MAX_SECONDS") {
+            Some(v) => v
+                .trim()
+                .parse()
+                .context("LOAD_MAX_SECONDS must be a number")?,
+            None => 60,
+        };
+        ensure!(requests > 0, "LOAD_REQUESTS must be positive");
+        ensure!(
+            concurrency.iter().all(|&c| c > 0),
+            "LOAD_CONCURRENCY levels must be positive"
+        );
+        ensure!(max_secs > 0, "LOAD_MAX_SECONDS must be positive");
+        Ok(Self {
+            requests,
+            concurrency,
+            max_time: Duration::from_secs(max_secs),
+        })
+    }
+}
+
+// ---------------------------------------------------------------- upstream
+
+/// The fixed answer of the fake Gitea's issue list.
+struct Upstream {
+    issues: Bytes,
+    link: HeaderValue,
+}
+
+fn fake_issue(base: &str, number: u64) -> Value {
+    let user = |id: u64, login: &str| {
+        json!({
+            "id": id,
+            "login": login,
+            "login_name": "",
+            "source_id": 0,
+            "full_name": format!("{login} Example"),
+            "email": format!("{login}@noreply.example.org"),
+            "avatar_url": format!("{base}/avatars/{id:032x}"),
+            "html_url": format!("{base}/{login}"),
+            "language": "en-US",
+            "is_admin": false,
+            "last_login": "2025-01-01T00:00:00Z",
+            "created": "2023-03-14T09:26:53Z",
+            "restricted": false,
+            "active": true,
+            "prohibit_login": false,
+            "location": "",
+            "website": "",
+            "description": "",
+            "visibility": "public",
+            "followers_count": 3,
+            "following_count": 1,
+            "starred_repos_count": 7,
+            "username": login
+        })
+    };
+    let label = |id: u64, name: &str, color: &str| {
+        json!({
+            "id": id,
+            "name": name,
+            "exclusive": false,
+            "is_archived": false,
+            "color": color,
+            "description": format!("Issues about {name}"),
+            "url": format!("{base}/api/v1/repos/{OWNER}/{REPO}/labels/{id}")
+        })
+    };
+    json!({
+        "id": 1000 + number,
+        "url": format!("{base}/api/v1/repos/{OWNER}/{REPO}/issues/{number}"),
+        "html_url": format!("{base}/{OWNER}/{REPO}/issues/{number}"),
+        "number": number,
+        "user": user(2 + number % 3, ["alice", "bob", "carol"][(number % 3) as usize]),
+        "original_author": "",
+        "original_author_id": 0,
+        "title": format!("Widget #{number} renders incorrectly when the window is resized"),
+        "body": format!(
+            "Steps to reproduce:\n\n1. Open the widget gallery\n2. Resize the window below 800px\n3. Widget {number} overlaps its neighbour\n\nExpected: the layout wraps.\nActual: the widget is clipped and its tooltip appears off-screen.\n\nVersion: 2.{number}.0, Firefox 128 on Linux."
+        ),
+        "ref": "",
+        "assets": [],
+        "labels": [label(1, "bug", "ee0701"), label(4, "ui", "0052cc")],
+        "milestone": {
+            "id": 3,
+            "title": "v2.5",
+            "description": "Layout fixes",
+            "state": "open",
+            "open_issues": 12,
+            "closed_issues": 30,
+            "created_at": "2024-11-02T10:00:00Z",
+            "updated_at": "2025-02-01T10:00:00Z",
+            "closed_at": null,
+            "due_on": "2025-06-30T00:00:00Z"
+        },
+        "assignee": user(2, "alice"),
+        "assignees": [user(2, "alice")],
+        "state": "open",
+        "is_locked": false,
+        "comments": number % 7,
+        "created_at": "2025-01-15T08:30:00Z",
+        "updated_at": "2025-02-20T16:45:12Z",
+        "closed_at": null,
+        "due_date": null,
+        "time_estimate": 0,
+        "pull_request": null,
+        "repository": {
+            "id": 42,
+            "name": REPO,
+            "owner": OWNER,
+            "full_name": format!("{OWNER}/{REPO}")
+        },
+        "pin_order": 0
+    })
+}
+
+impl Upstream {
+    fn new(addr: SocketAddr) -> anyhow::Result<Self> {
+        let base = format!("http://{addr}");
+        let issues: Vec<Value> = (1..=ISSUES_PER_PAGE as u64)
+            .map(|n| fake_issue(&base, n))
+            .collect();
+        let page = |p: u64| {
+            format!("<{base}/api/v1/repos/{OWNER}/{REPO}/issues?limit={ISSUES_PER_PAGE}&page={p}>")
+        };
+        let last = TOTAL_ISSUES.div_ceil(ISSUES_PER_PAGE as u64);
+        let link = format!(r#"{}; rel="next",{}; rel="last""#, page(2), page(last));
+        Ok(Self {
+            issues: Bytes::from(serde_json::to_vec(&issues)?),
+            link: HeaderValue::from_str(&link)?,
+        })
+    }
+}
+
+fn authorized(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v == format!("token {GITEA_TOKEN}"))
+}
+
+async fn list_issues(State(up): State<Arc<Upstream>>, headers: HeaderMap) -> Response {
+    if !authorized(&headers) {
+        return (
+            StatusCode::UNAUTHORIZED,
+            r#"{"message":"token is required"}"#,
+        )
+            .into_response();
+    }
+    (
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json;charset=utf-8"),
+            ),
+            (
+                header::HeaderName::from_static("x-total-count"),
+                HeaderValue::from(TOTAL_ISSUES),
+            ),
+            (header::LINK, up.link.clone()),
+        ],
+        up.issues.clone(),
+    )
+        .into_response()
+}
+
+async fn current_user(headers: HeaderMap) -> Response {
+    if !authorized(&headers) {
+        return (
+            StatusCode::UNAUTHORIZED,
+            r#"{"message":"token is required"}"#,
+        )
+            .into_response();
+    }
+    axum::Json(json!({"id": 1, "login": "admin"})).into_response()
+}
+
+async fn loopback_listener() -> anyhow::Result<(TcpListener, SocketAddr)> {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
+    let addr = listener.local_addr()?;
+    Ok((listener, addr))
+}
+
+async fn spawn_upstream() -> anyhow::Result<(SocketAddr, usize)> {
+    let (listener, addr) = loopback_listener().await?;
+    let upstream = Arc::new(Upstream::new(addr)?);
+    let body_len = upstream.issues.len();
+    let router = Router::new()
+        .route("/api/v1/repos/{owner}/{repo}/issues", get(list_issues))
+        .route("/api/v1/user", get(current_user))
+        .with_state(upstream);
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, router).await {
+            eprintln!("fake upstream stopped: {e}");
+        }
+    });
+    Ok((addr, body_len))
+}
+
+// ----------------------------------------------------------------- gateway
+
+/// Builds an App against `upstream` with `extra` settings and serves its
+/// router on a loopback port.
+async fn spawn_gateway(upstream: SocketAddr, extra: &[(&str, &str)]) -> anyhow::Result<SocketAddr> {
+    let (listener, addr) = loopback_listener().await?;
+    let mut pairs: Vec<(String, String)> = vec![
+        ("GITEA_URL".into(), format!("http://{upstream}")),
+        ("GITEA_TOKEN".into(), GITEA_TOKEN.into()),
+        ("MCP_BEARER_TOKEN".into(), BEARER.into()),
+        ("MCP_HOST".into(), "127.0.0.1".into()),
+        ("MCP_PORT".into(), addr.port().to_string()),
+        (
+            "DATA_DIR".into(),
+            std::env::temp_dir()
+                .join("aegis-load-bench")
+                .display()
+                .to_string(),
+        ),
+    ];
+    pairs.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let settings = Settings::from_source(&SettingsSource::from_pairs(pairs))
+        .map_err(|e| anyhow!("settings: {e}"))?;
+    let app = App::build(settings)
+        .await
+        .map_err(|e| anyhow!("App::build: {e}"))?;
+    let router = aegis_gitea_mcp::http::router(app);
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(
+            listener,
+            router.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .await
+        {
+            eprintln!("gateway stopped: {e}");
+        }
+    });
+    Ok(addr)
+}
+
+// ------------------------------------------------------------------ client
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Target {
+    Gateway,
+    Direct,
+}
+
+impl Target {
+    fn label(self) -> &'static str {
+        match self {
+            Self::Gateway => "gateway",
+            Self::Direct => "direct",
+        }
+    }
+}
+
+struct Endpoints {
+    client: reqwest::Client,
+    mcp_url: String,
+    issues_url: String,
+}
+
+impl Endpoints {
+    async fn mcp(
+        &self,
+        url: &str,
+        id: usize,
+        method: &str,
+        params: Value,
+    ) -> anyhow::Result<Bytes> {
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let response = self
+            .client
+            .post(url)
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::ACCEPT, "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", PROTOCOL_VERSION)
+            .header(header::AUTHORIZATION, format!("Bearer {BEARER}"))
+            .body(serde_json::to_vec(&body)?)
+            .send()
+            .await?;
+        let status = response.status();
+        let content_type = response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
+        let bytes = response.bytes().await?;
+        ensure!(
+            status.is_success(),
+            "{method} #{id}: HTTP {status}: {}",
+            String::from_utf8_lossy(&bytes[..bytes.len().min(500)])
+        );
+        ensure!(
+            content_type.starts_with("application/json"),
+            "{method} #{id}: expected a JSON response (stateless, JSON mode), got `{content_type}`"
+        );
+        Ok(bytes)
+    }
+
+    /// One `tools/call` through the gateway; returns the tool result.
+    async fn gateway_call(&self, id: usize) -> anyhow::Result<Value> {
+        let args = json!({"name": TOOL, "arguments": {"owner": OWNER, "repo": REPO}});
+        let bytes = self.mcp(&self.mcp_url, id, "tools/call", args).await?;
+        let mut message: Value = serde_json::from_slice(&bytes)
+            .with_context(|| format!("tools/call #{id}: the response is not JSON"))?;
+        if let Some(error) = message.get("error") {
+            bail!("tools/call #{id}: JSON-RPC error {error}");
+        }
+        let result = message
+            .get_mut("result")
+            .map(Value::take)
+            .ok_or_else(|| anyhow!("tools/call #{id}: no `result` in {message}"))?;
+        if result.get("isError").and_then(Value::as_bool) == Some(true) {
+            bail!("tools/call #{id}: the tool failed: {result}");
+        }
+        Ok(result)
+    }
+
+    /// One direct GET of the upstream route; returns the parsed issues.
+    async fn direct_call(&self, id: usize) -> anyhow::Result<Value> {
+        let response = self
+            .client
+            .get(&self.issues_url)
+            .header(header::AUTHORIZATION, format!("token {GITEA_TOKEN}"))
+            .header(header::ACCEPT, "application/json")
+            .send()
+            .await?;
+        let status = response.status();
+        let bytes = response.bytes().await?;
+        ensure!(
+            status == reqwest::StatusCode::OK,
+            "direct #{id}: HTTP {status}"
+        );
+        let issues: Value = serde_json::from_slice(&bytes)
+            .with_context(|| format!("direct #{id}: the response is not JSON"))?;
+        ensure!(
+            issues
+                .as_array()
+                .is_some_and(|a| a.len() == ISSUES_PER_PAGE),
+            "direct #{id}: expected {ISSUES_PER_PAGE} issues"
+        );
+        Ok(issues)
+    }
+
+    async fn call(&self, target: Target, id: usize) -> anyhow::Result<()> {
+        match target {
+            Target::Gateway => self.gateway_call(id).await.map(drop),
+            Target::Direct => self.direct_call(id).await.map(drop),
+        }
+    }
+}
+
+/// The envelope of a successful tool result (structured or text content).
+fn envelope_of(result: &Value) -> anyhow::Result<Value> {
+    if let Some(structured) = result.get("structuredContent") {
+        return Ok(structured.clone());
+    }
+    let text = result
+        .pointer("/content/0/text")
+        .and_then(Value::as_str)
+        .ok_or_else(|| anyhow!("the tool result has no text content: {result}"))?;
+    Ok(serde_json::from_str(text)?)
+}
+
+/// One full check of the gateway path before anything is timed: stateless
+/// (no `initialize`), authenticated, the envelope carries the 20 issues and
+/// the pagination read from the upstream headers.
+async fn verify_gateway(endpoints: &Endpoints) -> anyhow::Result<()> {
+    let result = endpoints.gateway_call(0).await?;
+    let envelope = envelope_of(&result)?;
+    let data = envelope
+        .get("data")
+        .and_then(Value::as_array)
+        .ok_or_else(|| anyhow!("the envelope has no data array: {envelope}"))?;
+    ensure!(
+        data.len() == ISSUES_PER_PAGE,
+        "expected {ISSUES_PER_PAGE} issues through the gateway, got {}",
+        data.len()
+    );
+    ensure!(
+        envelope.pointer("/pagination/total_count") == Some(&json!(TOTAL_ISSUES)),
+        "pagination.total_count missing: {}",
+        envelope["pagination"]
+    );
+    ensure!(
+        envelope.pointer("/identity/login") == Some(&json!("admin")),
+        "identity.login is not `admin`: {}",
+        envelope["identity"]
+    );
+    // A wrong bearer must be refused, or the figures would not measure the
+    // authenticated path.
+    let refused = endpoints
+        .client
+        .post(&endpoints.mcp_url)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::ACCEPT, "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", PROTOCOL_VERSION)
+        .header(
+            header::AUTHORIZATION,
+            "Bearer wrong-wrong-wrong-wrong-wrong-wrong",
+        )
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#)
+        .send()
+        .await?;
+    ensure!(
+        refused.status() == reqwest::StatusCode::UNAUTHORIZED,
+        "a wrong bearer got HTTP {}",
+        refused.status()
+    );
+    Ok(())
+}
+
+struct Figures {
+    calls: usize,
+    elapsed: Duration,
+    p50: Duration,
+    p99: Duration,
+    capped: bool,
+}
+
+/// Nearest-rank percentile of sorted samples.
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Runs `requests` calls with `concurrency` workers, stopping early at
+/// `max_time`. Any failed call aborts the run.
+async fn drive(
+    endpoints: Arc<Endpoints>,
+    target: Target,
+    requests: usize,
+    concurrency: usize,
+    max_time: Duration,
+) -> anyhow::Result<Figures> {
+    for i in 0..WARMUP_REQUESTS.min(requests) {
+        endpoints.call(target, i).await?;
+    }
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let deadline = started + max_time;
+    let workers: Vec<_> = (0..concurrency)
+        .map(|_| {
+            let endpoints = endpoints.clone();
+            let next = next.clone();
+            tokio::spawn(async move {
+                let mut latencies = Vec::with_capacity(requests / concurrency + 1);
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= requests || Instant::now() >= deadline {
+                        break;
+                    }
+                    let t = Instant::now();
+                    endpoints.call(target, WARMUP_REQUESTS + i).await?;
+                    latencies.push(t.elapsed());
+                }
+                anyhow::Ok(latencies)
+            })
+        })
+        .collect();
+    let mut latencies = Vec::with_capacity(requests);
+    for worker in workers {
+        latencies.extend(worker.await??);
+    }
+    let elapsed = started.elapsed();
+    ensure!(!latencies.is_empty(), "no call completed");
+    latencies.sort_unstable();
+    Ok(Figures {
+        calls: latencies.len(),
+        elapsed,
+        p50: percentile(&latencies, 50.0),
+        p99: percentile(&latencies, 99.0),
+        capped: latencies.len() < requests,
+    })
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// Size in bytes of a `tools/list` response, and its tool count.
+async fn tools_list_size(
+    endpoints: &Endpoints,
+    gateway: SocketAddr,
+) -> anyhow::Result<(usize, usize)> {
+    let url = format!("http://{gateway}/mcp");
+    let bytes = endpoints.mcp(&url, 1, "tools/list", json!({})).await?;
+    let message: Value = serde_json::from_slice(&bytes)?;
+    let tools = message
+        .pointer("/result/tools")
+        .and_then(Value::as_array)
+        .ok_or_else(|| anyhow!("tools/list has no result.tools"))?
+        .len();
+    ensure!(
+        message
+            .pointer("/result/nextCursor")
+            .is_none_or(Value::is_null),
+        "tools/list is paginated; the size would be of the first page only"
+    );
+    Ok((bytes.len(), tools))
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let config = Config::from_env()?;
+    aegis_gitea_mcp::tls::install_crypto_provider();
+
+    let (upstream, upstream_body) = spawn_upstream().await?;
+    let gateway = spawn_gateway(upstream, &[]).await?;
+    let max_concurrency = config.concurrency.iter().copied().max().unwrap_or(1);
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .pool_max_idle_per_host(max_concurrency.max(1) * 2)
+        .timeout(Duration::from_secs(30))
+        .build()?;
+    let endpoints = Arc::new(Endpoints {
+        client,
+        mcp_url: format!("http://{gateway}/mcp"),
+        issues_url: format!("http://{upstream}/api/v1/repos/{OWNER}/{REPO}/issues"),
+    });
+
+    verify_gateway(&endpoints)
+        .await
+        .context("the gateway path did not work; nothing was measured")?;
+
+    println!("aegis-gitea-mcp load harness (loopback only)");
+    println!(
+        "  upstream  http://{upstream}  issue list body: {upstream_body} bytes ({ISSUES_PER_PAGE} issues)"
+    );
+    println!(
+        "  gateway   http://{gateway}/mcp  (stateless, no initialize, MCP-Protocol-Version {PROTOCOL_VERSION})"
+    );
+    println!(
+        "  requests per scenario: {} (+{WARMUP_REQUESTS} warm-up, sequential), time cap {} s, tool {TOOL}",
+        config.requests,
+        config.max_time.as_secs()
+    );
+    println!();
+    println!(
+        "{:<8} {:>11} {:>7} {:>10} {:>9} {:>9}",
+        "target", "concurrency", "calls", "calls/s", "p50 ms", "p99 ms"
+    );
+    for &concurrency in &config.concurrency {
+        for target in [Target::Gateway, Target::Direct] {
+            let f = drive(
+                endpoints.clone(),
+                target,
+                config.requests,
+                concurrency,
+                config.max_time,
+            )
+            .await
+            .with_context(|| format!("{} at concurrency {concurrency}", target.label()))?;
+            println!(
+                "{:<8} {:>11} {:>7} {:>10.1} {:>9.3} {:>9.3}{}",
+                target.label(),
+                concurrency,
+                f.calls,
+                f.calls as f64 / f.elapsed.as_secs_f64(),
+                ms(f.p50),
+                ms(f.p99),
+                if f.capped { "  (time cap reached)" } else { "" }
+            );
+        }
+    }
+
+    println!();
+    println!("tools/list response size");
+    let discover = spawn_gateway(upstream, &[("TOOL_MODE", "discover")]).await?;
+    let issue_only = spawn_gateway(upstream, &[("TOOLSETS", "issue")]).await?;
+    for (label, addr) in [
+        ("full", gateway),
+        ("TOOL_MODE=discover", discover),
+        ("TOOLSETS=issue", issue_only),
+    ] {
+        let (bytes, tools) = tools_list_size(&endpoints, addr).await?;
+        println!("  {label:<20} {bytes:>10} bytes  {tools:>4} tools");
+    }
+    Ok(())
+}

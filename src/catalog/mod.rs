@@ -1,0 +1,494 @@
+//! The tool catalog: Gitea's OpenAPI (Swagger 2.0) document turned into one
+//! MCP tool definition per operation, with the route template the executor
+//! fills in. Pure: it is handed a parsed document and does no I/O.
+//!
+//! INTERFACE CONTRACT (other modules rely on these names; keep them):
+//! - `Catalog::from_openapi(&serde_json::Value) -> Result<Catalog, CatalogError>`
+//! - `Catalog::bundled() -> Catalog` (the copy of Gitea 1.27.1's document in `bundled/`)
+//! - `Catalog::operations() -> &[Operation]`, `Catalog::get(tool_name) -> Option<&Operation>`
+//! - `Catalog::api_version() -> &str` (the document's `info.version`)
+//! - `Operation` and `Param` fields below.
+//!
+//! Added here: [`CatalogError`] / [`SkipReason`] / [`SkippedOperation`],
+//! `Catalog::{len, is_empty, skipped, skipped_operations, toolset_names,
+//! base_path, title}`, `Operation::{deprecated, consumes, is_destructive,
+//! param, body_param}` and [`BUNDLED_OPENAPI`].
+//!
+//! How the pieces are split: [`naming`] owns tool names, [`toolsets`] owns
+//! toolset names, `params` owns which parameters become which properties, and
+//! `schema` owns the Swagger 2.0 → JSON Schema 2020-12 translation. This file
+//! walks the document and assembles [`Operation`]s.
+//!
+//! Input schemas carry no `$schema`: MCP defines 2020-12 as the default
+//! dialect, and 485 copies of the URI would only cost tokens in `tools/list`.
+//! The `sudo` property is in every schema but not in `params`: it travels as
+//! the `Sudo` header, which the executor owns.
+//!
+//! Operations come out in document order (paths, then methods within a path),
+//! so `tools/list` is deterministic for a given document.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, LazyLock};
+
+use serde_json::{Map, Value};
+
+pub mod naming;
+mod params;
+mod schema;
+#[cfg(test)]
+mod tests;
+pub mod toolsets;
+
+pub use naming::tool_name_for_operation_id;
+pub use params::{ALTERNATE_BODY_PROPERTY, SUDO_PROPERTY};
+
+/// Where an operation parameter goes in the HTTP request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ParamLocation {
+    Path,
+    Query,
+    /// A multipart form field; `type: file` fields arrive base64-encoded as
+    /// `{content_base64, filename, content_type?}`.
+    FormData,
+    /// The JSON (or text) request body, exposed as the `body` property.
+    Body,
+}
+
+/// One parameter of an operation, as exposed in the tool's input schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Param {
+    /// Property name in the tool's input schema (and, except for `Body`, the
+    /// name sent to Gitea).
+    pub name: String,
+    pub location: ParamLocation,
+    pub required: bool,
+    /// Query arrays with `collectionFormat: multi` are sent as repeated names.
+    pub is_array: bool,
+    /// A `type: file` form field (multipart upload).
+    pub is_file: bool,
+}
+
+/// How the request body is encoded, when the operation has one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyEncoding {
+    Json,
+    /// `consumes: text/plain` with a string body (e.g. `renderMarkdownRaw`).
+    Text,
+    Multipart,
+}
+
+/// One Gitea REST operation as an MCP tool.
+#[derive(Debug, Clone)]
+pub struct Operation {
+    /// `gitea_` + operationId in snake_case, e.g. `gitea_user_create_token`.
+    pub tool_name: String,
+    /// The OpenAPI operationId, e.g. `userCreateToken`.
+    pub operation_id: String,
+    pub method: http::Method,
+    /// Route template relative to `/api/v1`, e.g. `/repos/{owner}/{repo}/issues`.
+    pub route: String,
+    /// The first OpenAPI tag (`repository`, `issue`, ...).
+    pub toolset: String,
+    /// Every toolset this operation belongs to: its tags plus finer
+    /// `tag.area` toolsets (e.g. `repository.pulls`).
+    pub toolsets: Vec<String>,
+    pub summary: String,
+    /// Tool description: summary, then the OpenAPI description when it adds something.
+    pub description: String,
+    pub params: Vec<Param>,
+    pub body_encoding: Option<BodyEncoding>,
+    /// JSON Schema (draft 2020-12) of the tool's arguments, `additionalProperties: false`,
+    /// with `$ref`s pointing into its own `$defs`; includes the optional `sudo` property.
+    pub input_schema: Arc<serde_json::Map<String, serde_json::Value>>,
+    /// Media types the operation declares it produces.
+    pub produces: Vec<String>,
+    /// Media types the operation accepts (the operation's own, else the document's).
+    pub consumes: Vec<String>,
+    /// The OpenAPI document marks the operation deprecated (its description says so too).
+    pub deprecated: bool,
+}
+
+impl Operation {
+    /// GET and HEAD operations read only.
+    pub fn is_read_only(&self) -> bool {
+        self.method == http::Method::GET || self.method == http::Method::HEAD
+    }
+
+    /// DELETE operations destroy something (`destructiveHint`).
+    pub fn is_destructive(&self) -> bool {
+        self.method == http::Method::DELETE
+    }
+
+    /// The parameter exposed as property `name`.
+    pub fn param(&self, name: &str) -> Option<&Param> {
+        self.params.iter().find(|p| p.name == name)
+    }
+
+    /// The body parameter (property `body`, or `request_body`), if any.
+    pub fn body_param(&self) -> Option<&Param> {
+        self.params
+            .iter()
+            .find(|p| p.location == ParamLocation::Body)
+    }
+}
+
+/// Gitea 1.27.1's OpenAPI document as shipped with this crate.
+pub const BUNDLED_OPENAPI: &str = include_str!("bundled/swagger.v1.json");
+
+/// Swagger 2.0 operation keys of a path item, in the order the spec lists them.
+const METHODS: &[(&str, http::Method)] = &[
+    ("get", http::Method::GET),
+    ("put", http::Method::PUT),
+    ("post", http::Method::POST),
+    ("delete", http::Method::DELETE),
+    ("options", http::Method::OPTIONS),
+    ("head", http::Method::HEAD),
+    ("patch", http::Method::PATCH),
+];
+
+/// Why a document cannot become a catalog at all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CatalogError {
+    #[error("not a Swagger 2.0 document ({found})")]
+    NotSwagger2 { found: String },
+    #[error("the OpenAPI document has no paths")]
+    NoPaths,
+    #[error("no operation of the OpenAPI document could be turned into a tool ({skipped} skipped)")]
+    NoOperations { skipped: usize },
+}
+
+/// Why one operation was left out of the catalog.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SkipReason {
+    #[error("the operation is not an object")]
+    NotAnObject,
+    #[error("the operation has no operationId")]
+    MissingOperationId,
+    #[error("operationId {0} is used twice")]
+    DuplicateOperationId(String),
+    #[error("tool name {0} is already taken by another operation")]
+    DuplicateToolName(String),
+    #[error("unresolvable $ref {0}")]
+    UnresolvableRef(String),
+    #[error("$ref {0} points outside the document")]
+    ExternalRef(String),
+    #[error("invalid schema at {0}")]
+    InvalidSchema(String),
+    #[error("invalid parameter: {0}")]
+    InvalidParameter(String),
+    #[error("parameter {0:?} is declared twice or clashes with a reserved property")]
+    DuplicateParameter(String),
+    #[error("route placeholders and path parameters differ: {0}")]
+    PathParams(String),
+    #[error("the operation mixes body and formData parameters")]
+    BodyAndFormData,
+}
+
+/// An operation the catalog left out, for logs and the `catalog` command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedOperation {
+    pub method: http::Method,
+    pub route: String,
+    pub operation_id: Option<String>,
+    pub reason: SkipReason,
+}
+
+/// Every tool of one OpenAPI document. Cheap to clone (shared, immutable).
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    operations: Vec<Operation>,
+    index: HashMap<String, usize>,
+    api_version: String,
+    title: String,
+    base_path: String,
+    skipped: Vec<SkippedOperation>,
+}
+
+static BUNDLED: LazyLock<Catalog> = LazyLock::new(|| {
+    // Both steps are proven by `tests::bundled_catalog_builds`; a failure here
+    // is a broken build, not a runtime condition.
+    let doc: Value =
+        serde_json::from_str(BUNDLED_OPENAPI).expect("bundled OpenAPI document is JSON");
+    Catalog::from_openapi(&doc).expect("bundled OpenAPI document converts")
+});
+
+impl Catalog {
+    /// The catalog of the bundled Gitea 1.27.1 document, built once per process.
+    pub fn bundled() -> Catalog {
+        BUNDLED.clone()
+    }
+
+    /// Builds the catalog of a Swagger 2.0 document. Operations that cannot be
+    /// turned into tools are skipped (and logged), not fatal: one odd route in a
+    /// live instance's document must not take the other 484 tools down.
+    pub fn from_openapi(doc: &Value) -> Result<Catalog, CatalogError> {
+        let swagger = doc.get("swagger").and_then(Value::as_str);
+        if swagger != Some("2.0") {
+            let found = match (swagger, doc.get("openapi").and_then(Value::as_str)) {
+                (Some(version), _) => format!("swagger {version:?}"),
+                (None, Some(version)) => format!("openapi {version:?}"),
+                (None, None) => "no swagger version".to_string(),
+            };
+            return Err(CatalogError::NotSwagger2 { found });
+        }
+        let paths = match doc.get("paths") {
+            Some(Value::Object(paths)) if !paths.is_empty() => paths,
+            _ => return Err(CatalogError::NoPaths),
+        };
+        let info = |key: &str| {
+            doc.pointer(&format!("/info/{key}"))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let base_path = doc
+            .get("basePath")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let mut builder = Builder {
+            doc,
+            definitions: schema::Definitions::from_document(doc),
+            consumes: string_list(doc.get("consumes")),
+            produces: string_list(doc.get("produces")),
+            operations: Vec::new(),
+            index: HashMap::new(),
+            operation_ids: BTreeSet::new(),
+            skipped: Vec::new(),
+        };
+        for (route, path_item) in paths {
+            let Value::Object(path_item) = path_item else {
+                continue;
+            };
+            for (key, operation) in path_item {
+                if let Some((_, method)) = METHODS.iter().find(|(name, _)| name == key) {
+                    builder.add(route, path_item, method.clone(), operation);
+                }
+            }
+        }
+        if builder.operations.is_empty() {
+            return Err(CatalogError::NoOperations {
+                skipped: builder.skipped.len(),
+            });
+        }
+        Ok(Catalog {
+            inner: Arc::new(Inner {
+                operations: builder.operations,
+                index: builder.index,
+                api_version: info("version"),
+                title: info("title"),
+                base_path: base_path.trim_end_matches('/').to_string(),
+                skipped: builder.skipped,
+            }),
+        })
+    }
+
+    /// Every tool, in document order.
+    pub fn operations(&self) -> &[Operation] {
+        &self.inner.operations
+    }
+
+    /// The operation behind a tool name.
+    pub fn get(&self, tool_name: &str) -> Option<&Operation> {
+        self.inner
+            .index
+            .get(tool_name)
+            .map(|&i| &self.inner.operations[i])
+    }
+
+    /// The document's `info.version` (`1.27.1` for the bundled one).
+    pub fn api_version(&self) -> &str {
+        &self.inner.api_version
+    }
+
+    /// The document's `info.title`.
+    pub fn title(&self) -> &str {
+        &self.inner.title
+    }
+
+    /// The document's `basePath` without a trailing `/` (`/api/v1`).
+    pub fn base_path(&self) -> &str {
+        &self.inner.base_path
+    }
+
+    pub fn len(&self) -> usize {
+        self.inner.operations.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.inner.operations.is_empty()
+    }
+
+    /// How many operations of the document were left out.
+    pub fn skipped(&self) -> usize {
+        self.inner.skipped.len()
+    }
+
+    /// The operations left out, and why.
+    pub fn skipped_operations(&self) -> &[SkippedOperation] {
+        &self.inner.skipped
+    }
+
+    /// Every toolset name any operation belongs to, sorted and unique.
+    pub fn toolset_names(&self) -> Vec<String> {
+        let names: BTreeSet<&str> = self
+            .inner
+            .operations
+            .iter()
+            .flat_map(|op| op.toolsets.iter().map(String::as_str))
+            .collect();
+        names.into_iter().map(str::to_string).collect()
+    }
+}
+
+/// State of one `from_openapi` run.
+struct Builder<'d> {
+    doc: &'d Value,
+    definitions: schema::Definitions,
+    consumes: Vec<String>,
+    produces: Vec<String>,
+    operations: Vec<Operation>,
+    index: HashMap<String, usize>,
+    operation_ids: BTreeSet<String>,
+    skipped: Vec<SkippedOperation>,
+}
+
+impl Builder<'_> {
+    fn add(
+        &mut self,
+        route: &str,
+        path_item: &Map<String, Value>,
+        method: http::Method,
+        operation: &Value,
+    ) {
+        let operation_id = operation
+            .get("operationId")
+            .and_then(Value::as_str)
+            .filter(|id| !id.trim().is_empty())
+            .map(str::to_string);
+        match self.build(route, path_item, method.clone(), operation) {
+            Ok(op) => {
+                self.operation_ids.insert(op.operation_id.clone());
+                self.index
+                    .insert(op.tool_name.clone(), self.operations.len());
+                self.operations.push(op);
+            }
+            Err(reason) => {
+                tracing::warn!(
+                    %method,
+                    route,
+                    operation_id = operation_id.as_deref().unwrap_or(""),
+                    %reason,
+                    "skipping OpenAPI operation: it cannot be offered as a tool"
+                );
+                self.skipped.push(SkippedOperation {
+                    method,
+                    route: route.to_string(),
+                    operation_id,
+                    reason,
+                });
+            }
+        }
+    }
+
+    fn build(
+        &self,
+        route: &str,
+        path_item: &Map<String, Value>,
+        method: http::Method,
+        operation: &Value,
+    ) -> Result<Operation, SkipReason> {
+        let Value::Object(operation) = operation else {
+            return Err(SkipReason::NotAnObject);
+        };
+        let operation_id = operation
+            .get("operationId")
+            .and_then(Value::as_str)
+            .filter(|id| !id.trim().is_empty())
+            .ok_or(SkipReason::MissingOperationId)?;
+        if self.operation_ids.contains(operation_id) {
+            return Err(SkipReason::DuplicateOperationId(operation_id.to_string()));
+        }
+        let tool_name = tool_name_for_operation_id(operation_id);
+        if self.index.contains_key(&tool_name) {
+            return Err(SkipReason::DuplicateToolName(tool_name));
+        }
+        let consumes = match operation.get("consumes") {
+            Some(list) => string_list(Some(list)),
+            None => self.consumes.clone(),
+        };
+        let produces = match operation.get("produces") {
+            Some(list) => string_list(Some(list)),
+            None => self.produces.clone(),
+        };
+        let input = params::build_input(&params::OperationContext {
+            doc: self.doc,
+            definitions: &self.definitions,
+            path_item,
+            operation,
+            route,
+            consumes: &consumes,
+        })?;
+        let tags = string_list(operation.get("tags"));
+        let toolsets = toolsets::toolsets_for(&tags, route);
+        let deprecated = operation.get("deprecated") == Some(&Value::Bool(true));
+        let summary = match operation
+            .get("summary")
+            .and_then(Value::as_str)
+            .map(str::trim)
+        {
+            Some(summary) if !summary.is_empty() => summary.to_string(),
+            _ => format!("{method} {route}"),
+        };
+        let description = describe(&summary, operation.get("description"), deprecated);
+        Ok(Operation {
+            tool_name,
+            operation_id: operation_id.to_string(),
+            method,
+            route: route.to_string(),
+            toolset: toolsets[0].clone(),
+            toolsets,
+            summary,
+            description,
+            params: input.params,
+            body_encoding: input.body_encoding,
+            input_schema: Arc::new(input.schema),
+            produces,
+            consumes,
+            deprecated,
+        })
+    }
+}
+
+/// Summary, then the OpenAPI description when it says something else.
+fn describe(summary: &str, description: Option<&Value>, deprecated: bool) -> String {
+    let mut text = String::new();
+    if deprecated {
+        text.push_str("Deprecated. ");
+    }
+    text.push_str(summary);
+    if let Some(extra) = description.and_then(Value::as_str).map(str::trim)
+        && !extra.is_empty()
+        && extra != summary
+    {
+        text.push_str("\n\n");
+        text.push_str(extra);
+    }
+    text
+}
+
+fn string_list(value: Option<&Value>) -> Vec<String> {
+    value
+        .and_then(Value::as_array)
+        .map(|list| {
+            list.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}

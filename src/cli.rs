@@ -1,0 +1,233 @@
+//! The command line: `serve` (HTTP), `stdio`, `catalog`. Builds the
+//! application from settings exactly as the tests do. Configuration errors
+//! exit with code 2 and name the setting, never its value.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+
+use crate::app::{App, BuildError};
+use crate::catalog::Catalog;
+use crate::config::{ConfigError, EnvFileChoice, Settings, SettingsSource, select_env_file};
+
+#[derive(Debug, Parser)]
+#[command(name = "aegis-gitea-mcp", version, about = "An MCP gateway to Gitea")]
+pub struct Cli {
+    /// Read settings from this env file (the environment still wins).
+    #[arg(long, global = true, env = "AEGIS_ENV_FILE")]
+    env_file: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve MCP over Streamable HTTP at /mcp.
+    Serve,
+    /// Serve MCP over stdin/stdout (acts with GITEA_TOKEN).
+    Stdio,
+    /// List the tools the catalog defines.
+    Catalog {
+        /// Machine-readable JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// List the toolset names instead of the tools.
+        #[arg(long)]
+        toolsets: bool,
+    },
+}
+
+/// Runs the CLI and returns the process exit code.
+pub fn run() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("error: the async runtime could not start: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run_command(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(CliError::Config(err)) => {
+            eprintln!("configuration error: {err}");
+            ExitCode::from(2)
+        }
+        Err(CliError::Other(err)) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+enum CliError {
+    Config(ConfigError),
+    Other(anyhow::Error),
+}
+
+impl From<ConfigError> for CliError {
+    fn from(err: ConfigError) -> Self {
+        Self::Config(err)
+    }
+}
+
+impl From<BuildError> for CliError {
+    fn from(err: BuildError) -> Self {
+        match err {
+            BuildError::Config(c) => Self::Config(c),
+            other => Self::Other(other.into()),
+        }
+    }
+}
+
+impl From<std::io::Error> for CliError {
+    fn from(err: std::io::Error) -> Self {
+        Self::Other(err.into())
+    }
+}
+
+fn load_settings(env_file: Option<&std::path::Path>) -> Result<Settings, ConfigError> {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let choice = select_env_file(env_file, &cwd)?;
+    if let EnvFileChoice::None { ignored: Some(why) } = &choice {
+        tracing::warn!("{why}");
+    }
+    Settings::from_source(&SettingsSource::load(&choice)?)
+}
+
+async fn run_command(cli: Cli) -> Result<(), CliError> {
+    match cli.command {
+        Command::Serve => {
+            let settings = load_settings(cli.env_file.as_deref())?;
+            settings.check_for_serve()?;
+            let addr = SocketAddr::new(settings.mcp_host, settings.mcp_port);
+            let app = App::build(settings).await?;
+            serve_http(app, addr).await
+        }
+        Command::Stdio => {
+            let settings = load_settings(cli.env_file.as_deref())?;
+            settings.check_for_stdio()?;
+            let app = App::build(settings).await?;
+            crate::mcp::transport::serve_stdio(app)
+                .await
+                .map_err(CliError::Other)
+        }
+        Command::Catalog { json, toolsets } => {
+            // Without GITEA_URL the bundled catalog is listed in full; with
+            // it, the configured source and exposure apply.
+            let catalog = match std::env::var_os("GITEA_URL") {
+                None => Catalog::bundled(),
+                Some(_) => {
+                    let settings = load_settings(cli.env_file.as_deref())?;
+                    App::build(settings).await?.dispatcher().catalog().clone()
+                }
+            };
+            print_catalog(&catalog, json, toolsets);
+            Ok(())
+        }
+    }
+}
+
+async fn serve_http(app: Arc<App>, addr: SocketAddr) -> Result<(), CliError> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    tracing::info!(
+        address = %listener.local_addr()?,
+        tools = app.dispatcher().tools().len(),
+        "serving MCP at /mcp"
+    );
+    let router = crate::http::router(app);
+    axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown_signal())
+    .await?;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down");
+}
+
+fn print_catalog(catalog: &Catalog, json: bool, toolsets: bool) {
+    if toolsets {
+        let names = catalog.toolset_names();
+        if json {
+            println!("{}", serde_json::Value::from(names));
+        } else {
+            names.iter().for_each(|n| println!("{n}"));
+        }
+        return;
+    }
+    if json {
+        let rows: Vec<serde_json::Value> = catalog
+            .operations()
+            .iter()
+            .map(|op| {
+                serde_json::json!({
+                    "name": op.tool_name,
+                    "operation_id": op.operation_id,
+                    "method": op.method.as_str(),
+                    "path": op.route,
+                    "toolset": op.toolset,
+                    "toolsets": op.toolsets,
+                    "summary": op.summary,
+                })
+            })
+            .collect();
+        println!("{}", serde_json::Value::from(rows));
+        return;
+    }
+    for op in catalog.operations() {
+        println!(
+            "{:<60} {:<7} {:<70} {}",
+            op.tool_name,
+            op.method.as_str(),
+            op.route,
+            op.toolset
+        );
+    }
+    println!(
+        "{} tools (Gitea API {})",
+        catalog.len(),
+        catalog.api_version()
+    );
+}
+
+/// Logs go to stderr only: stdout belongs to JSON-RPC under stdio.
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("RUST_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let json = std::env::var("LOG_FORMAT").is_ok_and(|v| v.eq_ignore_ascii_case("json"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false);
+    if json {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}

@@ -1,0 +1,483 @@
+//! Settings: read from the environment (and an env file), validated once at
+//! startup, then handed around in application state. A bad setting is a
+//! [`ConfigError`] naming the setting and the rule it broke, never its value;
+//! the CLI turns it into exit code 2.
+
+mod env_file;
+mod parse;
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use secrecy::{ExposeSecret, SecretString};
+use url::Url;
+
+pub use env_file::{EnvFileChoice, SettingsSource, select_env_file};
+use parse::{parse_bool, parse_list, parse_secret, parse_usize};
+
+/// A setting that failed validation. Carries the setting's name and the rule,
+/// never the offending value (it may be a secret).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{setting}: {rule}")]
+pub struct ConfigError {
+    pub setting: &'static str,
+    pub rule: String,
+}
+
+impl ConfigError {
+    pub fn new(setting: &'static str, rule: impl Into<String>) -> Self {
+        Self {
+            setting,
+            rule: rule.into(),
+        }
+    }
+}
+
+/// Which tools `tools/list` shows: one per operation, or a few meta-tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ToolMode {
+    #[default]
+    Full,
+    Discover,
+}
+
+/// Where the catalog comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenApiSource {
+    Bundled,
+    Live,
+}
+
+/// What pattern masking does with a suspected secret in a result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecretDetectionMode {
+    Off,
+    Mask,
+    Block,
+}
+
+/// Which Gitea operations are exposed as tools.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExposureSettings {
+    pub read_only: bool,
+    /// `None` means every toolset.
+    pub toolsets: Option<Vec<String>>,
+    pub disabled_tools: Vec<String>,
+    pub raw_api_enabled: bool,
+    pub raw_api_allow_sensitive: bool,
+    pub tool_mode: ToolMode,
+}
+
+/// Size bounds on what flows through the gateway.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub max_tool_response_items: usize,
+    pub max_tool_response_chars: usize,
+    pub max_binary_bytes: usize,
+    /// Body limit on `/mcp`.
+    pub mcp_max_body_bytes: usize,
+    /// Timeout of one request to Gitea.
+    pub gitea_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_tool_response_items: 100,
+            max_tool_response_chars: 200_000,
+            max_binary_bytes: 5 * 1024 * 1024,
+            mcp_max_body_bytes: 16 * 1024 * 1024,
+            gitea_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// The granular Gitea scopes requested when `OAUTH_SCOPES` is not set.
+pub const DEFAULT_OAUTH_SCOPES: &[&str] = &[
+    "read:user",
+    "write:repository",
+    "write:issue",
+    "write:organization",
+    "write:notification",
+    "write:package",
+    "write:misc",
+];
+
+const SCOPE_CATEGORIES: &[&str] = &[
+    "activitypub",
+    "admin",
+    "misc",
+    "notification",
+    "organization",
+    "package",
+    "issue",
+    "repository",
+    "user",
+];
+
+/// Every validated setting. Secrets are [`SecretString`]s, so `Debug` never
+/// shows them.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub gitea_url: Url,
+    pub gitea_token: Option<SecretString>,
+    pub mcp_host: IpAddr,
+    pub mcp_port: u16,
+    pub mcp_bearer_token: Option<SecretString>,
+    pub public_base_url: Url,
+    pub data_dir: PathBuf,
+    pub database_url: Option<SecretString>,
+    /// Newest first.
+    pub token_encryption_keys: Vec<SecretString>,
+    pub gitea_oauth_client_id: Option<String>,
+    pub gitea_oauth_client_secret: Option<SecretString>,
+    pub oauth_scopes: Vec<String>,
+    pub oauth_redirect_allowlist: Vec<String>,
+    pub exposure: ExposureSettings,
+    pub gitea_openapi: OpenApiSource,
+    pub secret_detection_mode: SecretDetectionMode,
+    pub limits: Limits,
+    pub allowed_hosts: Vec<String>,
+    pub forwarded_allow_ips: Vec<ipnet::IpNet>,
+    pub audit_hmac_key: Option<SecretString>,
+    pub admin_logins: Vec<String>,
+    pub expose_error_details: bool,
+}
+
+/// Minimum length of `MCP_BEARER_TOKEN`.
+pub const MIN_BEARER_LEN: usize = 32;
+
+impl Settings {
+    /// Validates every setting from `source`. Returns the first error.
+    pub fn from_source(source: &SettingsSource) -> Result<Self, ConfigError> {
+        let get = |name: &str| source.get(name);
+
+        let gitea_url = parse_base_url("GITEA_URL", get("GITEA_URL"))?
+            .ok_or_else(|| ConfigError::new("GITEA_URL", "is required"))?;
+        let mcp_host = match get("MCP_HOST") {
+            None => IpAddr::from([127, 0, 0, 1]),
+            Some("localhost") => IpAddr::from([127, 0, 0, 1]),
+            Some(v) => v.parse().map_err(|_| {
+                ConfigError::new("MCP_HOST", "must be an IP address or `localhost`")
+            })?,
+        };
+        let mcp_port = match get("MCP_PORT") {
+            None => 8080,
+            Some(v) => v
+                .parse::<u16>()
+                .map_err(|_| ConfigError::new("MCP_PORT", "must be a port number (0-65535)"))?,
+        };
+        let mcp_bearer_token = parse_secret(get("MCP_BEARER_TOKEN"));
+        if let Some(bearer) = &mcp_bearer_token {
+            let value = bearer.expose_secret();
+            if value.chars().count() < MIN_BEARER_LEN {
+                return Err(ConfigError::new(
+                    "MCP_BEARER_TOKEN",
+                    format!("must be at least {MIN_BEARER_LEN} characters"),
+                ));
+            }
+            if value.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                return Err(ConfigError::new(
+                    "MCP_BEARER_TOKEN",
+                    "must not contain whitespace or control characters",
+                ));
+            }
+        }
+        let public_base_url = parse_base_url("PUBLIC_BASE_URL", get("PUBLIC_BASE_URL"))?
+            .unwrap_or_else(|| {
+                Url::parse(&format!("http://127.0.0.1:{mcp_port}")).expect("valid default URL")
+            });
+        if public_base_url.scheme() != "https" && !is_loopback_url(&public_base_url) {
+            return Err(ConfigError::new(
+                "PUBLIC_BASE_URL",
+                "must use https unless it names a loopback host",
+            ));
+        }
+
+        let token_encryption_keys: Vec<SecretString> = parse_list(get("TOKEN_ENCRYPTION_KEY"))
+            .into_iter()
+            .map(SecretString::from)
+            .collect();
+        if token_encryption_keys
+            .iter()
+            .any(|k| k.expose_secret().len() < 32)
+        {
+            return Err(ConfigError::new(
+                "TOKEN_ENCRYPTION_KEY",
+                "every key must be at least 32 characters",
+            ));
+        }
+
+        let gitea_oauth_client_id = get("GITEA_OAUTH_CLIENT_ID").map(str::to_owned);
+        let gitea_oauth_client_secret = parse_secret(get("GITEA_OAUTH_CLIENT_SECRET"));
+        if gitea_oauth_client_id.is_some() != gitea_oauth_client_secret.is_some() {
+            return Err(ConfigError::new(
+                "GITEA_OAUTH_CLIENT_ID",
+                "GITEA_OAUTH_CLIENT_ID and GITEA_OAUTH_CLIENT_SECRET must be set together",
+            ));
+        }
+        if gitea_oauth_client_id.is_some() && token_encryption_keys.is_empty() {
+            return Err(ConfigError::new(
+                "TOKEN_ENCRYPTION_KEY",
+                "is required when OAuth is configured",
+            ));
+        }
+
+        let oauth_scopes = match get("OAUTH_SCOPES") {
+            None => DEFAULT_OAUTH_SCOPES.iter().map(|s| s.to_string()).collect(),
+            Some(v) => parse_scopes(v)?,
+        };
+
+        let toolsets = get("TOOLSETS").map(|v| parse_list(Some(v)));
+        if toolsets.as_ref().is_some_and(Vec::is_empty) {
+            return Err(ConfigError::new(
+                "TOOLSETS",
+                "must name at least one toolset when set",
+            ));
+        }
+        let exposure = ExposureSettings {
+            read_only: parse_bool("READ_ONLY", get("READ_ONLY"), false)?,
+            toolsets,
+            disabled_tools: parse_list(get("DISABLED_TOOLS")),
+            raw_api_enabled: parse_bool("RAW_API_ENABLED", get("RAW_API_ENABLED"), true)?,
+            raw_api_allow_sensitive: parse_bool(
+                "RAW_API_ALLOW_SENSITIVE",
+                get("RAW_API_ALLOW_SENSITIVE"),
+                false,
+            )?,
+            tool_mode: match get("TOOL_MODE").map(str::to_ascii_lowercase).as_deref() {
+                None | Some("full") => ToolMode::Full,
+                Some("discover") => ToolMode::Discover,
+                Some(_) => {
+                    return Err(ConfigError::new(
+                        "TOOL_MODE",
+                        "must be `full` or `discover`",
+                    ));
+                }
+            },
+        };
+        let gitea_openapi = match get("GITEA_OPENAPI").map(str::to_ascii_lowercase).as_deref() {
+            None | Some("bundled") => OpenApiSource::Bundled,
+            Some("live") => OpenApiSource::Live,
+            Some(_) => {
+                return Err(ConfigError::new(
+                    "GITEA_OPENAPI",
+                    "must be `bundled` or `live`",
+                ));
+            }
+        };
+        let secret_detection_mode = match get("SECRET_DETECTION_MODE")
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
+            Some("off") => SecretDetectionMode::Off,
+            None | Some("mask") => SecretDetectionMode::Mask,
+            Some("block") => SecretDetectionMode::Block,
+            Some(_) => {
+                return Err(ConfigError::new(
+                    "SECRET_DETECTION_MODE",
+                    "must be `off`, `mask` or `block`",
+                ));
+            }
+        };
+        let defaults = Limits::default();
+        let limits = Limits {
+            max_tool_response_items: parse_usize(
+                "MAX_TOOL_RESPONSE_ITEMS",
+                get("MAX_TOOL_RESPONSE_ITEMS"),
+                defaults.max_tool_response_items,
+                1..=100_000,
+            )?,
+            max_tool_response_chars: parse_usize(
+                "MAX_TOOL_RESPONSE_CHARS",
+                get("MAX_TOOL_RESPONSE_CHARS"),
+                defaults.max_tool_response_chars,
+                1_000..=50_000_000,
+            )?,
+            max_binary_bytes: parse_usize(
+                "MAX_BINARY_BYTES",
+                get("MAX_BINARY_BYTES"),
+                defaults.max_binary_bytes,
+                1..=64 * 1024 * 1024,
+            )?,
+            mcp_max_body_bytes: defaults.mcp_max_body_bytes,
+            gitea_timeout: Duration::from_secs(parse_usize(
+                "GITEA_TIMEOUT_SECONDS",
+                get("GITEA_TIMEOUT_SECONDS"),
+                defaults.gitea_timeout.as_secs() as usize,
+                1..=600,
+            )? as u64),
+        };
+
+        let forwarded_allow_ips = parse_list(get("FORWARDED_ALLOW_IPS"))
+            .iter()
+            .map(|v| {
+                v.parse::<ipnet::IpNet>()
+                    .or_else(|_| v.parse::<IpAddr>().map(ipnet::IpNet::from))
+                    .map_err(|_| {
+                        ConfigError::new(
+                            "FORWARDED_ALLOW_IPS",
+                            "every entry must be an IP address or CIDR",
+                        )
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+
+        let audit_hmac_key = parse_secret(get("AUDIT_HMAC_KEY"));
+        if audit_hmac_key
+            .as_ref()
+            .is_some_and(|k| k.expose_secret().len() < 32)
+        {
+            return Err(ConfigError::new(
+                "AUDIT_HMAC_KEY",
+                "must be at least 32 characters",
+            ));
+        }
+
+        Ok(Self {
+            gitea_url,
+            gitea_token: parse_secret(get("GITEA_TOKEN")),
+            mcp_host,
+            mcp_port,
+            mcp_bearer_token,
+            public_base_url,
+            data_dir: PathBuf::from(get("DATA_DIR").unwrap_or("./data")),
+            database_url: parse_secret(get("DATABASE_URL")),
+            token_encryption_keys,
+            gitea_oauth_client_id,
+            gitea_oauth_client_secret,
+            oauth_scopes,
+            oauth_redirect_allowlist: parse_list(get("OAUTH_REDIRECT_ALLOWLIST")),
+            exposure,
+            gitea_openapi,
+            secret_detection_mode,
+            limits,
+            allowed_hosts: parse_list(get("ALLOWED_HOSTS")),
+            forwarded_allow_ips,
+            audit_hmac_key,
+            admin_logins: parse_list(get("ADMIN_LOGINS")),
+            expose_error_details: parse_bool(
+                "EXPOSE_ERROR_DETAILS",
+                get("EXPOSE_ERROR_DETAILS"),
+                false,
+            )?,
+        })
+    }
+
+    /// The Gitea REST API root: `GITEA_URL` + `/api/v1`.
+    pub fn gitea_api_base(&self) -> String {
+        format!("{}/api/v1", self.gitea_url.as_str().trim_end_matches('/'))
+    }
+
+    /// True when the HTTP server binds a loopback address only.
+    pub fn binds_loopback(&self) -> bool {
+        self.mcp_host.is_loopback()
+    }
+
+    /// Checks that need the command: `serve` refuses to expose the admin
+    /// token to the network without authentication.
+    pub fn check_for_serve(&self) -> Result<(), ConfigError> {
+        if !self.binds_loopback() && self.mcp_bearer_token.is_none() {
+            return Err(ConfigError::new(
+                "MCP_HOST",
+                "a non-loopback bind needs MCP_BEARER_TOKEN (or OAuth) to authenticate callers",
+            ));
+        }
+        if self.gitea_token.is_none() {
+            return Err(ConfigError::new(
+                "GITEA_TOKEN",
+                "is required: the static bearer and loopback mode act with it",
+            ));
+        }
+        Ok(())
+    }
+
+    /// `stdio` acts with the admin token.
+    pub fn check_for_stdio(&self) -> Result<(), ConfigError> {
+        if self.gitea_token.is_none() {
+            return Err(ConfigError::new(
+                "GITEA_TOKEN",
+                "is required for stdio, which acts with the admin token",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Every secret the gateway itself holds, for exact redaction of results.
+    pub fn known_secrets(&self) -> Vec<SecretString> {
+        let mut out: Vec<SecretString> = [
+            &self.gitea_token,
+            &self.mcp_bearer_token,
+            &self.gitea_oauth_client_secret,
+            &self.audit_hmac_key,
+        ]
+        .into_iter()
+        .flatten()
+        .cloned()
+        .collect();
+        out.extend(self.token_encryption_keys.iter().cloned());
+        out
+    }
+}
+
+fn parse_base_url(setting: &'static str, value: Option<&str>) -> Result<Option<Url>, ConfigError> {
+    let Some(value) = value else { return Ok(None) };
+    let url = Url::parse(value)
+        .map_err(|_| ConfigError::new(setting, "must be an absolute http(s) URL"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+        return Err(ConfigError::new(setting, "must be an absolute http(s) URL"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(ConfigError::new(setting, "must not contain credentials"));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(ConfigError::new(
+            setting,
+            "must not contain a query or fragment",
+        ));
+    }
+    // Normalise: no trailing slash, so joining paths is uniform.
+    let trimmed = url.as_str().trim_end_matches('/').to_owned();
+    Ok(Some(Url::parse(&trimmed).expect("trimmed URL stays valid")))
+}
+
+/// True when the URL's host is a loopback name or address.
+pub fn is_loopback_url(url: &Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
+fn parse_scopes(value: &str) -> Result<Vec<String>, ConfigError> {
+    let scopes: Vec<String> = value
+        .split([',', ' '])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if scopes.is_empty() {
+        return Err(ConfigError::new(
+            "OAUTH_SCOPES",
+            "must not be empty (Gitea widens an empty scope to full access)",
+        ));
+    }
+    for scope in &scopes {
+        let ok = scope.split_once(':').is_some_and(|(level, category)| {
+            matches!(level, "read" | "write") && SCOPE_CATEGORIES.contains(&category)
+        });
+        if !ok {
+            return Err(ConfigError::new(
+                "OAUTH_SCOPES",
+                "only granular Gitea scopes (`read:<category>` or `write:<category>`) are accepted",
+            ));
+        }
+    }
+    Ok(scopes)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,225 @@
+use std::os::unix::fs::PermissionsExt;
+
+use secrecy::ExposeSecret;
+
+use super::*;
+
+const BEARER: &str = "0123456789abcdef0123456789abcdef";
+
+fn settings(pairs: &[(&str, &str)]) -> Result<Settings, ConfigError> {
+    let mut all = vec![("GITEA_URL", "http://127.0.0.1:3000")];
+    all.extend_from_slice(pairs);
+    Settings::from_source(&SettingsSource::from_pairs(all.iter().copied()))
+}
+
+#[test]
+fn defaults_bind_loopback_on_8080() {
+    let s = settings(&[]).unwrap();
+    assert_eq!(s.mcp_host.to_string(), "127.0.0.1");
+    assert_eq!(s.mcp_port, 8080);
+    assert_eq!(s.public_base_url.as_str(), "http://127.0.0.1:8080/");
+    assert_eq!(s.exposure.tool_mode, ToolMode::Full);
+    assert!(s.exposure.raw_api_enabled);
+    assert!(!s.exposure.raw_api_allow_sensitive);
+    assert_eq!(s.limits, Limits::default());
+    assert_eq!(s.secret_detection_mode, SecretDetectionMode::Mask);
+}
+
+#[test]
+fn gitea_url_is_required() {
+    let err = Settings::from_source(&SettingsSource::default()).unwrap_err();
+    assert_eq!(err.setting, "GITEA_URL");
+}
+
+#[test]
+fn gitea_api_base_has_no_double_slash() {
+    let s = settings(&[("GITEA_URL", "https://git.example.com/sub/")]).unwrap();
+    assert_eq!(s.gitea_api_base(), "https://git.example.com/sub/api/v1");
+}
+
+#[test]
+fn short_bearer_is_refused_without_echoing_it() {
+    let err = settings(&[("MCP_BEARER_TOKEN", "short-secret-value")]).unwrap_err();
+    assert_eq!(err.setting, "MCP_BEARER_TOKEN");
+    assert!(!err.to_string().contains("short-secret-value"));
+}
+
+#[test]
+fn bearer_of_32_chars_is_accepted() {
+    let s = settings(&[("MCP_BEARER_TOKEN", BEARER)]).unwrap();
+    assert_eq!(s.mcp_bearer_token.unwrap().expose_secret(), BEARER);
+}
+
+#[test]
+fn debug_output_never_shows_secrets() {
+    let s = settings(&[
+        ("MCP_BEARER_TOKEN", BEARER),
+        ("GITEA_TOKEN", "gitea-admin-token-xyz"),
+    ])
+    .unwrap();
+    let debug = format!("{s:?}");
+    assert!(!debug.contains(BEARER));
+    assert!(!debug.contains("gitea-admin-token-xyz"));
+}
+
+#[test]
+fn non_loopback_public_url_must_be_https() {
+    let err = settings(&[("PUBLIC_BASE_URL", "http://mcp.example.com")]).unwrap_err();
+    assert_eq!(err.setting, "PUBLIC_BASE_URL");
+    assert!(settings(&[("PUBLIC_BASE_URL", "https://mcp.example.com")]).is_ok());
+}
+
+#[test]
+fn non_loopback_bind_without_bearer_fails_serve_check() {
+    let s = settings(&[("MCP_HOST", "0.0.0.0"), ("GITEA_TOKEN", "t")]).unwrap();
+    assert_eq!(s.check_for_serve().unwrap_err().setting, "MCP_HOST");
+    let s = settings(&[
+        ("MCP_HOST", "0.0.0.0"),
+        ("GITEA_TOKEN", "t"),
+        ("MCP_BEARER_TOKEN", BEARER),
+    ])
+    .unwrap();
+    assert!(s.check_for_serve().is_ok());
+}
+
+#[test]
+fn invalid_boolean_names_the_setting() {
+    let err = settings(&[("READ_ONLY", "maybe")]).unwrap_err();
+    assert_eq!(err, ConfigError::new("READ_ONLY", "must be true or false"));
+}
+
+#[test]
+fn lists_are_trimmed_and_empty_entries_dropped() {
+    let s = settings(&[
+        ("TOOLSETS", " issue, ,repository "),
+        ("DISABLED_TOOLS", "a,b"),
+    ])
+    .unwrap();
+    assert_eq!(
+        s.exposure.toolsets,
+        Some(vec!["issue".to_owned(), "repository".to_owned()])
+    );
+    assert_eq!(s.exposure.disabled_tools, vec!["a", "b"]);
+}
+
+#[test]
+fn empty_toolsets_is_refused() {
+    assert_eq!(
+        settings(&[("TOOLSETS", " , ")]).unwrap_err().setting,
+        "TOOLSETS"
+    );
+}
+
+#[test]
+fn oauth_scopes_must_be_granular() {
+    assert!(settings(&[("OAUTH_SCOPES", "read:repository,write:issue")]).is_ok());
+    for bad in ["all", "openid", "read:everything", "", "admin:repository"] {
+        let err = settings(&[("OAUTH_SCOPES", bad)]).unwrap_err();
+        assert_eq!(err.setting, "OAUTH_SCOPES", "{bad}");
+    }
+}
+
+#[test]
+fn oauth_client_needs_both_halves_and_a_key() {
+    assert!(settings(&[("GITEA_OAUTH_CLIENT_ID", "id")]).is_err());
+    let err = settings(&[
+        ("GITEA_OAUTH_CLIENT_ID", "id"),
+        ("GITEA_OAUTH_CLIENT_SECRET", "secret"),
+    ])
+    .unwrap_err();
+    assert_eq!(err.setting, "TOKEN_ENCRYPTION_KEY");
+}
+
+#[test]
+fn numeric_bounds_are_range_checked() {
+    assert_eq!(
+        settings(&[("MAX_TOOL_RESPONSE_ITEMS", "0")])
+            .unwrap_err()
+            .setting,
+        "MAX_TOOL_RESPONSE_ITEMS"
+    );
+    assert_eq!(
+        settings(&[("MAX_BINARY_BYTES", "lots")])
+            .unwrap_err()
+            .setting,
+        "MAX_BINARY_BYTES"
+    );
+}
+
+#[test]
+fn forwarded_allow_ips_accepts_addresses_and_cidrs() {
+    let s = settings(&[("FORWARDED_ALLOW_IPS", "10.0.0.1, 192.168.0.0/16")]).unwrap();
+    assert_eq!(s.forwarded_allow_ips.len(), 2);
+    assert!(settings(&[("FORWARDED_ALLOW_IPS", "nonsense")]).is_err());
+}
+
+#[test]
+fn known_secrets_lists_every_configured_secret() {
+    let s = settings(&[("MCP_BEARER_TOKEN", BEARER), ("GITEA_TOKEN", "admin-tok")]).unwrap();
+    let secrets: Vec<String> = s
+        .known_secrets()
+        .iter()
+        .map(|k| k.expose_secret().to_owned())
+        .collect();
+    assert!(secrets.contains(&BEARER.to_owned()));
+    assert!(secrets.contains(&"admin-tok".to_owned()));
+}
+
+fn write_env(dir: &std::path::Path, mode: u32) -> std::path::PathBuf {
+    let path = dir.join(".env");
+    std::fs::write(&path, "GITEA_URL=http://from-file:3000\n").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+    path
+}
+
+#[test]
+fn dot_env_with_mode_0600_is_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_env(dir.path(), 0o600);
+    assert_eq!(
+        select_env_file(None, dir.path()).unwrap(),
+        EnvFileChoice::Use(path)
+    );
+}
+
+#[test]
+fn group_readable_dot_env_is_ignored_with_a_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    write_env(dir.path(), 0o640);
+    match select_env_file(None, dir.path()).unwrap() {
+        EnvFileChoice::None { ignored: Some(why) } => assert!(why.contains("0600")),
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[test]
+fn symlinked_dot_env_is_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("real.env");
+    std::fs::write(&real, "GITEA_URL=http://x\n").unwrap();
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::os::unix::fs::symlink(&real, dir.path().join(".env")).unwrap();
+    match select_env_file(None, dir.path()).unwrap() {
+        EnvFileChoice::None { ignored: Some(why) } => assert!(why.contains("symlink")),
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[test]
+fn missing_explicit_env_file_is_an_error() {
+    let err = select_env_file(
+        Some(std::path::Path::new("/nonexistent/x.env")),
+        std::path::Path::new("/"),
+    )
+    .unwrap_err();
+    assert_eq!(err.setting, "AEGIS_ENV_FILE");
+}
+
+#[test]
+fn env_file_values_are_loaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gw.env");
+    std::fs::write(&path, "AEGIS_TEST_ONLY_SETTING=from-file\n").unwrap();
+    let source = SettingsSource::load(&EnvFileChoice::Use(path)).unwrap();
+    assert_eq!(source.get("AEGIS_TEST_ONLY_SETTING"), Some("from-file"));
+}

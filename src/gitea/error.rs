@@ -1,0 +1,143 @@
+//! The kinds of failure a tool call can end in, as the model sees them in
+//! `{"error": {"status", "kind", "message"}}`. One table, documented in
+//! `docs/tools.md`.
+
+use serde::Serialize;
+
+/// Stable, machine-readable error kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    BadRequest,
+    Unauthorized,
+    Forbidden,
+    NotFound,
+    MethodNotAllowed,
+    Conflict,
+    PayloadTooLarge,
+    ValidationFailed,
+    Locked,
+    RateLimited,
+    ClientError,
+    UpstreamError,
+    UpstreamUnreachable,
+    UpstreamTimeout,
+    Redirect,
+    InvalidArguments,
+    ToolDisabled,
+    SensitivePath,
+    InternalError,
+}
+
+impl ErrorKind {
+    /// The kind for a non-success HTTP status from Gitea.
+    pub fn from_status(status: u16) -> Self {
+        match status {
+            300..=399 => Self::Redirect,
+            400 => Self::BadRequest,
+            401 => Self::Unauthorized,
+            403 => Self::Forbidden,
+            404 => Self::NotFound,
+            405 => Self::MethodNotAllowed,
+            409 => Self::Conflict,
+            413 => Self::PayloadTooLarge,
+            422 => Self::ValidationFailed,
+            423 => Self::Locked,
+            429 => Self::RateLimited,
+            500..=599 => Self::UpstreamError,
+            _ => Self::ClientError,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::BadRequest => "bad_request",
+            Self::Unauthorized => "unauthorized",
+            Self::Forbidden => "forbidden",
+            Self::NotFound => "not_found",
+            Self::MethodNotAllowed => "method_not_allowed",
+            Self::Conflict => "conflict",
+            Self::PayloadTooLarge => "payload_too_large",
+            Self::ValidationFailed => "validation_failed",
+            Self::Locked => "locked",
+            Self::RateLimited => "rate_limited",
+            Self::ClientError => "client_error",
+            Self::UpstreamError => "upstream_error",
+            Self::UpstreamUnreachable => "upstream_unreachable",
+            Self::UpstreamTimeout => "upstream_timeout",
+            Self::Redirect => "redirect",
+            Self::InvalidArguments => "invalid_arguments",
+            Self::ToolDisabled => "tool_disabled",
+            Self::SensitivePath => "sensitive_path",
+            Self::InternalError => "internal_error",
+        }
+    }
+}
+
+/// A failed tool call, ready to become an `isError` result. `message` is
+/// already sanitized: it never carries an argument value or a known secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolError {
+    pub status: Option<u16>,
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+impl ToolError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            status: None,
+            kind,
+            message: message.into(),
+        }
+    }
+
+    pub fn invalid_arguments(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::InvalidArguments, message)
+    }
+
+    /// The `{"error": {...}}` document of ADR 0005.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "error": {
+                "status": self.status,
+                "kind": self.kind.as_str(),
+                "message": self.message,
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_map_to_the_documented_kinds() {
+        let table = [
+            (302, "redirect"),
+            (400, "bad_request"),
+            (401, "unauthorized"),
+            (403, "forbidden"),
+            (404, "not_found"),
+            (409, "conflict"),
+            (422, "validation_failed"),
+            (423, "locked"),
+            (429, "rate_limited"),
+            (418, "client_error"),
+            (500, "upstream_error"),
+            (503, "upstream_error"),
+        ];
+        for (status, kind) in table {
+            assert_eq!(ErrorKind::from_status(status).as_str(), kind, "{status}");
+        }
+    }
+
+    #[test]
+    fn kind_serializes_as_its_table_name() {
+        assert_eq!(
+            serde_json::to_value(ErrorKind::UpstreamTimeout).unwrap(),
+            "upstream_timeout"
+        );
+    }
+}

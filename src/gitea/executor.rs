@@ -1,0 +1,268 @@
+//! The one HTTP client that talks to Gitea: pooled, with timeouts, never
+//! following redirects, without a cookie store (so nothing carries over
+//! between identities). It sends a [`GiteaCall`] as an [`Identity`] and
+//! reads the answer with hard size caps.
+
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use futures::StreamExt;
+use secrecy::{ExposeSecret, SecretString};
+
+use super::call::{CallBody, GiteaCall, MultipartPart};
+use super::identity::Identity;
+use crate::config::Limits;
+
+/// Upstream text and JSON bodies are read up to this size, then reading stops.
+pub const MAX_TEXT_BODY_BYTES: usize = 16 * 1024 * 1024;
+/// Upstream error bodies are read up to this size.
+pub const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
+
+/// What Gitea answered, with the body already read (up to a cap).
+#[derive(Debug, Clone)]
+pub struct UpstreamResponse {
+    pub status: u16,
+    pub content_type: Option<String>,
+    pub total_count: Option<u64>,
+    pub link: Option<String>,
+    pub body: Bytes,
+    /// True when the body was longer than the cap and reading stopped.
+    pub body_truncated: bool,
+}
+
+/// Failures before Gitea answered.
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    #[error("Gitea did not answer in time")]
+    Timeout,
+    #[error("Gitea could not be reached")]
+    Unreachable,
+    #[error("the request to Gitea failed")]
+    Request,
+}
+
+impl UpstreamError {
+    fn from_reqwest(err: &reqwest::Error) -> Self {
+        if err.is_timeout() {
+            Self::Timeout
+        } else if err.is_connect() {
+            Self::Unreachable
+        } else {
+            Self::Request
+        }
+    }
+}
+
+/// The executor's HTTP client for one Gitea instance.
+#[derive(Debug, Clone)]
+pub struct GiteaClient {
+    http: reqwest::Client,
+    api_base: String,
+    max_binary_bytes: usize,
+}
+
+impl GiteaClient {
+    /// `api_base` is `GITEA_URL/api/v1`.
+    pub fn new(api_base: String, limits: &Limits) -> Result<Self, reqwest::Error> {
+        crate::tls::install_crypto_provider();
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(Duration::from_secs(10))
+            .timeout(limits.gitea_timeout)
+            .pool_idle_timeout(Duration::from_secs(90))
+            .user_agent(concat!("aegis-gitea-mcp/", env!("CARGO_PKG_VERSION")))
+            .no_proxy()
+            .build()?;
+        Ok(Self {
+            http,
+            api_base,
+            max_binary_bytes: limits.max_binary_bytes,
+        })
+    }
+
+    /// The REST API root this client talks to.
+    pub fn api_base(&self) -> &str {
+        &self.api_base
+    }
+
+    /// Sends `call` with the identity's token (and `Sudo`, when asked).
+    pub async fn send(
+        &self,
+        identity: &Identity,
+        call: &GiteaCall,
+    ) -> Result<UpstreamResponse, UpstreamError> {
+        let url = format!("{}{}", self.api_base, call.path);
+        let mut request = self
+            .http
+            .request(call.method.clone(), url)
+            .header(
+                http::header::AUTHORIZATION,
+                authorization_value(&identity.token),
+            )
+            .header(http::header::ACCEPT, "application/json, */*;q=0.5");
+        if !call.query.is_empty() {
+            request = request.query(&call.query);
+        }
+        if let Some(login) = &call.sudo {
+            request = request.header("Sudo", login.as_str());
+        }
+        request = match &call.body {
+            CallBody::None => request,
+            CallBody::Json(value) => request.json(value),
+            CallBody::Text(text) => request
+                .header(http::header::CONTENT_TYPE, "text/plain; charset=utf-8")
+                .body(text.clone()),
+            CallBody::Multipart(parts) => request.multipart(multipart_form(parts)),
+        };
+        let response = request
+            .send()
+            .await
+            .map_err(|e| UpstreamError::from_reqwest(&e))?;
+        self.read_response(response).await
+    }
+
+    /// A GET with a token and no envelope (the admin login lookup, the live
+    /// OpenAPI document). Returns the body when the status is 2xx.
+    pub async fn get_json(
+        &self,
+        url: &str,
+        token: Option<&SecretString>,
+    ) -> Result<serde_json::Value, UpstreamError> {
+        let mut request = self.http.get(url);
+        if let Some(token) = token {
+            request = request.header(http::header::AUTHORIZATION, authorization_value(token));
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| UpstreamError::from_reqwest(&e))?;
+        if !response.status().is_success() {
+            return Err(UpstreamError::Request);
+        }
+        let (body, truncated) = read_capped(response, MAX_TEXT_BODY_BYTES).await?;
+        if truncated {
+            return Err(UpstreamError::Request);
+        }
+        serde_json::from_slice(&body).map_err(|_| UpstreamError::Request)
+    }
+
+    async fn read_response(
+        &self,
+        response: reqwest::Response,
+    ) -> Result<UpstreamResponse, UpstreamError> {
+        let status = response.status().as_u16();
+        let headers = response.headers();
+        let header = |name: &str| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let content_type = header("content-type");
+        let total_count = header("x-total-count").and_then(|v| v.trim().parse().ok());
+        let link = header("link");
+        let cap = if !(200..300).contains(&status) {
+            MAX_ERROR_BODY_BYTES
+        } else if is_textual(content_type.as_deref()) {
+            MAX_TEXT_BODY_BYTES
+        } else {
+            // One byte over the limit tells the envelope the binary was too big.
+            self.max_binary_bytes.saturating_add(1)
+        };
+        let (body, body_truncated) = read_capped(response, cap).await?;
+        Ok(UpstreamResponse {
+            status,
+            content_type,
+            total_count,
+            link,
+            body,
+            body_truncated,
+        })
+    }
+}
+
+fn authorization_value(token: &SecretString) -> http::HeaderValue {
+    let mut value = http::HeaderValue::from_str(&format!("token {}", token.expose_secret()))
+        .unwrap_or_else(|_| http::HeaderValue::from_static("token invalid"));
+    value.set_sensitive(true);
+    value
+}
+
+/// JSON and text are decoded; everything else is binary.
+pub fn is_textual(content_type: Option<&str>) -> bool {
+    let Some(ct) = content_type else {
+        return true;
+    };
+    let essence = ct
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    essence.starts_with("text/")
+        || essence == "application/json"
+        || essence.ends_with("+json")
+        || essence == "application/xml"
+        || essence == "application/x-yaml"
+}
+
+/// Reads at most `cap` bytes of the body; stops reading (and drops the
+/// connection) beyond that, whatever `Content-Length` claimed.
+async fn read_capped(
+    response: reqwest::Response,
+    cap: usize,
+) -> Result<(Bytes, bool), UpstreamError> {
+    let mut buffer = BytesMut::new();
+    let mut stream = response.bytes_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| UpstreamError::from_reqwest(&e))?;
+        let room = cap - buffer.len();
+        if chunk.len() > room {
+            buffer.extend_from_slice(&chunk[..room]);
+            return Ok((buffer.freeze(), true));
+        }
+        buffer.extend_from_slice(&chunk);
+    }
+    Ok((buffer.freeze(), false))
+}
+
+fn multipart_form(parts: &[MultipartPart]) -> reqwest::multipart::Form {
+    let mut form = reqwest::multipart::Form::new();
+    for part in parts {
+        form = match part {
+            MultipartPart::Text { field, value } => form.text(field.clone(), value.clone()),
+            MultipartPart::File {
+                field,
+                filename,
+                content_type,
+                content,
+            } => {
+                let base =
+                    || reqwest::multipart::Part::bytes(content.clone()).file_name(filename.clone());
+                // An unparsable (but single-line, validated) content type
+                // falls back to the default rather than failing the upload.
+                let file = match content_type {
+                    Some(ct) => base().mime_str(ct).unwrap_or_else(|_| base()),
+                    None => base(),
+                };
+                form.part(field.clone(), file)
+            }
+        };
+    }
+    form
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_and_text_are_textual_and_octet_stream_is_not() {
+        assert!(is_textual(Some("application/json; charset=utf-8")));
+        assert!(is_textual(Some("text/plain")));
+        assert!(is_textual(Some("application/problem+json")));
+        assert!(is_textual(None));
+        assert!(!is_textual(Some("application/octet-stream")));
+        assert!(!is_textual(Some("image/png")));
+    }
+}

@@ -1,0 +1,40 @@
+//! Who a tool call acts as. The transport (stdio, static bearer, loopback)
+//! or, later, the OAuth resolver produces an [`Identity`]; the executor only
+//! consumes it.
+
+use secrecy::SecretString;
+use serde::Serialize;
+
+/// How the caller was authenticated, which also decides whose Gitea token
+/// the call carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IdentityMode {
+    /// The stdio transport: the operator's own machine, admin token.
+    Stdio,
+    /// The static `MCP_BEARER_TOKEN`: admin token.
+    Bearer,
+    /// An unauthenticated request on a loopback bind with no bearer or OAuth
+    /// configured: admin token.
+    Loopback,
+}
+
+impl IdentityMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Stdio => "stdio",
+            Self::Bearer => "bearer",
+            Self::Loopback => "loopback",
+        }
+    }
+}
+
+/// The identity a call runs as: the Gitea login (when known), how it was
+/// authenticated, and the Gitea token sent upstream. `Debug` never shows the
+/// token.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    pub login: Option<String>,
+    pub mode: IdentityMode,
+    pub token: SecretString,
+}

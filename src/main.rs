@@ -1,0 +1,5 @@
+//! The `aegis-gitea-mcp` binary: see [`aegis_gitea_mcp::cli`].
+
+fn main() -> std::process::ExitCode {
+    aegis_gitea_mcp::cli::run()
+}

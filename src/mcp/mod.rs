@@ -1,0 +1,13 @@
+//! MCP protocol wiring: the dispatcher behind `tools/list` and `tools/call`
+//! (exposure, validation, discover mode), and the rmcp adapter for the
+//! stdio and Streamable HTTP transports.
+
+pub mod discover;
+pub mod dispatcher;
+pub mod exposure;
+pub mod server;
+pub mod tools;
+pub mod transport;
+pub mod validation;
+
+pub use dispatcher::{Dispatcher, ToolOutcome, UnknownTool};

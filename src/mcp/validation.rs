@@ -1,0 +1,198 @@
+//! JSON Schema validation of tool arguments (draft 2020-12), before anything
+//! else runs. rmcp does not validate `inputSchema`; this module does.
+//! Validators are compiled on first use of a tool and kept, so startup does
+//! not pay for 485 compilations. Error messages give the JSON path and the
+//! failed keyword, never the offending value.
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use jsonschema::error::ValidationErrorKind;
+use serde_json::{Map, Value};
+
+/// Most validation problems reported in one message.
+const MAX_REPORTED_ERRORS: usize = 5;
+/// Argument names quoted in messages are cut to this length.
+const MAX_NAME_CHARS: usize = 64;
+
+/// A tool's schema and its validator, compiled on first use (`None` when
+/// the schema does not compile).
+type LazyValidator = (
+    Arc<Map<String, Value>>,
+    OnceLock<Option<jsonschema::Validator>>,
+);
+
+/// A compiled-on-demand validator per tool.
+pub struct ArgumentValidator {
+    schemas: HashMap<String, LazyValidator>,
+}
+
+impl std::fmt::Debug for ArgumentValidator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArgumentValidator")
+            .field("tools", &self.schemas.len())
+            .finish()
+    }
+}
+
+impl ArgumentValidator {
+    pub fn new(schemas: impl IntoIterator<Item = (String, Arc<Map<String, Value>>)>) -> Self {
+        Self {
+            schemas: schemas
+                .into_iter()
+                .map(|(name, schema)| (name, (schema, OnceLock::new())))
+                .collect(),
+        }
+    }
+
+    /// Validates `args` against the schema of `tool`. A tool without a
+    /// schema here, or whose schema does not compile, fails closed.
+    pub fn validate(&self, tool: &str, args: &Map<String, Value>) -> Result<(), String> {
+        let Some((schema, compiled)) = self.schemas.get(tool) else {
+            return Err("no schema is known for this tool".into());
+        };
+        let validator = compiled.get_or_init(|| {
+            let schema = Value::Object(schema.as_ref().clone());
+            match jsonschema::draft202012::new(&schema) {
+                Ok(v) => Some(v),
+                Err(_) => {
+                    tracing::error!(tool, "input schema does not compile");
+                    None
+                }
+            }
+        });
+        let Some(validator) = validator else {
+            return Err("this tool's input schema is broken; the call was refused".into());
+        };
+        let instance = Value::Object(args.clone());
+        let problems: Vec<String> = validator
+            .iter_errors(&instance)
+            .take(MAX_REPORTED_ERRORS)
+            .map(|e| {
+                describe(
+                    e.instance_path().as_str(),
+                    e.schema_path().as_str(),
+                    e.kind(),
+                )
+            })
+            .collect();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("; "))
+        }
+    }
+}
+
+fn short(name: &str) -> String {
+    name.chars().take(MAX_NAME_CHARS).collect()
+}
+
+/// One problem, without the value that caused it.
+fn describe(instance_path: &str, schema_path: &str, kind: &ValidationErrorKind) -> String {
+    let at = if instance_path.is_empty() {
+        "arguments".to_owned()
+    } else {
+        format!("`{instance_path}`")
+    };
+    let detail = match kind {
+        ValidationErrorKind::Required { property } => format!(
+            "is missing required property `{}`",
+            short(property.as_str().unwrap_or("?"))
+        ),
+        ValidationErrorKind::AdditionalProperties { unexpected } => format!(
+            "has unknown propert{} {}",
+            if unexpected.len() == 1 { "y" } else { "ies" },
+            unexpected
+                .iter()
+                .map(|u| format!("`{}`", short(u)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        ValidationErrorKind::Type { kind } => format!("has the wrong type (expected {kind:?})")
+            .replace("Single(", "")
+            .replace(')', ""),
+        other => format!("fails `{}`", other.keyword()),
+    };
+    format!("{at} {detail} (schema path `{schema_path}`)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn validator() -> ArgumentValidator {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "owner": {"type": "string", "minLength": 1},
+                "index": {"type": "integer"},
+                "state": {"type": "string", "enum": ["open", "closed"]}
+            },
+            "required": ["owner"],
+            "additionalProperties": false
+        });
+        ArgumentValidator::new([(
+            "t".to_owned(),
+            Arc::new(schema.as_object().unwrap().clone()),
+        )])
+    }
+
+    fn args(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn valid_arguments_pass() {
+        assert!(
+            validator()
+                .validate("t", &args(json!({"owner": "o", "index": 3})))
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn missing_required_argument_is_named() {
+        let err = validator().validate("t", &args(json!({}))).unwrap_err();
+        assert!(err.contains("required property `owner`"), "{err}");
+        assert!(err.contains("schema path `/required`"), "{err}");
+    }
+
+    #[test]
+    fn unknown_argument_is_named() {
+        let err = validator()
+            .validate("t", &args(json!({"owner": "o", "bogus": 1})))
+            .unwrap_err();
+        assert!(err.contains("`bogus`"), "{err}");
+    }
+
+    #[test]
+    fn wrong_type_gives_the_path_and_not_the_value() {
+        let err = validator()
+            .validate(
+                "t",
+                &args(json!({"owner": "o", "index": "secret-looking-value"})),
+            )
+            .unwrap_err();
+        assert!(err.contains("`/index`"), "{err}");
+        assert!(!err.contains("secret-looking-value"), "{err}");
+    }
+
+    #[test]
+    fn enum_violation_does_not_echo_the_value() {
+        let err = validator()
+            .validate(
+                "t",
+                &args(json!({"owner": "o", "state": "hunter2-password"})),
+            )
+            .unwrap_err();
+        assert!(err.contains("`enum`"), "{err}");
+        assert!(!err.contains("hunter2"), "{err}");
+    }
+
+    #[test]
+    fn unknown_tool_fails_closed() {
+        assert!(validator().validate("nope", &Map::new()).is_err());
+    }
+}

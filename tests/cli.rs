@@ -1,0 +1,84 @@
+//! The binary's command line: exit codes and messages of bad settings, the
+//! catalog listing.
+
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_aegis-gitea-mcp");
+
+fn gateway(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(BIN);
+    cmd.args(args).env_clear().current_dir(dir.path());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn missing_gitea_url_exits_2_naming_the_setting() {
+    let out = gateway(&["serve"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("GITEA_URL"));
+}
+
+#[test]
+fn short_bearer_exits_2_without_printing_it() {
+    let out = gateway(
+        &["serve"],
+        &[
+            ("GITEA_URL", "http://127.0.0.1:3000"),
+            ("MCP_BEARER_TOKEN", "too-short-secret"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("MCP_BEARER_TOKEN"));
+    assert!(!stderr.contains("too-short-secret"));
+}
+
+#[test]
+fn public_bind_without_authentication_exits_2() {
+    let out = gateway(
+        &["serve"],
+        &[
+            ("GITEA_URL", "http://127.0.0.1:3000"),
+            ("GITEA_TOKEN", "t"),
+            ("MCP_HOST", "0.0.0.0"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("MCP_HOST"));
+}
+
+#[test]
+fn stdio_without_an_admin_token_exits_2() {
+    let out = gateway(&["stdio"], &[("GITEA_URL", "http://127.0.0.1:3000")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("GITEA_TOKEN"));
+}
+
+#[test]
+fn catalog_lists_every_operation() {
+    let out = gateway(&["catalog", "--json"], &[]);
+    assert!(out.status.success());
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 485);
+    let create_token = rows
+        .iter()
+        .find(|r| r["operation_id"] == "userCreateToken")
+        .unwrap();
+    assert_eq!(create_token["name"], "gitea_user_create_token");
+    assert_eq!(create_token["method"], "POST");
+}
+
+#[test]
+fn catalog_table_ends_with_the_count() {
+    let out = gateway(&["catalog"], &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.trim_end().ends_with("485 tools (Gitea API 1.27.1)"),
+        "{stdout}"
+    );
+}

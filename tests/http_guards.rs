@@ -1,0 +1,192 @@
+//! The HTTP edge of `/mcp`, spoken to with a plain HTTP client: bearer
+//! authentication, body limits, methods, protocol versions, malformed
+//! JSON-RPC, Host and Origin checks.
+
+mod support;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use support::{BEARER, Gateway};
+
+fn http() -> reqwest::Client {
+    aegis_gitea_mcp::tls::install_crypto_provider();
+    reqwest::Client::new()
+}
+
+fn list_request() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}})
+}
+
+async fn post(gw: &Gateway, bearer: Option<&str>, body: String) -> reqwest::Response {
+    let mut req = http()
+        .post(gw.mcp_url())
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .body(body);
+    if let Some(b) = bearer {
+        req = req.bearer_auth(b);
+    }
+    req.send().await.unwrap()
+}
+
+#[tokio::test]
+async fn missing_bearer_gets_401_with_a_bearer_challenge() {
+    let gw = Gateway::start(&[]).await;
+    let resp = post(&gw, None, list_request().to_string()).await;
+    assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
+    assert!(
+        resp.headers()["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .starts_with("Bearer")
+    );
+}
+
+#[tokio::test]
+async fn wrong_bearer_gets_401_invalid_token() {
+    let gw = Gateway::start(&[]).await;
+    let resp = post(
+        &gw,
+        Some("wrong-bearer-0123456789abcdef0123456"),
+        list_request().to_string(),
+    )
+    .await;
+    assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
+    assert!(
+        resp.headers()["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .contains(r#"error="invalid_token""#)
+    );
+    assert!(gw.fake.tool_requests().is_empty());
+}
+
+#[tokio::test]
+async fn right_bearer_gets_a_json_answer_without_a_session() {
+    let gw = Gateway::start(&[]).await;
+    let resp = post(&gw, Some(BEARER), list_request().to_string()).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert!(
+        resp.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/json")
+    );
+    assert!(resp.headers().get("mcp-session-id").is_none());
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["result"]["tools"].as_array().unwrap().len(), 486);
+}
+
+#[tokio::test]
+async fn initialize_negotiates_a_supported_version_and_gives_instructions() {
+    let gw = Gateway::start(&[]).await;
+    for version in ["2025-06-18", "2025-11-25"] {
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": version, "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}});
+        let resp = http()
+            .post(gw.mcp_url())
+            .bearer_auth(BEARER)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(init.to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::OK);
+        let body: Value = resp.json().await.unwrap();
+        assert_eq!(body["result"]["protocolVersion"], version);
+        assert!(
+            body["result"]["instructions"]
+                .as_str()
+                .unwrap()
+                .contains("untrusted")
+        );
+    }
+}
+
+#[tokio::test]
+async fn unsupported_protocol_version_header_gets_400() {
+    let gw = Gateway::start(&[]).await;
+    let resp = http()
+        .post(gw.mcp_url())
+        .bearer_auth(BEARER)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "1999-01-01")
+        .body(list_request().to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn get_on_mcp_is_405() {
+    let gw = Gateway::start(&[]).await;
+    let resp = http()
+        .get(gw.mcp_url())
+        .bearer_auth(BEARER)
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::METHOD_NOT_ALLOWED);
+}
+
+#[tokio::test]
+async fn malformed_json_rpc_is_refused_without_a_panic() {
+    let gw = Gateway::start(&[]).await;
+    for body in ["{not json", "[]", "{\"jsonrpc\":\"2.0\"}", "null"] {
+        let resp = post(&gw, Some(BEARER), body.to_owned()).await;
+        assert!(resp.status().is_client_error(), "{body}: {}", resp.status());
+    }
+    // The server is still alive.
+    let resp = post(&gw, Some(BEARER), list_request().to_string()).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn oversized_body_gets_413() {
+    let gw = Gateway::start(&[]).await;
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"gitea_api_request","arguments":{{"method":"POST","path":"/x","body":"{}"}}}}}}"#,
+        "a".repeat(17 * 1024 * 1024)
+    );
+    let resp = post(&gw, Some(BEARER), huge).await;
+    assert_eq!(resp.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    assert!(gw.fake.tool_requests().is_empty());
+}
+
+#[tokio::test]
+async fn foreign_host_header_is_refused() {
+    let gw = Gateway::start(&[]).await;
+    let resp = http()
+        .post(gw.mcp_url())
+        .bearer_auth(BEARER)
+        .header("host", "evil.example.com")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(list_request().to_string())
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.status().is_client_error(), "{}", resp.status());
+}
+
+#[tokio::test]
+async fn health_reports_version_and_tool_count_only() {
+    let gw = Gateway::start(&[]).await;
+    let body: Value = http()
+        .get(format!("{}/health", gw.url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(body["status"], "ok");
+    assert_eq!(body["tools"], 486);
+    assert!(!body.to_string().contains(support::ADMIN_TOKEN));
+}

@@ -1,0 +1,235 @@
+//! An in-process fake Gitea for fast integration tests. It answers the way
+//! Gitea 1.27 does on the routes the tests use: token authentication
+//! (`Authorization: token …`), `X-Total-Count` and `Link` pagination,
+//! `{"message", "url"}` error bodies (404 with `errors`), 422 binding
+//! failures, raw file downloads, and routing on the raw (still-encoded)
+//! path, so `%2F` in a single-segment parameter behaves as on Gitea.
+//! Every request is recorded, so a test can prove that nothing was sent.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+pub const ADMIN_TOKEN: &str = "fake-admin-token-0123456789abcdef";
+pub const ADMIN_LOGIN: &str = "gitea-admin";
+pub const TOTAL_ISSUES: u64 = 45;
+
+/// One request as the fake saw it.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub method: Method,
+    /// Path and query exactly as received (still percent-encoded).
+    pub uri: String,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+#[derive(Clone, Default)]
+struct FakeState {
+    base: Arc<Mutex<String>>,
+    log: Arc<Mutex<Vec<Recorded>>>,
+}
+
+/// A running fake Gitea on a loopback port.
+pub struct FakeGitea {
+    pub url: String,
+    log: Arc<Mutex<Vec<Recorded>>>,
+}
+
+impl FakeGitea {
+    pub async fn start() -> Self {
+        let state = FakeState::default();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr: SocketAddr = listener.local_addr().unwrap();
+        let url = format!("http://{addr}");
+        *state.base.lock().unwrap() = url.clone();
+        let log = state.log.clone();
+        let app = Router::new().fallback(handle).with_state(state);
+        tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        Self { url, log }
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Requests other than the admin login lookup (`GET /api/v1/user`).
+    pub fn tool_requests(&self) -> Vec<Recorded> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.uri != "/api/v1/user")
+            .collect()
+    }
+
+    pub fn clear(&self) {
+        self.log.lock().unwrap().clear();
+    }
+}
+
+fn message(status: StatusCode, base: &str, msg: &str) -> Response {
+    let mut body = json!({"message": msg, "url": format!("{base}/api/swagger")});
+    if status == StatusCode::NOT_FOUND {
+        body["errors"] = json!([]);
+    }
+    (status, axum::Json(body)).into_response()
+}
+
+async fn handle(State(state): State<FakeState>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let body = axum::body::to_bytes(body, 64 * 1024 * 1024)
+        .await
+        .unwrap_or_default();
+    let uri = parts.uri.to_string();
+    let base = state.base.lock().unwrap().clone();
+    state.log.lock().unwrap().push(Recorded {
+        method: parts.method.clone(),
+        uri: uri.clone(),
+        headers: parts.headers.clone(),
+        body: body.clone(),
+    });
+
+    if parts.uri.path() == "/swagger.v1.json" {
+        return (
+            [(header::CONTENT_TYPE, "application/json")],
+            include_str!("../../src/catalog/bundled/swagger.v1.json"),
+        )
+            .into_response();
+    }
+    let authorized = parts
+        .headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        == Some(&format!("token {ADMIN_TOKEN}"));
+    if !authorized {
+        return message(StatusCode::UNAUTHORIZED, &base, "token is required");
+    }
+    let path = parts.uri.path();
+    let query: Vec<(String, String)> =
+        url::form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
+            .into_owned()
+            .collect();
+    let q = |name: &str| {
+        query
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    };
+    let segments: Vec<&str> = path.trim_start_matches("/api/v1/").split('/').collect();
+    let sudo = parts
+        .headers
+        .get("sudo")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+
+    match (parts.method.clone(), segments.as_slice()) {
+        (Method::GET, ["user"]) => {
+            let login = sudo.unwrap_or_else(|| ADMIN_LOGIN.to_owned());
+            axum::Json(json!({"id": 1, "login": login, "is_admin": true})).into_response()
+        }
+        (Method::GET, ["version"]) => axum::Json(json!({"version": "1.27.1"})).into_response(),
+        (Method::GET, ["repos", owner, repo, "issues"]) => {
+            list_issues(&base, owner, repo, q("page"), q("limit"))
+        }
+        (Method::POST, ["repos", _, _, "issues"]) => {
+            let parsed: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            match parsed.get("title").and_then(Value::as_str) {
+                Some(title) if !title.is_empty() => (
+                    StatusCode::CREATED,
+                    axum::Json(json!({"id": 99, "number": 46, "title": title, "state": "open"})),
+                )
+                    .into_response(),
+                _ => message(StatusCode::UNPROCESSABLE_ENTITY, &base, "[Title]: Required"),
+            }
+        }
+        // Wildcard route: everything after `contents/` is the file path.
+        (Method::GET, ["repos", _, _, "contents", rest @ ..]) if !rest.is_empty() => {
+            let filepath = percent_decode(&rest.join("/"));
+            axum::Json(json!({
+                "name": filepath.rsplit('/').next(),
+                "path": filepath,
+                "type": "file",
+                "encoding": "base64",
+                "content": "aGVsbG8K",
+            }))
+            .into_response()
+        }
+        // Single-segment route: a tag with `/` only matches as `%2F`.
+        (Method::GET, ["repos", _, _, "releases", "tags", tag]) => {
+            let tag = percent_decode(tag);
+            axum::Json(json!({"id": 3, "tag_name": tag, "name": format!("Release {tag}")}))
+                .into_response()
+        }
+        (Method::GET, ["repos", _, _, "raw", rest @ ..]) if !rest.is_empty() => (
+            [(header::CONTENT_TYPE, "application/octet-stream")],
+            vec![0u8, 1, 2, 250, 251, 252],
+        )
+            .into_response(),
+        (Method::GET, ["repos", owner, repo]) => {
+            axum::Json(json!({"id": 7, "name": repo, "full_name": format!("{owner}/{repo}")}))
+                .into_response()
+        }
+        _ => message(
+            StatusCode::NOT_FOUND,
+            &base,
+            "The target couldn't be found.",
+        ),
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
+fn list_issues(
+    base: &str,
+    owner: &str,
+    repo: &str,
+    page: Option<String>,
+    limit: Option<String>,
+) -> Response {
+    let page: u64 = page.and_then(|p| p.parse().ok()).unwrap_or(1).max(1);
+    // Gitea's default page size is 30 and it clamps silently at 50.
+    let limit: u64 = limit
+        .and_then(|l| l.parse().ok())
+        .unwrap_or(30)
+        .clamp(1, 50);
+    let start = (page - 1) * limit;
+    let items: Vec<Value> = (start..(start + limit).min(TOTAL_ISSUES))
+        .map(|i| json!({"id": 1000 + i, "number": i + 1, "title": format!("Issue {}", i + 1), "state": "open"}))
+        .collect();
+    let last = TOTAL_ISSUES.div_ceil(limit);
+    let link_to = |p: u64, rel: &str| {
+        format!(
+            r#"<{base}/api/v1/repos/{owner}/{repo}/issues?limit={limit}&page={p}>; rel="{rel}""#
+        )
+    };
+    let mut links = Vec::new();
+    if page < last {
+        links.push(link_to(page + 1, "next"));
+        links.push(link_to(last, "last"));
+    }
+    if page > 1 {
+        links.push(link_to(1, "first"));
+        links.push(link_to(page - 1, "prev"));
+    }
+    let mut response = axum::Json(items).into_response();
+    let headers = response.headers_mut();
+    headers.insert("x-total-count", HeaderValue::from(TOTAL_ISSUES));
+    if !links.is_empty() {
+        headers.insert(
+            header::LINK,
+            HeaderValue::from_str(&links.join(",")).unwrap(),
+        );
+    }
+    response
+}

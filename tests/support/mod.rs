@@ -1,0 +1,106 @@
+//! Shared test fixtures: the fake Gitea, a gateway served on real loopback
+//! HTTP (built exactly as the CLI builds it), and a real MCP client (the
+//! official Rust SDK) connected to it.
+
+#![allow(dead_code)]
+
+pub mod fake_gitea;
+
+use std::net::SocketAddr;
+
+use aegis_gitea_mcp::app::App;
+use aegis_gitea_mcp::config::{Settings, SettingsSource};
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::Value;
+
+#[allow(unused_imports)]
+pub use fake_gitea::{ADMIN_LOGIN, ADMIN_TOKEN, FakeGitea};
+
+pub const BEARER: &str = "test-bearer-0123456789abcdef-0123456789";
+
+/// A gateway on a loopback port in front of a fake Gitea.
+pub struct Gateway {
+    pub url: String,
+    pub fake: FakeGitea,
+}
+
+impl Gateway {
+    /// Starts a fake Gitea and a gateway with the static bearer plus `extra` settings.
+    pub async fn start(extra: &[(&str, &str)]) -> Self {
+        aegis_gitea_mcp::tls::install_crypto_provider();
+        let fake = FakeGitea::start().await;
+        let mut pairs: Vec<(String, String)> = vec![
+            ("GITEA_URL".into(), fake.url.clone()),
+            ("GITEA_TOKEN".into(), ADMIN_TOKEN.into()),
+            ("MCP_BEARER_TOKEN".into(), BEARER.into()),
+        ];
+        for (k, v) in extra {
+            pairs.retain(|(key, _)| key != k);
+            if !v.is_empty() {
+                pairs.push(((*k).into(), (*v).into()));
+            }
+        }
+        let settings = Settings::from_source(&SettingsSource::from_pairs(pairs)).unwrap();
+        let app = App::build(settings).await.unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let router = aegis_gitea_mcp::http::router(app);
+        tokio::spawn(async move {
+            axum::serve(
+                listener,
+                router.into_make_service_with_connect_info::<SocketAddr>(),
+            )
+            .await
+            .unwrap();
+        });
+        Self {
+            url: format!("http://{addr}"),
+            fake,
+        }
+    }
+
+    pub fn mcp_url(&self) -> String {
+        format!("{}/mcp", self.url)
+    }
+
+    /// An MCP client (official Rust SDK) holding `bearer`.
+    pub async fn client_with(&self, bearer: Option<&str>) -> RunningService<RoleClient, ()> {
+        let mut config = StreamableHttpClientTransportConfig::with_uri(self.mcp_url());
+        if let Some(b) = bearer {
+            config = config.auth_header(b.to_owned());
+        }
+        let transport = StreamableHttpClientTransport::from_config(config);
+        ().serve(transport).await.expect("MCP client connects")
+    }
+
+    pub async fn client(&self) -> RunningService<RoleClient, ()> {
+        self.client_with(Some(BEARER)).await
+    }
+}
+
+/// Calls a tool and returns (is_error, parsed JSON of the single text item).
+pub async fn call(
+    client: &RunningService<RoleClient, ()>,
+    name: &str,
+    args: Value,
+) -> (bool, Value) {
+    let params = CallToolRequestParams::new(name.to_owned())
+        .with_arguments(args.as_object().cloned().unwrap_or_default());
+    let result: CallToolResult = client.call_tool(params).await.expect("tools/call succeeds");
+    (result.is_error == Some(true), single_json(&result))
+}
+
+/// The JSON of a result's one text content item.
+pub fn single_json(result: &CallToolResult) -> Value {
+    assert_eq!(result.content.len(), 1, "exactly one content item");
+    let text = result.content[0]
+        .as_text()
+        .expect("text content")
+        .text
+        .clone();
+    serde_json::from_str(&text).expect("content is JSON")
+}
