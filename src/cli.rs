@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 use crate::app::{App, BuildError};
 use crate::catalog::Catalog;
 use crate::config::{ConfigError, EnvFileChoice, Settings, SettingsSource, select_env_file};
+use crate::mcp::exposure::Exposure;
 
 #[derive(Debug, Parser)]
 #[command(name = "aegis-gitea-mcp", version, about = "An MCP gateway to Gitea")]
@@ -120,13 +121,19 @@ async fn run_command(cli: Cli) -> Result<(), CliError> {
                 .map_err(CliError::Other)
         }
         Command::Catalog { json, toolsets } => {
-            // Without GITEA_URL the bundled catalog is listed in full; with
-            // it, the configured source and exposure apply.
-            let catalog = match std::env::var_os("GITEA_URL") {
-                None => Catalog::bundled(),
-                Some(_) => {
-                    let settings = load_settings(cli.env_file.as_deref())?;
-                    App::build(settings).await?.dispatcher().catalog().clone()
+            // Without GITEA_URL (environment or env file) the bundled catalog
+            // is listed in full; with it, the configured source and exposure apply.
+            let catalog = match load_settings(cli.env_file.as_deref()) {
+                Err(err) if err.setting == "GITEA_URL" && err.rule == "is required" => {
+                    Catalog::bundled()
+                }
+                Err(err) => return Err(err.into()),
+                Ok(settings) => {
+                    let exposure = Exposure::new(settings.exposure.clone());
+                    let app = App::build(settings).await?;
+                    app.dispatcher()
+                        .catalog()
+                        .filtered(|op| exposure.exposes(op))
                 }
             };
             print_catalog(&catalog, json, toolsets);

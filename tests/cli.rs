@@ -82,3 +82,26 @@ fn catalog_table_ends_with_the_count() {
         "{stdout}"
     );
 }
+
+#[test]
+fn catalog_applies_the_configured_exposure() {
+    let out = gateway(
+        &["catalog", "--json"],
+        &[
+            ("GITEA_URL", "http://127.0.0.1:9"),
+            ("READ_ONLY", "true"),
+            ("TOOLSETS", "issue"),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert!(!rows.is_empty() && rows.len() < 72);
+    assert!(rows.iter().all(
+        |r| r["method"] == "GET" && r["toolsets"].as_array().unwrap().contains(&"issue".into())
+    ));
+}

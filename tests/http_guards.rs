@@ -17,13 +17,18 @@ fn list_request() -> Value {
     json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}})
 }
 
-async fn post(gw: &Gateway, bearer: Option<&str>, body: String) -> reqwest::Response {
-    let mut req = http()
+/// A JSON POST to `/mcp` as an MCP client sends it, without credentials or
+/// protocol version (tests add what they exercise).
+fn mcp_post(gw: &Gateway, body: String) -> reqwest::RequestBuilder {
+    http()
         .post(gw.mcp_url())
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-11-25")
-        .body(body);
+        .body(body)
+}
+
+async fn post(gw: &Gateway, bearer: Option<&str>, body: String) -> reqwest::Response {
+    let mut req = mcp_post(gw, body).header("mcp-protocol-version", "2025-11-25");
     if let Some(b) = bearer {
         req = req.bearer_auth(b);
     }
@@ -85,12 +90,8 @@ async fn initialize_negotiates_a_supported_version_and_gives_instructions() {
         let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": version, "capabilities": {},
             "clientInfo": {"name": "t", "version": "1"}}});
-        let resp = http()
-            .post(gw.mcp_url())
+        let resp = mcp_post(&gw, init.to_string())
             .bearer_auth(BEARER)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(init.to_string())
             .send()
             .await
             .unwrap();
@@ -109,13 +110,9 @@ async fn initialize_negotiates_a_supported_version_and_gives_instructions() {
 #[tokio::test]
 async fn unsupported_protocol_version_header_gets_400() {
     let gw = Gateway::start(&[]).await;
-    let resp = http()
-        .post(gw.mcp_url())
+    let resp = mcp_post(&gw, list_request().to_string())
         .bearer_auth(BEARER)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", "1999-01-01")
-        .body(list_request().to_string())
         .send()
         .await
         .unwrap();
@@ -160,19 +157,19 @@ async fn oversized_body_gets_413() {
 }
 
 #[tokio::test]
-async fn foreign_host_header_is_refused() {
+async fn foreign_host_header_gets_421_before_authentication() {
     let gw = Gateway::start(&[]).await;
-    let resp = http()
-        .post(gw.mcp_url())
+    let resp = mcp_post(&gw, list_request().to_string())
         .bearer_auth(BEARER)
         .header("host", "evil.example.com")
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(list_request().to_string())
         .send()
         .await
         .unwrap();
-    assert!(resp.status().is_client_error(), "{}", resp.status());
+    assert_eq!(resp.status(), StatusCode::MISDIRECTED_REQUEST);
+    assert!(
+        gw.fake.requests().is_empty(),
+        "not even the admin login lookup"
+    );
 }
 
 #[tokio::test]
@@ -189,4 +186,43 @@ async fn health_reports_version_and_tool_count_only() {
     assert_eq!(body["status"], "ok");
     assert_eq!(body["tools"], 486);
     assert!(!body.to_string().contains(support::ADMIN_TOKEN));
+}
+
+#[tokio::test]
+async fn foreign_origin_gets_403_before_authentication() {
+    let gw = Gateway::start(&[]).await;
+    let resp = mcp_post(&gw, list_request().to_string())
+        .header("origin", "https://evil.example.com")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::FORBIDDEN);
+}
+
+#[tokio::test]
+async fn own_origin_is_accepted() {
+    let gw = Gateway::start(&[]).await;
+    // The configured port (PUBLIC_BASE_URL's); the test server's own random
+    // port stands in for it.
+    let resp = mcp_post(&gw, list_request().to_string())
+        .bearer_auth(BEARER)
+        .header("origin", "http://localhost:8080")
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn oauth_configuration_ends_unauthenticated_loopback_access() {
+    let gw = Gateway::start(&[
+        ("MCP_BEARER_TOKEN", ""),
+        ("GITEA_OAUTH_CLIENT_ID", "client"),
+        ("GITEA_OAUTH_CLIENT_SECRET", "secret"),
+        ("TOKEN_ENCRYPTION_KEY", "0123456789abcdef0123456789abcdef"),
+    ])
+    .await;
+    let resp = post(&gw, None, list_request().to_string()).await;
+    assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
 }

@@ -218,6 +218,33 @@ static BUNDLED: LazyLock<Catalog> = LazyLock::new(|| {
 });
 
 impl Catalog {
+    /// A catalog of the operations `keep` accepts (e.g. the exposed ones),
+    /// in the same order.
+    pub fn filtered(&self, keep: impl Fn(&Operation) -> bool) -> Catalog {
+        let operations: Vec<Operation> = self
+            .inner
+            .operations
+            .iter()
+            .filter(|op| keep(op))
+            .cloned()
+            .collect();
+        let index = operations
+            .iter()
+            .enumerate()
+            .map(|(i, op)| (op.tool_name.clone(), i))
+            .collect();
+        Catalog {
+            inner: Arc::new(Inner {
+                operations,
+                index,
+                api_version: self.inner.api_version.clone(),
+                title: self.inner.title.clone(),
+                base_path: self.inner.base_path.clone(),
+                skipped: self.inner.skipped.clone(),
+            }),
+        }
+    }
+
     /// The catalog of the bundled Gitea 1.27.1 document, built once per process.
     pub fn bundled() -> Catalog {
         BUNDLED.clone()

@@ -30,7 +30,7 @@
 //! cut to 55 characters and given `_` plus 8 hex digits of the FNV-1a hash of
 //! the full operationId, so it stays unique and stable. An operationId with no
 //! usable character becomes `gitea_op_` plus that hash. No Gitea 1.27 operation
-//! needs either fallback (the longest name is 40 characters).
+//! needs either fallback (the longest name is 44 characters).
 
 /// Prefix of every generated tool name.
 pub const TOOL_NAME_PREFIX: &str = "gitea_";

@@ -157,14 +157,15 @@ impl Settings {
             .ok_or_else(|| ConfigError::new("GITEA_URL", "is required"))?;
         let mcp_host = match get("MCP_HOST") {
             None => IpAddr::from([127, 0, 0, 1]),
-            Some("localhost") => IpAddr::from([127, 0, 0, 1]),
-            Some(v) => v.parse().map_err(|_| {
+            Some(v) if v.trim().eq_ignore_ascii_case("localhost") => IpAddr::from([127, 0, 0, 1]),
+            Some(v) => v.trim().parse().map_err(|_| {
                 ConfigError::new("MCP_HOST", "must be an IP address or `localhost`")
             })?,
         };
         let mcp_port = match get("MCP_PORT") {
             None => 8080,
             Some(v) => v
+                .trim()
                 .parse::<u16>()
                 .map_err(|_| ConfigError::new("MCP_PORT", "must be a port number (0-65535)"))?,
         };
@@ -201,7 +202,7 @@ impl Settings {
             .collect();
         if token_encryption_keys
             .iter()
-            .any(|k| k.expose_secret().len() < 32)
+            .any(|k| k.expose_secret().chars().count() < 32)
         {
             return Err(ConfigError::new(
                 "TOKEN_ENCRYPTION_KEY",
@@ -209,7 +210,10 @@ impl Settings {
             ));
         }
 
-        let gitea_oauth_client_id = get("GITEA_OAUTH_CLIENT_ID").map(str::to_owned);
+        let gitea_oauth_client_id = get("GITEA_OAUTH_CLIENT_ID")
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned);
         let gitea_oauth_client_secret = parse_secret(get("GITEA_OAUTH_CLIENT_SECRET"));
         if gitea_oauth_client_id.is_some() != gitea_oauth_client_secret.is_some() {
             return Err(ConfigError::new(
@@ -327,7 +331,7 @@ impl Settings {
         let audit_hmac_key = parse_secret(get("AUDIT_HMAC_KEY"));
         if audit_hmac_key
             .as_ref()
-            .is_some_and(|k| k.expose_secret().len() < 32)
+            .is_some_and(|k| k.expose_secret().chars().count() < 32)
         {
             return Err(ConfigError::new(
                 "AUDIT_HMAC_KEY",
@@ -370,6 +374,11 @@ impl Settings {
         format!("{}/api/v1", self.gitea_url.as_str().trim_end_matches('/'))
     }
 
+    /// True when the gateway is a confidential client of Gitea (OAuth on).
+    pub fn oauth_configured(&self) -> bool {
+        self.gitea_oauth_client_id.is_some()
+    }
+
     /// True when the HTTP server binds a loopback address only.
     pub fn binds_loopback(&self) -> bool {
         self.mcp_host.is_loopback()
@@ -381,7 +390,7 @@ impl Settings {
         if !self.binds_loopback() && self.mcp_bearer_token.is_none() {
             return Err(ConfigError::new(
                 "MCP_HOST",
-                "a non-loopback bind needs MCP_BEARER_TOKEN (or OAuth) to authenticate callers",
+                "a non-loopback bind needs MCP_BEARER_TOKEN to authenticate callers",
             ));
         }
         if self.gitea_token.is_none() {

@@ -18,6 +18,9 @@ pub const MAX_TEXT_BODY_BYTES: usize = 16 * 1024 * 1024;
 /// Upstream error bodies are read up to this size.
 pub const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 
+/// Content type of an upload that names none (or an unparsable one).
+const DEFAULT_UPLOAD_TYPE: &str = "application/octet-stream";
+
 /// What Gitea answered, with the body already read (up to a cap).
 #[derive(Debug, Clone)]
 pub struct UpstreamResponse {
@@ -241,10 +244,11 @@ fn multipart_form(parts: &[MultipartPart]) -> reqwest::multipart::Form {
                     || reqwest::multipart::Part::bytes(content.clone()).file_name(filename.clone());
                 // An unparsable (but single-line, validated) content type
                 // falls back to the default rather than failing the upload.
-                let file = match content_type {
-                    Some(ct) => base().mime_str(ct).unwrap_or_else(|_| base()),
-                    None => base(),
-                };
+                let content_type = content_type.as_deref().unwrap_or(DEFAULT_UPLOAD_TYPE);
+                let file = base()
+                    .mime_str(content_type)
+                    .or_else(|_| base().mime_str(DEFAULT_UPLOAD_TYPE))
+                    .unwrap_or_else(|_| base());
                 form.part(field.clone(), file)
             }
         };

@@ -35,6 +35,8 @@ pub enum RawRequestError {
     Path(&'static str),
     #[error("`query` must be an object of strings, numbers, booleans or arrays of those")]
     Query,
+    #[error("`body` must be a JSON object")]
+    Body,
     #[error(transparent)]
     Call(#[from] CallError),
 }
@@ -113,12 +115,15 @@ pub fn parse_raw_request(
     }
     let body = match args.get("body") {
         None | Some(Value::Null) => CallBody::None,
-        Some(value) => CallBody::Json(value.clone()),
+        Some(value @ Value::Object(_)) => CallBody::Json(value.clone()),
+        Some(_) => return Err(RawRequestError::Body),
     };
     Ok(RawRequest {
         call: GiteaCall {
             method,
-            route: path.clone(),
+            // The audit log records routes, never argument values: the raw
+            // tool's route is only its top segment.
+            route: format!("/{top_segment}/…"),
             path,
             query,
             body,
@@ -133,6 +138,15 @@ pub fn parse_raw_request(
 /// reshape the route.
 fn normalize_path(raw: &str) -> Result<String, RawRequestError> {
     let mut path = raw.trim();
+    // Checked on the raw text: URL parsing would resolve `..` instead.
+    if path
+        .split(['/', '?', '#'])
+        .any(|segment| segment == "." || segment == "..")
+    {
+        return Err(RawRequestError::Path(
+            "must not contain empty, `.` or `..` segments",
+        ));
+    }
     let owned;
     if path.starts_with("http://") || path.starts_with("https://") {
         let url = url::Url::parse(path).map_err(|_| RawRequestError::Path("is not a valid URL"))?;
@@ -191,7 +205,7 @@ pub fn raw_tool_schema(read_only: bool) -> Value {
                 "description": "Gitea REST path such as /repos/{owner}/{repo}/pulls/1; the /api/v1 prefix is optional; a full URL is reduced to its path"},
             "query": {"type": "object", "description": "Query parameters",
                 "additionalProperties": {"type": ["string", "number", "boolean", "array"], "items": {"type": ["string", "number", "boolean"]}}},
-            "body": {"description": "JSON request body"},
+            "body": {"type": "object", "description": "JSON request body"},
             "sudo": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,255}$",
                 "description": "Act as this user (site admins only; sent as the Sudo header)"}
         },

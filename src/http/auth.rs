@@ -74,9 +74,12 @@ pub async fn authenticate(
     let mode = match (&settings.mcp_bearer_token, presented) {
         (Some(expected), Some(token)) if bearer_matches(expected, token) => IdentityMode::Bearer,
         (Some(_), presented) => return unauthorized(presented.is_some()),
-        // Unauthenticated loopback is the development mode; anything else
-        // without a bearer fails closed (startup already refuses it).
-        (None, _) if settings.binds_loopback() => IdentityMode::Loopback,
+        // Unauthenticated loopback is the development mode, only while
+        // neither a bearer nor OAuth is configured; anything else without a
+        // bearer fails closed (startup already refuses a public bind).
+        (None, _) if settings.binds_loopback() && !settings.oauth_configured() => {
+            IdentityMode::Loopback
+        }
         (None, _) => return unauthorized(false),
     };
     let Some(identity) = app.admin_identity(mode).await else {

@@ -1,7 +1,9 @@
-//! The HTTP server: wires the `/mcp` endpoint, its authentication and the
-//! health check into one axum router. Holds no business rules.
+//! The HTTP server: wires the `/mcp` endpoint, its guards and
+//! authentication, and the health check into one axum router. Holds no
+//! business rules.
 
 pub mod auth;
+pub mod guards;
 
 use std::sync::Arc;
 
@@ -11,44 +13,30 @@ use axum::{Json, Router, middleware};
 use serde_json::json;
 
 use crate::app::App;
-use crate::config::Settings;
 use crate::mcp::transport::streamable_http_service;
+use guards::HostPolicy;
 
 /// The application's router; the CLI serves it and the tests drive it.
+/// Layers on `/mcp` run outside in: Host/Origin guards, then
+/// authentication, then the MCP service.
 pub fn router(app: Arc<App>) -> Router {
-    let mcp = streamable_http_service(app.clone(), allowed_hosts(app.settings()));
-    let mcp_routes =
-        Router::new()
-            .route_service("/mcp", mcp)
-            .route_layer(middleware::from_fn_with_state(
-                app.clone(),
-                auth::authenticate,
-            ));
+    let policy = Arc::new(HostPolicy::from_settings(app.settings()));
+    // rmcp checks Host too; it gets the same list as a second line.
+    let mcp = streamable_http_service(app.clone(), policy.hosts().to_vec());
+    let mcp_routes = Router::new()
+        .route_service("/mcp", mcp)
+        .route_layer(middleware::from_fn_with_state(
+            app.clone(),
+            auth::authenticate,
+        ))
+        .route_layer(middleware::from_fn_with_state(
+            policy,
+            guards::check_host_and_origin,
+        ));
     Router::new()
         .route("/health", get(health))
         .merge(mcp_routes)
         .with_state(app)
-}
-
-/// `Host` values `/mcp` accepts: loopback names, the bind address, the
-/// public URL's host and `ALLOWED_HOSTS` (DNS-rebinding defence).
-pub fn allowed_hosts(settings: &Settings) -> Vec<String> {
-    let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"]
-        .iter()
-        .map(|h| h.to_string())
-        .collect();
-    hosts.push(settings.mcp_host.to_string());
-    if let Some(host) = settings.public_base_url.host_str() {
-        hosts.push(
-            host.trim_start_matches('[')
-                .trim_end_matches(']')
-                .to_owned(),
-        );
-    }
-    hosts.extend(settings.allowed_hosts.iter().cloned());
-    hosts.sort();
-    hosts.dedup();
-    hosts
 }
 
 /// Liveness and what is served: version and tool count, nothing secret.

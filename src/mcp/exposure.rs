@@ -57,12 +57,10 @@ impl Exposure {
 
     /// Fails startup when `TOOLSETS` names a toolset the catalog lacks.
     pub fn check_against(&self, catalog: &Catalog) -> Result<(), ConfigError> {
-        let Some(wanted) = &self.settings.toolsets else {
-            return Ok(());
-        };
         let known = catalog.toolset_names();
+        let wanted = self.settings.toolsets.iter().flatten();
         if let Some(unknown) = wanted
-            .iter()
+            .into_iter()
             .find(|t| t.as_str() != RAW_TOOLSET && !known.contains(t))
         {
             return Err(ConfigError::new(

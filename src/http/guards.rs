@@ -1,0 +1,197 @@
+//! Request guards that run before authentication on `/mcp`: the `Host`
+//! allowlist (421 otherwise) and the `Origin` check (403 for a foreign
+//! origin), the DNS-rebinding defence the MCP specification asks for.
+//! They run first so a rebinding attempt never reaches the token check or
+//! the admin login lookup.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::config::Settings;
+
+/// The hosts and ports this server answers for.
+#[derive(Debug, Clone)]
+pub struct HostPolicy {
+    /// Lowercase host names or addresses, without ports or brackets.
+    hosts: Vec<String>,
+    /// Ports an `Origin` may name: the bind port and the public URL's port.
+    ports: Vec<u16>,
+}
+
+impl HostPolicy {
+    /// Loopback names, the bind address (unless it is the wildcard), the
+    /// public URL's host and `ALLOWED_HOSTS`.
+    pub fn from_settings(settings: &Settings) -> Self {
+        let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"]
+            .iter()
+            .map(|h| h.to_string())
+            .collect();
+        if !settings.mcp_host.is_unspecified() {
+            hosts.push(settings.mcp_host.to_string());
+        }
+        if let Some(host) = settings.public_base_url.host_str() {
+            hosts.push(strip_brackets(host).to_ascii_lowercase());
+        }
+        hosts.extend(
+            settings
+                .allowed_hosts
+                .iter()
+                .map(|h| strip_brackets(h).to_ascii_lowercase()),
+        );
+        hosts.sort();
+        hosts.dedup();
+        let mut ports = vec![settings.mcp_port];
+        if let Some(port) = settings.public_base_url.port_or_known_default() {
+            ports.push(port);
+        }
+        Self { hosts, ports }
+    }
+
+    pub fn hosts(&self) -> &[String] {
+        &self.hosts
+    }
+
+    /// True when a `Host` value (`name`, `name:port`, `[v6]:port`) names us.
+    pub fn allows_host(&self, host_header: &str) -> bool {
+        let host = split_host_port(host_header).0.to_ascii_lowercase();
+        self.hosts.contains(&host)
+    }
+
+    /// True when an `Origin` is one of ours: our host and one of our ports.
+    pub fn allows_origin(&self, origin: &str) -> bool {
+        let Ok(url) = url::Url::parse(origin) else {
+            return false;
+        };
+        let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else {
+            return false;
+        };
+        matches!(url.scheme(), "http" | "https")
+            && self.hosts.iter().any(|h| *h == strip_brackets(host))
+            && self.ports.contains(&port)
+    }
+}
+
+fn strip_brackets(host: &str) -> &str {
+    host.trim_start_matches('[').trim_end_matches(']')
+}
+
+/// Splits `host[:port]`, understanding bracketed IPv6.
+fn split_host_port(value: &str) -> (&str, Option<&str>) {
+    if let Some(rest) = value.strip_prefix('[') {
+        return match rest.split_once(']') {
+            Some((host, tail)) => (host, tail.strip_prefix(':')),
+            None => (rest, None),
+        };
+    }
+    match value.rsplit_once(':') {
+        Some((host, port)) if !host.contains(':') => (host, Some(port)),
+        _ => (value, None),
+    }
+}
+
+/// Middleware: 421 for a foreign `Host`, 403 for a foreign `Origin`.
+pub async fn check_host_and_origin(
+    State(policy): State<Arc<HostPolicy>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| request.uri().authority().map(|a| a.to_string()));
+    if !host.as_deref().is_some_and(|h| policy.allows_host(h)) {
+        return (
+            StatusCode::MISDIRECTED_REQUEST,
+            "this server does not answer for that Host",
+        )
+            .into_response();
+    }
+    if let Some(origin) = request.headers().get(header::ORIGIN) {
+        let allowed = origin.to_str().is_ok_and(|o| policy.allows_origin(o));
+        if !allowed {
+            return (
+                StatusCode::FORBIDDEN,
+                "cross-origin requests are not allowed here",
+            )
+                .into_response();
+        }
+    }
+    next.run(request).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::SettingsSource;
+
+    fn policy(pairs: &[(&str, &str)]) -> HostPolicy {
+        let mut all = vec![("GITEA_URL", "http://127.0.0.1:3000")];
+        all.extend_from_slice(pairs);
+        HostPolicy::from_settings(
+            &Settings::from_source(&SettingsSource::from_pairs(all.iter().copied())).unwrap(),
+        )
+    }
+
+    #[test]
+    fn loopback_names_are_always_allowed() {
+        let p = policy(&[]);
+        for host in [
+            "localhost:8080",
+            "127.0.0.1:8080",
+            "[::1]:8080",
+            "LOCALHOST",
+            "127.0.0.1",
+        ] {
+            assert!(p.allows_host(host), "{host}");
+        }
+    }
+
+    #[test]
+    fn foreign_hosts_are_refused() {
+        let p = policy(&[]);
+        for host in [
+            "evil.example.com",
+            "evil.example.com:8080",
+            "127.0.0.1.evil.com",
+            "",
+        ] {
+            assert!(!p.allows_host(host), "{host}");
+        }
+    }
+
+    #[test]
+    fn public_url_host_and_allowed_hosts_are_added() {
+        let p = policy(&[
+            ("PUBLIC_BASE_URL", "https://mcp.example.com"),
+            ("ALLOWED_HOSTS", "alias.example.com"),
+        ]);
+        assert!(p.allows_host("mcp.example.com"));
+        assert!(p.allows_host("alias.example.com:443"));
+    }
+
+    #[test]
+    fn wildcard_bind_address_is_not_a_host() {
+        let p = policy(&[
+            ("MCP_HOST", "0.0.0.0"),
+            ("MCP_BEARER_TOKEN", "0123456789abcdef0123456789abcdef"),
+        ]);
+        assert!(!p.allows_host("0.0.0.0:8080"));
+    }
+
+    #[test]
+    fn own_origins_pass_and_foreign_ones_do_not() {
+        let p = policy(&[("PUBLIC_BASE_URL", "https://mcp.example.com")]);
+        assert!(p.allows_origin("https://mcp.example.com"));
+        assert!(p.allows_origin("http://127.0.0.1:8080"));
+        assert!(!p.allows_origin("https://evil.example.com"));
+        assert!(!p.allows_origin("http://127.0.0.1:9999"));
+        assert!(!p.allows_origin("null"));
+        assert!(!p.allows_origin("file://"));
+    }
+}
