@@ -27,6 +27,9 @@
 //! Client, gateway and fake upstream share one tokio runtime and the same
 //! cores, so the figures are relative (gateway vs direct), not absolute.
 
+#[path = "support/gitea_issues.rs"]
+mod gitea_issues;
+
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -105,98 +108,11 @@ struct Upstream {
     link: HeaderValue,
 }
 
-fn fake_issue(base: &str, number: u64) -> Value {
-    let user = |id: u64, login: &str| {
-        json!({
-            "id": id,
-            "login": login,
-            "login_name": "",
-            "source_id": 0,
-            "full_name": format!("{login} Example"),
-            "email": format!("{login}@noreply.example.org"),
-            "avatar_url": format!("{base}/avatars/{id:032x}"),
-            "html_url": format!("{base}/{login}"),
-            "language": "en-US",
-            "is_admin": false,
-            "last_login": "2025-01-01T00:00:00Z",
-            "created": "2023-03-14T09:26:53Z",
-            "restricted": false,
-            "active": true,
-            "prohibit_login": false,
-            "location": "",
-            "website": "",
-            "description": "",
-            "visibility": "public",
-            "followers_count": 3,
-            "following_count": 1,
-            "starred_repos_count": 7,
-            "username": login
-        })
-    };
-    let label = |id: u64, name: &str, color: &str| {
-        json!({
-            "id": id,
-            "name": name,
-            "exclusive": false,
-            "is_archived": false,
-            "color": color,
-            "description": format!("Issues about {name}"),
-            "url": format!("{base}/api/v1/repos/{OWNER}/{REPO}/labels/{id}")
-        })
-    };
-    json!({
-        "id": 1000 + number,
-        "url": format!("{base}/api/v1/repos/{OWNER}/{REPO}/issues/{number}"),
-        "html_url": format!("{base}/{OWNER}/{REPO}/issues/{number}"),
-        "number": number,
-        "user": user(2 + number % 3, ["alice", "bob", "carol"][(number % 3) as usize]),
-        "original_author": "",
-        "original_author_id": 0,
-        "title": format!("Widget #{number} renders incorrectly when the window is resized"),
-        "body": format!(
-            "Steps to reproduce:\n\n1. Open the widget gallery\n2. Resize the window below 800px\n3. Widget {number} overlaps its neighbour\n\nExpected: the layout wraps.\nActual: the widget is clipped and its tooltip appears off-screen.\n\nVersion: 2.{number}.0, Firefox 128 on Linux."
-        ),
-        "ref": "",
-        "assets": [],
-        "labels": [label(1, "bug", "ee0701"), label(4, "ui", "0052cc")],
-        "milestone": {
-            "id": 3,
-            "title": "v2.5",
-            "description": "Layout fixes",
-            "state": "open",
-            "open_issues": 12,
-            "closed_issues": 30,
-            "created_at": "2024-11-02T10:00:00Z",
-            "updated_at": "2025-02-01T10:00:00Z",
-            "closed_at": null,
-            "due_on": "2025-06-30T00:00:00Z"
-        },
-        "assignee": user(2, "alice"),
-        "assignees": [user(2, "alice")],
-        "state": "open",
-        "is_locked": false,
-        "comments": number % 7,
-        "created_at": "2025-01-15T08:30:00Z",
-        "updated_at": "2025-02-20T16:45:12Z",
-        "closed_at": null,
-        "due_date": null,
-        "time_estimate": 0,
-        "pull_request": null,
-        "repository": {
-            "id": 42,
-            "name": REPO,
-            "owner": OWNER,
-            "full_name": format!("{OWNER}/{REPO}")
-        },
-        "pin_order": 0
-    })
-}
-
 impl Upstream {
     fn new(addr: SocketAddr) -> anyhow::Result<Self> {
         let base = format!("http://{addr}");
         let issues: Vec<Value> = (1..=ISSUES_PER_PAGE as u64)
-            .map(|n| fake_issue(&base, n))
+            .map(|n| gitea_issues::gitea_issue(&base, n, ""))
             .collect();
         let page = |p: u64| {
             format!("<{base}/api/v1/repos/{OWNER}/{REPO}/issues?limit={ISSUES_PER_PAGE}&page={p}>")

@@ -4,6 +4,9 @@
 //!
 //! Run: `cargo bench --bench result_path` (add `-- --quick` for a short run).
 
+#[path = "support/gitea_issues.rs"]
+mod gitea_issues;
+
 use std::hint::black_box;
 
 use aegis_gitea_mcp::catalog::Catalog;
@@ -15,7 +18,6 @@ use aegis_gitea_mcp::gitea::pagination::pagination_from_headers;
 use aegis_gitea_mcp::gitea::redaction::Redactor;
 use aegis_gitea_mcp::gitea::{Identity, IdentityMode};
 use aegis_gitea_mcp::mcp::validation::ArgumentValidator;
-use bytes::Bytes;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use secrecy::SecretString;
 use serde_json::{Map, Value, json};
@@ -59,78 +61,10 @@ fn bench_fill_route(c: &mut Criterion) {
     group.finish();
 }
 
-fn fake_issue(number: u64) -> Value {
-    let user = |id: u64, login: &str| {
-        json!({
-            "id": id,
-            "login": login,
-            "full_name": format!("{login} Example"),
-            "email": format!("{login}@noreply.example.org"),
-            "avatar_url": format!("{BASE}/avatars/{id:032x}"),
-            "html_url": format!("{BASE}/{login}"),
-            "language": "en-US",
-            "is_admin": false,
-            "created": "2023-03-14T09:26:53Z",
-            "active": true,
-            "visibility": "public",
-            "username": login
-        })
-    };
-    json!({
-        "id": 1000 + number,
-        "url": format!("{BASE}/api/v1/repos/acme/widgets/issues/{number}"),
-        "html_url": format!("{BASE}/acme/widgets/issues/{number}"),
-        "number": number,
-        "user": user(2 + number % 3, ["alice", "bob", "carol"][(number % 3) as usize]),
-        "original_author": "",
-        "original_author_id": 0,
-        "title": format!("Widget #{number} renders incorrectly when the window is resized"),
-        "body": format!(
-            "Steps to reproduce:\n\n1. Open the widget gallery\n2. Resize the window below 800px\n3. Widget {number} overlaps its neighbour\n\nExpected: the layout wraps.\nActual: the widget is clipped.\n\n```\nError: layout overflow at node {number}\n```"
-        ),
-        "ref": "",
-        "assets": [],
-        "labels": [
-            {"id": 1, "name": "bug", "exclusive": false, "is_archived": false, "color": "ee0701",
-             "description": "Something is broken", "url": format!("{BASE}/api/v1/repos/acme/widgets/labels/1")},
-            {"id": 4, "name": "ui", "exclusive": false, "is_archived": false, "color": "0052cc",
-             "description": "User interface", "url": format!("{BASE}/api/v1/repos/acme/widgets/labels/4")}
-        ],
-        "milestone": {"id": 3, "title": "v2.5", "description": "Layout fixes", "state": "open",
-                      "open_issues": 12, "closed_issues": 30, "due_on": "2025-06-30T00:00:00Z"},
-        "assignee": user(2, "alice"),
-        "assignees": [user(2, "alice")],
-        "state": "open",
-        "is_locked": false,
-        "comments": number % 7,
-        "created_at": "2025-01-15T08:30:00Z",
-        "updated_at": "2025-02-20T16:45:12Z",
-        "closed_at": null,
-        "due_date": null,
-        "pull_request": null,
-        "repository": {"id": 42, "name": "widgets", "owner": "acme", "full_name": "acme/widgets"},
-        "pin_order": 0
-    })
-}
-
-/// A JSON issue list of at least `min_bytes`.
-fn issue_list(min_bytes: usize) -> (Bytes, usize) {
-    let mut issues = Vec::new();
-    let mut size = 2;
-    while size < min_bytes {
-        let issue = fake_issue(issues.len() as u64 + 1);
-        size += serde_json::to_vec(&issue).expect("serializable").len() + 1;
-        issues.push(issue);
-    }
-    let count = issues.len();
-    let body = serde_json::to_vec(&Value::Array(issues)).expect("serializable");
-    (Bytes::from(body), count)
-}
-
 const LINK: &str = r#"<https://gitea.example.org/api/v1/repos/acme/widgets/issues?limit=30&page=4>; rel="next",<https://gitea.example.org/api/v1/repos/acme/widgets/issues?limit=30&page=40>; rel="last",<https://gitea.example.org/api/v1/repos/acme/widgets/issues?limit=30&page=1>; rel="first",<https://gitea.example.org/api/v1/repos/acme/widgets/issues?limit=30&page=2>; rel="prev""#;
 
 fn bench_envelope(c: &mut Criterion) {
-    let (body, count) = issue_list(ENVELOPE_BODY_BYTES);
+    let (body, count) = gitea_issues::issue_list(BASE, ENVELOPE_BODY_BYTES, |_| String::new());
     let identity = Identity {
         login: Some("admin".into()),
         mode: IdentityMode::Bearer,

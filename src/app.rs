@@ -54,6 +54,10 @@ impl App {
             client,
             settings.limits,
             settings.known_secrets(),
+        )
+        .with_result_hygiene(
+            settings.secret_detection_mode,
+            settings.expose_error_details,
         );
         let admin = settings.gitea_token.clone().map(AdminAccount::new);
         Ok(Arc::new(Self {

@@ -5,6 +5,7 @@
 use base64::Engine;
 use serde_json::{Value, json};
 
+use super::bounds::note_truncation;
 use super::call::GiteaCall;
 use super::error::{ErrorKind, ToolError};
 use super::executor::{UpstreamResponse, is_textual};
@@ -24,8 +25,10 @@ pub const MAX_JSON_DEPTH: usize = 100;
 pub const MAX_ERROR_MESSAGE_CHARS: usize = 500;
 
 /// Turns Gitea's answer into the success envelope, or into a [`ToolError`]
-/// for non-2xx statuses and oversized binaries. Exact redaction runs on
-/// both.
+/// for non-2xx statuses and oversized binaries, with exact redaction on
+/// both. This is the first stage only: the tool path runs the whole
+/// result pipeline (`hygiene::tool_result`), which adds the webhook
+/// redaction, pattern masking and the size bounds.
 pub fn envelope(
     identity: &Identity,
     call: &GiteaCall,
@@ -36,6 +39,18 @@ pub fn envelope(
     if !(200..300).contains(&response.status) {
         return Err(upstream_error(response, redactor));
     }
+    let mut envelope = decoded_envelope(identity, call, response, max_binary_bytes)?;
+    redactor.redact_value(&mut envelope);
+    Ok(envelope)
+}
+
+/// The success envelope of a 2xx answer, decoded but not yet redacted.
+pub fn decoded_envelope(
+    identity: &Identity,
+    call: &GiteaCall,
+    response: &UpstreamResponse,
+    max_binary_bytes: usize,
+) -> Result<Value, ToolError> {
     let data = decode_body(response, max_binary_bytes)?;
     let query_number = |name: &str| {
         call.query
@@ -61,7 +76,13 @@ pub fn envelope(
         "untrusted_content": UNTRUSTED_CONTENT_NOTICE,
         "data": data,
     });
-    redactor.redact_value(&mut envelope);
+    // Only a text body gets here cut (an oversized binary is an error):
+    // say so, and how much was read.
+    if response.body_truncated
+        && let Some(obj) = envelope.as_object_mut()
+    {
+        note_truncation(obj, "upstream_body_limit_bytes", response.body.len().into());
+    }
     Ok(envelope)
 }
 
@@ -85,7 +106,6 @@ fn decode_body(response: &UpstreamResponse, max_binary_bytes: usize) -> Result<V
             "size": response.body.len(),
         }));
     }
-    let text = String::from_utf8_lossy(&response.body);
     let looks_like_json = content_type.is_none_or(|ct| ct.to_ascii_lowercase().contains("json"));
     if looks_like_json
         && !response.body_truncated
@@ -94,7 +114,13 @@ fn decode_body(response: &UpstreamResponse, max_binary_bytes: usize) -> Result<V
     {
         return Ok(value);
     }
-    Ok(Value::String(text.into_owned()))
+    // Valid UTF-8 is the common case and validates much faster than the
+    // lossy conversion, which only runs for broken text.
+    let text = match std::str::from_utf8(&response.body) {
+        Ok(text) => text.to_owned(),
+        Err(_) => String::from_utf8_lossy(&response.body).into_owned(),
+    };
+    Ok(Value::String(text))
 }
 
 /// The deepest nesting of arrays and objects in a JSON text, counted
@@ -127,38 +153,73 @@ pub fn json_depth(bytes: &[u8]) -> usize {
 /// A non-2xx answer as a sanitized error: Gitea's `message` (or the start
 /// of a text body), truncated, with known secrets removed.
 pub fn upstream_error(response: &UpstreamResponse, redactor: &Redactor) -> ToolError {
-    let message = serde_json::from_slice::<Value>(&response.body)
+    ToolError {
+        status: Some(response.status),
+        kind: ErrorKind::from_status(response.status),
+        message: sanitize_message(&gitea_message(response), redactor),
+    }
+}
+
+/// What Gitea said about a non-2xx answer: its JSON `message`, or a fixed
+/// sentence naming the status. Raw: sanitize before showing it.
+pub fn gitea_message(response: &UpstreamResponse) -> String {
+    serde_json::from_slice::<Value>(&response.body)
         .ok()
         .and_then(|v| v.get("message").and_then(Value::as_str).map(str::to_owned))
         .filter(|m| !m.trim().is_empty())
         .unwrap_or_else(|| match response.status {
             300..=399 => "Gitea answered with a redirect, which the gateway does not follow".into(),
             status => format!("Gitea answered with HTTP {status}"),
-        });
-    ToolError {
-        status: Some(response.status),
-        kind: ErrorKind::from_status(response.status),
-        message: sanitize_message(&message, redactor),
-    }
+        })
 }
 
 /// Truncates, strips control characters and `Authorization` header values,
 /// and redacts known secrets.
 pub fn sanitize_message(message: &str, redactor: &Redactor) -> String {
+    truncate_message(clean_message(message, redactor))
+}
+
+/// Exact redaction, control characters to spaces, and everything after an
+/// `Authorization:` (or `"Authorization": `, `authorization=`) dropped.
+/// No truncation yet: masking must see whole secrets first.
+pub fn clean_message(message: &str, redactor: &Redactor) -> String {
     let redacted = redactor.redact_str(message);
     let mut clean: String = redacted
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();
-    if let Some(pos) = clean.to_ascii_lowercase().find("authorization:") {
-        clean.truncate(pos + "authorization:".len());
+    if let Some(cut) = authorization_value_start(&clean) {
+        clean.truncate(cut);
         clean.push_str(" [REDACTED]");
     }
-    if clean.chars().count() > MAX_ERROR_MESSAGE_CHARS {
-        clean = clean.chars().take(MAX_ERROR_MESSAGE_CHARS).collect();
-        clean.push('…');
-    }
     clean
+}
+
+/// Where the value of the first `Authorization` header-like assignment
+/// starts (just after its `:` or `=`).
+fn authorization_value_start(text: &str) -> Option<usize> {
+    const NAME: &str = "authorization";
+    let lower = text.to_ascii_lowercase();
+    let mut from = 0;
+    while let Some(pos) = lower[from..].find(NAME) {
+        let after = from + pos + NAME.len();
+        let rest = &lower[after..];
+        let skipped = rest.len() - rest.trim_start_matches(['"', '\'', ' ']).len();
+        if matches!(rest.as_bytes().get(skipped), Some(b':' | b'=')) {
+            return Some(after + skipped + 1);
+        }
+        from = after;
+    }
+    None
+}
+
+/// Cuts a message to [`MAX_ERROR_MESSAGE_CHARS`] characters.
+pub fn truncate_message(mut message: String) -> String {
+    if message.chars().count() > MAX_ERROR_MESSAGE_CHARS {
+        message = message.chars().take(MAX_ERROR_MESSAGE_CHARS).collect();
+        message.push('…');
+    }
+    message
 }
 
 #[cfg(test)]
@@ -304,8 +365,21 @@ mod tests {
 
     #[test]
     fn authorization_header_values_are_stripped_from_messages() {
-        let msg = sanitize_message("failed: Authorization: token abc123", &Redactor::default());
-        assert_eq!(msg, "failed: Authorization: [REDACTED]");
+        let cases = [
+            (
+                "failed: Authorization: token abc123",
+                "failed: Authorization: [REDACTED]",
+            ),
+            (
+                r#"hdr {"Authorization": "Bearer x"}"#,
+                r#"hdr {"Authorization": [REDACTED]"#,
+            ),
+            ("authorization=basic x", "authorization= [REDACTED]"),
+            ("no authorization needed", "no authorization needed"),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(sanitize_message(input, &Redactor::default()), expected);
+        }
     }
 
     #[test]
@@ -332,6 +406,16 @@ mod tests {
         )
         .unwrap();
         assert!(env["data"].is_string());
+    }
+
+    #[test]
+    fn a_text_body_cut_at_the_read_limit_says_so() {
+        let mut resp = response(200, "application/json", br#"{"a": "unterminated"#);
+        resp.body_truncated = true;
+        let env = envelope(&identity(), &call(), &resp, 100, &Redactor::default()).unwrap();
+        assert!(env["data"].is_string());
+        assert_eq!(env["truncated"], true);
+        assert_eq!(env["truncation"], json!({"upstream_body_limit_bytes": 19}));
     }
 
     #[test]

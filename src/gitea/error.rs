@@ -26,6 +26,9 @@ pub enum ErrorKind {
     InvalidArguments,
     ToolDisabled,
     SensitivePath,
+    /// `SECRET_DETECTION_MODE=block` withheld a result that looked like it
+    /// carried a credential.
+    SecretBlocked,
     InternalError,
 }
 
@@ -69,6 +72,7 @@ impl ErrorKind {
             Self::InvalidArguments => "invalid_arguments",
             Self::ToolDisabled => "tool_disabled",
             Self::SensitivePath => "sensitive_path",
+            Self::SecretBlocked => "secret_blocked",
             Self::InternalError => "internal_error",
         }
     }
@@ -138,6 +142,10 @@ mod tests {
         assert_eq!(
             serde_json::to_value(ErrorKind::UpstreamTimeout).unwrap(),
             "upstream_timeout"
+        );
+        assert_eq!(
+            serde_json::to_value(ErrorKind::SecretBlocked).unwrap(),
+            ErrorKind::SecretBlocked.as_str()
         );
     }
 }

@@ -1,87 +1,216 @@
 //! Exact redaction: every known secret is replaced with `[REDACTED]`
 //! wherever it occurs in a result, in string values and in object keys,
-//! including inside longer strings.
+//! inside longer strings, and inside the decoded bytes of base64 file
+//! fields. Always on, whatever `SECRET_DETECTION_MODE` says.
+//!
+//! All secrets are searched in one Aho-Corasick pass (leftmost-longest),
+//! so the cost is linear in the text whatever the number of secrets, and a
+//! secret that contains another is replaced whole.
+//!
+//! Also here: the webhook `authorization_header` field, redacted by name
+//! (SEC-02), because Gitea returns a stored header in plain text.
 
-use serde_json::{Map, Value};
+use std::borrow::Cow;
+
+use aho_corasick::{AhoCorasick, MatchKind};
+use serde_json::Value;
+
+use super::walk::{rewrite_base64_fields, rewrite_strings};
 
 pub const REDACTED: &str = "[REDACTED]";
 
-/// Secrets shorter than this are not searched for: they would match
-/// ordinary text and could not be meaningful credentials.
-const MIN_SECRET_LEN: usize = 4;
+/// Secrets shorter than this are not searched for (except those added with
+/// [`RedactorBuilder::secret_any_length`]): they would match ordinary text
+/// and could not be meaningful credentials.
+pub const MIN_SECRET_LEN: usize = 4;
 
-/// The set of values to redact from one result.
-#[derive(Debug, Default, Clone)]
+/// The set of values to redact from one result. `Debug` shows how many
+/// secrets it holds, never the secrets.
+#[derive(Clone, Default)]
 pub struct Redactor {
+    matcher: Option<AhoCorasick>,
+    count: usize,
+}
+
+impl std::fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Redactor")
+            .field("secrets", &self.count)
+            .finish()
+    }
+}
+
+/// Collects the secrets of one call.
+#[derive(Default)]
+pub struct RedactorBuilder {
     secrets: Vec<String>,
 }
 
+impl RedactorBuilder {
+    /// Adds a secret of at least [`MIN_SECRET_LEN`] characters; shorter ones are ignored.
+    pub fn secret(mut self, secret: impl Into<String>) -> Self {
+        let secret = secret.into();
+        if secret.chars().count() >= MIN_SECRET_LEN {
+            self.secrets.push(secret);
+        }
+        self
+    }
+
+    pub fn secrets<I, S>(self, secrets: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        secrets.into_iter().fold(self, Self::secret)
+    }
+
+    /// Adds a non-empty secret of any length (an Action secret's `data`).
+    pub fn secret_any_length(mut self, secret: impl Into<String>) -> Self {
+        let secret = secret.into();
+        if !secret.is_empty() {
+            self.secrets.push(secret);
+        }
+        self
+    }
+
+    pub fn secrets_any_length<I, S>(self, secrets: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        secrets.into_iter().fold(self, Self::secret_any_length)
+    }
+
+    pub fn build(mut self) -> Redactor {
+        self.secrets.sort_unstable();
+        self.secrets.dedup();
+        if self.secrets.is_empty() {
+            return Redactor::default();
+        }
+        // Building only fails beyond automaton size limits that the 16 MiB
+        // request body cannot reach; if it ever did, refusing to redact
+        // would leak, so fall back to the (slower) default construction.
+        let matcher = AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(&self.secrets)
+            .or_else(|_| {
+                AhoCorasick::builder()
+                    .match_kind(MatchKind::LeftmostLongest)
+                    .kind(Some(aho_corasick::AhoCorasickKind::NoncontiguousNFA))
+                    .build(&self.secrets)
+            })
+            .expect("an Aho-Corasick automaton over the secrets of one call builds");
+        Redactor {
+            matcher: Some(matcher),
+            count: self.secrets.len(),
+        }
+    }
+}
+
 impl Redactor {
+    /// A redactor for `secrets` (each at least [`MIN_SECRET_LEN`] characters).
     pub fn new<I, S>(secrets: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        let mut secrets: Vec<String> = secrets
-            .into_iter()
-            .map(Into::into)
-            .filter(|s| s.len() >= MIN_SECRET_LEN)
-            .collect();
-        // Longest first, so a secret that contains another is replaced whole.
-        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-        secrets.dedup();
-        Self { secrets }
+        Self::builder().secrets(secrets).build()
     }
 
-    pub fn redact_str(&self, text: &str) -> String {
-        let mut out = text.to_owned();
-        for secret in &self.secrets {
-            if out.contains(secret.as_str()) {
-                out = out.replace(secret.as_str(), REDACTED);
-            }
+    pub fn builder() -> RedactorBuilder {
+        RedactorBuilder::default()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.matcher.is_none()
+    }
+
+    /// `text` with every secret replaced; borrowed when nothing matched.
+    pub fn redact_str<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        match self.redact_if_found(text) {
+            Some(out) => Cow::Owned(out),
+            None => Cow::Borrowed(text),
         }
-        out
     }
 
-    /// Redacts in place, recursing through arrays and objects.
+    /// `Some(redacted)` when `text` holds a secret.
+    pub fn redact_if_found(&self, text: &str) -> Option<String> {
+        let matcher = self.matcher.as_ref()?;
+        matcher.find(text)?;
+        let mut out = String::with_capacity(text.len());
+        matcher.replace_all_with(text, &mut out, |_, _, dst| {
+            dst.push_str(REDACTED);
+            true
+        });
+        Some(out)
+    }
+
+    /// `Some(redacted)` when `bytes` hold a secret.
+    pub fn redact_bytes(&self, bytes: &[u8]) -> Option<Vec<u8>> {
+        let matcher = self.matcher.as_ref()?;
+        matcher.find(bytes)?;
+        let mut out = Vec::with_capacity(bytes.len());
+        matcher.replace_all_with_bytes(bytes, &mut out, |_, _, dst| {
+            dst.extend_from_slice(REDACTED.as_bytes());
+            true
+        });
+        Some(out)
+    }
+
+    /// Redacts in place: string values, object keys and base64 file fields.
     pub fn redact_value(&self, value: &mut Value) {
-        if self.secrets.is_empty() {
+        if self.is_empty() {
             return;
         }
-        match value {
-            Value::String(s)
-                if self
-                    .secrets
-                    .iter()
-                    .any(|secret| s.contains(secret.as_str())) =>
-            {
-                *s = self.redact_str(s);
-            }
-            Value::Array(items) => items.iter_mut().for_each(|v| self.redact_value(v)),
-            Value::Object(map) => {
-                let needs_key_change = map.keys().any(|k| {
-                    self.secrets
-                        .iter()
-                        .any(|secret| k.contains(secret.as_str()))
-                });
-                if needs_key_change {
-                    let old = std::mem::take(map);
-                    let mut fresh = Map::with_capacity(old.len());
-                    for (k, v) in old {
-                        fresh.insert(self.redact_str(&k), v);
+        // Base64 first: the string pass cannot change valid base64 into
+        // something that decodes differently, but it could make it invalid
+        // (a secret inside the base64 text itself) and hide the content.
+        rewrite_base64_fields(value, &mut |bytes| self.redact_bytes(bytes));
+        rewrite_strings(value, &mut |s| self.redact_if_found(s));
+    }
+}
+
+/// The field Gitea uses for a webhook's stored `Authorization` header.
+pub const AUTHORIZATION_HEADER_FIELD: &str = "authorization_header";
+
+/// Replaces every non-empty `authorization_header` field, at any depth,
+/// with `[REDACTED]`; returns how many were replaced.
+///
+/// Keyed on the field rather than on the operation, so the raw tool,
+/// discover mode and operations added by a newer Gitea are covered too;
+/// `Hook` is the only Gitea 1.27 schema with this field. An empty value is
+/// left alone: Gitea 1.27.1 was observed to answer `""` on reads, and the
+/// empty string tells the model no header is set without revealing one.
+pub fn redact_authorization_headers(value: &mut Value) -> usize {
+    match value {
+        Value::Array(items) => items.iter_mut().map(redact_authorization_headers).sum(),
+        Value::Object(map) => {
+            let mut count = 0;
+            for (key, v) in map.iter_mut() {
+                if key.eq_ignore_ascii_case(AUTHORIZATION_HEADER_FIELD) {
+                    let empty = match v {
+                        Value::Null => true,
+                        Value::String(s) => s.is_empty() || s == REDACTED,
+                        _ => false,
+                    };
+                    if !empty {
+                        *v = Value::String(REDACTED.to_owned());
+                        count += 1;
                     }
-                    *map = fresh;
+                } else {
+                    count += redact_authorization_headers(v);
                 }
-                map.values_mut().for_each(|v| self.redact_value(v));
             }
-            _ => {}
+            count
         }
+        _ => 0,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::Engine;
     use serde_json::json;
 
     #[test]
@@ -99,11 +228,67 @@ mod tests {
     fn a_longer_secret_containing_a_shorter_one_is_replaced_whole() {
         let r = Redactor::new(["abcd", "abcdefgh"]);
         assert_eq!(r.redact_str("xabcdefghx"), "x[REDACTED]x");
+        let r = Redactor::new(["abcdefgh", "abcd"]);
+        assert_eq!(r.redact_str("xabcdefghx abcd"), "x[REDACTED]x [REDACTED]");
     }
 
     #[test]
-    fn tiny_secrets_are_not_searched() {
+    fn overlapping_secrets_leave_no_whole_secret() {
+        let r = Redactor::new(["abcdef", "cdefgh"]);
+        let out = r.redact_str("abcdefgh cdefgh");
+        assert!(!out.contains("abcdef") && !out.contains("cdefgh"), "{out}");
+    }
+
+    #[test]
+    fn tiny_secrets_are_not_searched_unless_asked() {
         let r = Redactor::new(["ab"]);
         assert_eq!(r.redact_str("abab"), "abab");
+        assert!(r.is_empty());
+        let r = Redactor::builder().secret_any_length("ab").build();
+        assert_eq!(r.redact_str("xab"), "x[REDACTED]");
+    }
+
+    #[test]
+    fn nothing_to_redact_borrows() {
+        let r = Redactor::new(["secret-value"]);
+        assert!(matches!(r.redact_str("plain"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn two_secret_keys_in_one_object_both_survive_as_entries() {
+        let r = Redactor::new(["key-one-secret", "key-two-secret"]);
+        let mut v = json!({"key-one-secret": 1, "key-two-secret": 2});
+        r.redact_value(&mut v);
+        assert_eq!(v, json!({"[REDACTED]": 1, "[REDACTED] #2": 2}));
+    }
+
+    #[test]
+    fn secrets_inside_base64_file_content_are_redacted() {
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let r = Redactor::new(["s3cr3t-token"]);
+        let mut v = json!({"encoding": "base64", "content": b64("TOKEN=s3cr3t-token\n")});
+        r.redact_value(&mut v);
+        assert_eq!(v["content"], b64("TOKEN=[REDACTED]\n"));
+    }
+
+    #[test]
+    fn debug_never_shows_secrets() {
+        let r = Redactor::new(["s3cr3t-token"]);
+        assert_eq!(format!("{r:?}"), "Redactor { secrets: 1 }");
+    }
+
+    #[test]
+    fn webhook_authorization_headers_are_redacted_when_set() {
+        let mut v = json!([
+            {"id": 1, "authorization_header": "Bearer abc", "config": {"url": "http://x"}},
+            {"id": 2, "authorization_header": ""},
+            {"id": 3, "authorization_header": null},
+            {"id": 4, "nested": {"authorization_header": "Basic eDp5"}},
+        ]);
+        assert_eq!(redact_authorization_headers(&mut v), 2);
+        assert_eq!(v[0]["authorization_header"], REDACTED);
+        assert_eq!(v[1]["authorization_header"], "");
+        assert_eq!(v[2]["authorization_header"], Value::Null);
+        assert_eq!(v[3]["nested"]["authorization_header"], REDACTED);
     }
 }

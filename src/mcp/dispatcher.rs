@@ -1,7 +1,8 @@
 //! The one dispatcher every transport calls: `tools/list` and `tools/call`.
 //! A call goes: exposure lookup → JSON Schema validation → request building
-//! (encoding rules) → executor → envelope. Whatever fails becomes an
-//! `isError` result; only an unknown (or hidden) tool is a protocol error.
+//! (encoding rules) → executor → result pipeline (envelope, redaction,
+//! masking, bounds). Whatever fails becomes an `isError` result; only an
+//! unknown (or hidden) tool is a protocol error.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -18,12 +19,13 @@ use super::exposure::Exposure;
 use super::tools::{fixed_tool, operation_tool};
 use super::validation::ArgumentValidator;
 use crate::catalog::{Catalog, Operation};
-use crate::config::{Limits, ToolMode};
+use crate::config::{Limits, SecretDetectionMode, ToolMode};
 use crate::gitea::call::{CallError, GiteaCall, build_call};
-use crate::gitea::envelope::envelope;
 use crate::gitea::executor::{GiteaClient, UpstreamError};
+use crate::gitea::hygiene::{ResultPolicy, tool_result};
 use crate::gitea::raw::{RAW_TOOL_NAME, RawRequestError, parse_raw_request, raw_tool_schema};
 use crate::gitea::redaction::Redactor;
+use crate::gitea::secrets::body_secrets;
 use crate::gitea::{ErrorKind, Identity, ToolError};
 
 const RAW_TOOL_DESCRIPTION: &str = "Call any Gitea REST endpoint by method and path (the /api/v1 prefix is optional), for operations without a dedicated tool. Prefer the dedicated tools. Admin and credential routes are refused unless the operator allows them.";
@@ -50,6 +52,16 @@ impl ToolOutcome {
             body: err.to_json(),
         }
     }
+
+    /// An error from inside the gateway; with `EXPOSE_ERROR_DETAILS` its
+    /// type name is added (never a value, message chain or backtrace).
+    fn internal_error(err: &ToolError, type_name: &'static str, expose: bool) -> Self {
+        let mut outcome = Self::error(err);
+        if expose && let Some(error) = outcome.body.get_mut("error") {
+            error["type"] = Value::from(type_name);
+        }
+        outcome
+    }
 }
 
 /// The tool name is unknown, or hidden by the exposure settings.
@@ -63,6 +75,8 @@ pub struct Dispatcher {
     validator: ArgumentValidator,
     client: GiteaClient,
     limits: Limits,
+    policy: ResultPolicy,
+    expose_error_details: bool,
     known_secrets: Vec<SecretString>,
     tools: Vec<Tool>,
     tool_index: HashMap<String, usize>,
@@ -138,10 +152,24 @@ impl Dispatcher {
             validator,
             client,
             limits,
+            // The defaults of the settings, until `with_result_hygiene`.
+            policy: ResultPolicy::new(&limits, SecretDetectionMode::Mask),
+            expose_error_details: false,
             known_secrets,
             tools,
             tool_index,
         }
+    }
+
+    /// Applies `SECRET_DETECTION_MODE` and `EXPOSE_ERROR_DETAILS`.
+    pub fn with_result_hygiene(
+        mut self,
+        mode: SecretDetectionMode,
+        expose_error_details: bool,
+    ) -> Self {
+        self.policy = ResultPolicy::new(&self.limits, mode);
+        self.expose_error_details = expose_error_details;
+        self
     }
 
     /// The tools `tools/list` returns, in catalog order.
@@ -193,7 +221,7 @@ impl Dispatcher {
         args: &Map<String, Value>,
     ) -> ToolOutcome {
         match build_call(op, args, self.limits.max_binary_bytes) {
-            Ok(call) => self.execute(identity, &call).await,
+            Ok(call) => self.execute(identity, &call, Some(&op.operation_id)).await,
             Err(err) => ToolOutcome::error(&call_error(&err)),
         }
     }
@@ -217,7 +245,8 @@ impl Dispatcher {
                 "this path touches an admin or credential surface, which the raw tool refuses (RAW_API_ALLOW_SENSITIVE=false); use the dedicated tool if it is exposed",
             ));
         }
-        self.execute(identity, &raw.call).await
+        // The raw tool has no operation id: never credential-issuing.
+        self.execute(identity, &raw.call, None).await
     }
 
     fn search_operations(&self, args: &Map<String, Value>) -> ToolOutcome {
@@ -263,31 +292,50 @@ impl Dispatcher {
         self.call_operation(identity, op, &inner).await
     }
 
-    async fn execute(&self, identity: &Identity, call: &GiteaCall) -> ToolOutcome {
-        let redactor = self.redactor(identity);
+    async fn execute(
+        &self,
+        identity: &Identity,
+        call: &GiteaCall,
+        operation_id: Option<&str>,
+    ) -> ToolOutcome {
+        let redactor = self.redactor(identity, call);
         let response = match self.client.send(identity, call).await {
             Ok(response) => response,
-            Err(err) => return ToolOutcome::error(&upstream_error(&err)),
+            Err(err) => {
+                return ToolOutcome::internal_error(
+                    &upstream_error(&err),
+                    upstream_error_type(&err),
+                    self.expose_error_details,
+                );
+            }
         };
-        match envelope(
+        match tool_result(
             identity,
             call,
             &response,
-            self.limits.max_binary_bytes,
+            &self.policy,
             &redactor,
+            operation_id,
         ) {
             Ok(body) => ToolOutcome::success(body),
             Err(err) => ToolOutcome::error(&err),
         }
     }
 
-    fn redactor(&self, identity: &Identity) -> Redactor {
-        Redactor::new(
-            self.known_secrets
-                .iter()
-                .chain(std::iter::once(&identity.token))
-                .map(|s| s.expose_secret().to_owned()),
-        )
+    /// The secrets of this call: the gateway's own, the caller's token, and
+    /// the secret values submitted in the body.
+    fn redactor(&self, identity: &Identity, call: &GiteaCall) -> Redactor {
+        let submitted = body_secrets(&call.body, &call.path);
+        Redactor::builder()
+            .secrets(
+                self.known_secrets
+                    .iter()
+                    .chain(std::iter::once(&identity.token))
+                    .map(|s| s.expose_secret().to_owned()),
+            )
+            .secrets(submitted.values)
+            .secrets_any_length(submitted.any_length)
+            .build()
     }
 }
 
@@ -307,6 +355,14 @@ fn upstream_error(err: &UpstreamError) -> ToolError {
         UpstreamError::Request => ErrorKind::UpstreamError,
     };
     ToolError::new(kind, err.to_string())
+}
+
+fn upstream_error_type(err: &UpstreamError) -> &'static str {
+    match err {
+        UpstreamError::Timeout => "UpstreamError::Timeout",
+        UpstreamError::Unreachable => "UpstreamError::Unreachable",
+        UpstreamError::Request => "UpstreamError::Request",
+    }
 }
 
 /// Shared handle used by the transports.

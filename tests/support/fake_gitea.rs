@@ -129,6 +129,9 @@ async fn handle(State(state): State<FakeState>, request: Request) -> Response {
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
 
+    if let Some(response) = hygiene_route(&parts.method, &segments, &body, &base).await {
+        return response;
+    }
     match (parts.method.clone(), segments.as_slice()) {
         (Method::GET, ["user"]) => {
             let login = sudo.unwrap_or_else(|| ADMIN_LOGIN.to_owned());
@@ -232,4 +235,129 @@ fn list_issues(
         );
     }
     response
+}
+
+/// Owner (and organization) whose routes plant secrets, for the result
+/// hygiene tests; every other owner behaves as before.
+pub const HYGIENE_OWNER: &str = "hygiene";
+/// A webhook's stored Authorization header, as Gitea returns it on reads.
+pub const PLANTED_HOOK_HEADER: &str = "Bearer planted-hook-header-0123456789";
+/// A third-party credential inside issue text (AWS's documented example id).
+pub const PLANTED_AWS_KEY: &str = "AKIAIOSFODNN7EXAMPLE";
+/// A commit id inside issue text, which must never be masked.
+pub const PLANTED_SHA: &str = "a94a8fe5ccb19ba61c4c0873d391e987982fbbd3";
+/// A freshly minted OAuth2 client secret (Gitea's `gto_` format).
+pub const MINTED_CLIENT_SECRET: &str = "gto_abcdefghijklmnopqrstuvwxyz234567abcdefghijklmnopqrst";
+/// Lines of the planted text file.
+pub const PLANTED_FILE_LINES: usize = 20_000;
+
+fn planted_issue(base: &str, number: u64) -> Value {
+    json!({
+        "id": 5000 + number,
+        "number": number,
+        "title": format!("Deploy fails ({PLANTED_SHA})"),
+        "body": format!("The log says Authorization: token {ADMIN_TOKEN}\nand the old key {PLANTED_AWS_KEY} is in config.\nFixed in {PLANTED_SHA}."),
+        "html_url": format!("{base}/{HYGIENE_OWNER}/app/issues/{number}"),
+        ADMIN_TOKEN: "a key that is the token",
+        "state": "open",
+    })
+}
+
+fn hook(id: u64, header: &str, config: Value) -> Value {
+    json!({
+        "id": id, "type": "gitea", "active": true, "events": ["push"],
+        "authorization_header": header, "config": config,
+        "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
+    })
+}
+
+/// Routes that plant secrets in what they return; `None` for every other
+/// request, which then gets the fake's usual answer.
+async fn hygiene_route(
+    method: &Method,
+    segments: &[&str],
+    body: &Bytes,
+    base: &str,
+) -> Option<Response> {
+    let hook_rest = match segments {
+        ["repos", HYGIENE_OWNER, _, "hooks", rest @ ..]
+        | ["orgs", HYGIENE_OWNER, "hooks", rest @ ..]
+        | ["user", "hooks", rest @ ..]
+        | ["admin", "hooks", rest @ ..] => Some(rest),
+        _ => None,
+    };
+    if let Some(rest) = hook_rest {
+        let sent: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+        let config = json!({"url": "https://ci.example.org/hook", "content_type": "json"});
+        return Some(match (method.clone(), rest) {
+            (Method::GET, []) => axum::Json(json!([
+                hook(1, PLANTED_HOOK_HEADER, config.clone()),
+                hook(2, "", config),
+            ]))
+            .into_response(),
+            (Method::GET, [_id]) => {
+                axum::Json(hook(1, PLANTED_HOOK_HEADER, config)).into_response()
+            }
+            // Gitea echoes what was submitted, the header included.
+            (Method::POST, []) | (Method::PATCH, [_]) => {
+                let header = sent["authorization_header"].as_str().unwrap_or("");
+                let echoed = hook(3, header, sent.get("config").cloned().unwrap_or(config));
+                let status = if *method == Method::POST {
+                    StatusCode::CREATED
+                } else {
+                    StatusCode::OK
+                };
+                (status, axum::Json(echoed)).into_response()
+            }
+            _ => message(StatusCode::NOT_FOUND, base, "The target couldn't be found."),
+        });
+    }
+    Some(match (method.clone(), segments) {
+        (Method::GET, ["repos", HYGIENE_OWNER, _, "issues", index]) => {
+            let number = index.parse().unwrap_or(1);
+            axum::Json(planted_issue(base, number)).into_response()
+        }
+        (Method::GET, ["repos", HYGIENE_OWNER, _, "issues"]) => {
+            let items: Vec<Value> = (1..=150).map(|n| planted_issue(base, n)).collect();
+            axum::Json(items).into_response()
+        }
+        // A long text file with the token on every line.
+        (Method::GET, ["repos", HYGIENE_OWNER, _, "raw", ..]) => {
+            let text: String = (0..PLANTED_FILE_LINES)
+                .map(|i| format!("line {i}: GITEA_TOKEN={ADMIN_TOKEN}\n"))
+                .collect();
+            ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response()
+        }
+        (Method::GET, ["repos", HYGIENE_OWNER, _, "contents", rest @ ..]) => {
+            use base64::Engine;
+            let content = base64::engine::general_purpose::STANDARD
+                .encode(format!("token: {ADMIN_TOKEN}\naws: {PLANTED_AWS_KEY}\n"));
+            axum::Json(json!({
+                "name": rest.last(), "path": rest.join("/"), "type": "file",
+                "sha": PLANTED_SHA, "encoding": "base64", "content": content,
+            }))
+            .into_response()
+        }
+        // Gitea errors can quote what they were sent.
+        (Method::GET, ["repos", HYGIENE_OWNER, _, "branches", _]) => message(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            base,
+            &format!("git error for {ADMIN_TOKEN} with {PLANTED_AWS_KEY}; Authorization: token {ADMIN_TOKEN}"),
+        ),
+        (Method::POST, ["user", "applications", "oauth2"]) => (
+            StatusCode::CREATED,
+            axum::Json(json!({"id": 4, "name": "ci", "client_id": "0f7e1c2a-1111-2222-3333-444455556666",
+                              "client_secret": MINTED_CLIENT_SECRET, "redirect_uris": ["https://x/cb"]})),
+        )
+            .into_response(),
+        // A read that (unlike Gitea) returns a stored secret: masked.
+        (Method::GET, ["user", "applications", "oauth2", _]) => {
+            axum::Json(json!({"id": 4, "name": "ci", "client_secret": MINTED_CLIENT_SECRET})).into_response()
+        }
+        (Method::GET, ["repos", HYGIENE_OWNER, "slow", ..]) => {
+            tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+            axum::Json(json!({})).into_response()
+        }
+        _ => return None,
+    })
 }
