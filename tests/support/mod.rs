@@ -44,21 +44,8 @@ impl Gateway {
                 pairs.push(((*k).into(), (*v).into()));
             }
         }
-        let settings = Settings::from_source(&SettingsSource::from_pairs(pairs)).unwrap();
-        let app = App::build(settings).await.unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let router = aegis_gitea_mcp::http::router(app);
-        tokio::spawn(async move {
-            axum::serve(
-                listener,
-                router.into_make_service_with_connect_info::<SocketAddr>(),
-            )
-            .await
-            .unwrap();
-        });
         Self {
-            url: format!("http://{addr}"),
+            url: serve_gateway(pairs).await,
             fake,
         }
     }
@@ -69,17 +56,42 @@ impl Gateway {
 
     /// An MCP client (official Rust SDK) holding `bearer`.
     pub async fn client_with(&self, bearer: Option<&str>) -> RunningService<RoleClient, ()> {
-        let mut config = StreamableHttpClientTransportConfig::with_uri(self.mcp_url());
-        if let Some(b) = bearer {
-            config = config.auth_header(b.to_owned());
-        }
-        let transport = StreamableHttpClientTransport::from_config(config);
-        ().serve(transport).await.expect("MCP client connects")
+        mcp_client(&self.mcp_url(), bearer).await
     }
 
     pub async fn client(&self) -> RunningService<RoleClient, ()> {
         self.client_with(Some(BEARER)).await
     }
+}
+
+/// Builds the gateway from `pairs` exactly as the CLI does and serves it on
+/// a loopback port; returns its base URL.
+pub async fn serve_gateway(pairs: Vec<(String, String)>) -> String {
+    aegis_gitea_mcp::tls::install_crypto_provider();
+    let settings = Settings::from_source(&SettingsSource::from_pairs(pairs)).unwrap();
+    let app = App::build(settings).await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let router = aegis_gitea_mcp::http::router(app);
+    tokio::spawn(async move {
+        axum::serve(
+            listener,
+            router.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .await
+        .unwrap();
+    });
+    format!("http://{addr}")
+}
+
+/// An MCP client (official Rust SDK) for the endpoint `mcp_url`.
+pub async fn mcp_client(mcp_url: &str, bearer: Option<&str>) -> RunningService<RoleClient, ()> {
+    let mut config = StreamableHttpClientTransportConfig::with_uri(mcp_url.to_owned());
+    if let Some(b) = bearer {
+        config = config.auth_header(b.to_owned());
+    }
+    let transport = StreamableHttpClientTransport::from_config(config);
+    ().serve(transport).await.expect("MCP client connects")
 }
 
 /// Calls a tool and returns (is_error, parsed JSON of the single text item).
