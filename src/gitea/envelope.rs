@@ -5,13 +5,13 @@
 use base64::Engine;
 use serde_json::{Value, json};
 
-use super::bounds::note_truncation;
 use super::call::GiteaCall;
 use super::error::{ErrorKind, ToolError};
 use super::executor::{UpstreamResponse, is_textual};
+use super::hygiene::bounds::note_truncation;
+use super::hygiene::redaction::Redactor;
 use super::identity::Identity;
 use super::pagination::pagination_from_headers;
-use super::redaction::Redactor;
 
 /// The fixed notice on every success envelope.
 pub const UNTRUSTED_CONTENT_NOTICE: &str =

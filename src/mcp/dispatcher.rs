@@ -22,10 +22,10 @@ use crate::catalog::{Catalog, Operation};
 use crate::config::{Limits, SecretDetectionMode, ToolMode};
 use crate::gitea::call::{CallError, GiteaCall, build_call};
 use crate::gitea::executor::{GiteaClient, UpstreamError};
+use crate::gitea::hygiene::redaction::Redactor;
+use crate::gitea::hygiene::secrets::body_secrets;
 use crate::gitea::hygiene::{ResultPolicy, tool_result};
 use crate::gitea::raw::{RAW_TOOL_NAME, RawRequestError, parse_raw_request, raw_tool_schema};
-use crate::gitea::redaction::Redactor;
-use crate::gitea::secrets::body_secrets;
 use crate::gitea::{ErrorKind, Identity, ToolError};
 
 const RAW_TOOL_DESCRIPTION: &str = "Call any Gitea REST endpoint by method and path (the /api/v1 prefix is optional), for operations without a dedicated tool. Prefer the dedicated tools. Admin and credential routes are refused unless the operator allows them.";

@@ -2,9 +2,11 @@
 
 use super::*;
 use crate::gitea::call::CallBody;
+use crate::gitea::hygiene::redaction::REDACTED;
+use crate::gitea::hygiene::secrets::{
+    CREDENTIAL_ISSUING_OPERATIONS, WEBHOOK_OPERATIONS, body_secrets,
+};
 use crate::gitea::identity::IdentityMode;
-use crate::gitea::redaction::REDACTED;
-use crate::gitea::secrets::{CREDENTIAL_ISSUING_OPERATIONS, WEBHOOK_OPERATIONS, body_secrets};
 use base64::Engine;
 use bytes::Bytes;
 use proptest::prelude::*;

@@ -12,18 +12,30 @@
 //! Redaction and masking run before any cut, so a bound can only split a
 //! marker, never a secret. Errors from Gitea get exact redaction, masking
 //! and truncation in the same order. Pure: no I/O.
+//!
+//! The passes are the children of this module: `redaction` (steps 2 and
+//! 3), `masking` (step 4) and `bounds` (step 5), with `secrets` (which
+//! values of a call are secrets, which operations get special treatment)
+//! and `walk` (the walk over a document's text that redaction and masking
+//! share). Decoding (step 1) is the envelope's, in `gitea::envelope`.
+
+pub mod bounds;
+pub mod masking;
+pub mod redaction;
+pub mod secrets;
+pub mod walk;
 
 use serde_json::Value;
 
-use super::bounds::{Bounds, apply_bounds};
+use self::bounds::{Bounds, apply_bounds};
+use self::masking::masker;
+use self::redaction::{Redactor, redact_authorization_headers};
+use self::secrets::is_credential_issuing;
 use super::call::GiteaCall;
 use super::envelope::{clean_message, decoded_envelope, gitea_message, truncate_message};
 use super::error::{ErrorKind, ToolError};
 use super::executor::UpstreamResponse;
 use super::identity::Identity;
-use super::masking::masker;
-use super::redaction::{Redactor, redact_authorization_headers};
-use super::secrets::is_credential_issuing;
 use crate::config::{Limits, SecretDetectionMode};
 
 /// The settings the pipeline follows, the same for every call.

@@ -10,7 +10,7 @@
 
 use serde_json::Value;
 
-use super::call::{CallBody, MultipartPart};
+use crate::gitea::call::{CallBody, MultipartPart};
 
 /// Request-body fields whose values are secrets (ADR 0005). Matched by
 /// name, ASCII case-insensitively, at any depth up to [`MAX_BODY_DEPTH`].
