@@ -19,7 +19,7 @@ fn gateway_command(gitea_url: &str) -> tokio::process::Command {
         .env_clear()
         .env("GITEA_URL", gitea_url)
         .env("GITEA_TOKEN", ADMIN_TOKEN)
-        .env("RUST_LOG", "debug")
+        .env("RUST_LOG", "info")
         .current_dir(std::env::temp_dir());
     cmd
 }
