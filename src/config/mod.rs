@@ -200,14 +200,8 @@ impl Settings {
             .into_iter()
             .map(SecretString::from)
             .collect();
-        if token_encryption_keys
-            .iter()
-            .any(|k| k.expose_secret().chars().count() < 32)
-        {
-            return Err(ConfigError::new(
-                "TOKEN_ENCRYPTION_KEY",
-                "every key must be at least 32 characters",
-            ));
+        for key in &token_encryption_keys {
+            require_key_length("TOKEN_ENCRYPTION_KEY", key)?;
         }
 
         let gitea_oauth_client_id = get("GITEA_OAUTH_CLIENT_ID")
@@ -329,14 +323,8 @@ impl Settings {
             .collect::<Result<Vec<_>, _>>()?;
 
         let audit_hmac_key = parse_secret(get("AUDIT_HMAC_KEY"));
-        if audit_hmac_key
-            .as_ref()
-            .is_some_and(|k| k.expose_secret().chars().count() < 32)
-        {
-            return Err(ConfigError::new(
-                "AUDIT_HMAC_KEY",
-                "must be at least 32 characters",
-            ));
+        if let Some(key) = &audit_hmac_key {
+            require_key_length("AUDIT_HMAC_KEY", key)?;
         }
 
         Ok(Self {
@@ -428,6 +416,19 @@ impl Settings {
         out.extend(self.token_encryption_keys.iter().cloned());
         out
     }
+}
+
+/// Key material (encryption keys, the audit HMAC key) is at least this long.
+const MIN_KEY_CHARS: usize = 32;
+
+fn require_key_length(setting: &'static str, key: &SecretString) -> Result<(), ConfigError> {
+    if key.expose_secret().chars().count() < MIN_KEY_CHARS {
+        return Err(ConfigError::new(
+            setting,
+            format!("every key must be at least {MIN_KEY_CHARS} characters"),
+        ));
+    }
+    Ok(())
 }
 
 fn parse_base_url(setting: &'static str, value: Option<&str>) -> Result<Option<Url>, ConfigError> {

@@ -223,3 +223,14 @@ fn env_file_values_are_loaded() {
     let source = SettingsSource::load(&EnvFileChoice::Use(path)).unwrap();
     assert_eq!(source.get("AEGIS_TEST_ONLY_SETTING"), Some("from-file"));
 }
+
+#[test]
+fn short_key_material_is_refused_by_name() {
+    for setting in ["TOKEN_ENCRYPTION_KEY", "AUDIT_HMAC_KEY"] {
+        let err = settings(&[(setting, "short-key")]).unwrap_err();
+        assert_eq!(err.setting, setting);
+        assert!(!err.to_string().contains("short-key"));
+    }
+    let long = "k".repeat(32);
+    assert!(settings(&[("TOKEN_ENCRYPTION_KEY", &format!("{long},{long}"))]).is_ok());
+}
