@@ -24,26 +24,6 @@ pub const MAX_JSON_DEPTH: usize = 100;
 /// Gitea error messages are cut to this many characters.
 pub const MAX_ERROR_MESSAGE_CHARS: usize = 500;
 
-/// Turns Gitea's answer into the success envelope, or into a [`ToolError`]
-/// for non-2xx statuses and oversized binaries, with exact redaction on
-/// both. This is the first stage only: the tool path runs the whole
-/// result pipeline (`hygiene::tool_result`), which adds the webhook
-/// redaction, pattern masking and the size bounds.
-pub fn envelope(
-    identity: &Identity,
-    call: &GiteaCall,
-    response: &UpstreamResponse,
-    max_binary_bytes: usize,
-    redactor: &Redactor,
-) -> Result<Value, ToolError> {
-    if !(200..300).contains(&response.status) {
-        return Err(upstream_error(response, redactor));
-    }
-    let mut envelope = decoded_envelope(identity, call, response, max_binary_bytes)?;
-    redactor.redact_value(&mut envelope);
-    Ok(envelope)
-}
-
 /// The success envelope of a 2xx answer, decoded but not yet redacted.
 pub fn decoded_envelope(
     identity: &Identity,
@@ -150,16 +130,6 @@ pub fn json_depth(bytes: &[u8]) -> usize {
     max
 }
 
-/// A non-2xx answer as a sanitized error: Gitea's `message` (or the start
-/// of a text body), truncated, with known secrets removed.
-pub fn upstream_error(response: &UpstreamResponse, redactor: &Redactor) -> ToolError {
-    ToolError {
-        status: Some(response.status),
-        kind: ErrorKind::from_status(response.status),
-        message: sanitize_message(&gitea_message(response), redactor),
-    }
-}
-
 /// What Gitea said about a non-2xx answer: its JSON `message`, or a fixed
 /// sentence naming the status. Raw: sanitize before showing it.
 pub fn gitea_message(response: &UpstreamResponse) -> String {
@@ -171,12 +141,6 @@ pub fn gitea_message(response: &UpstreamResponse) -> String {
             300..=399 => "Gitea answered with a redirect, which the gateway does not follow".into(),
             status => format!("Gitea answered with HTTP {status}"),
         })
-}
-
-/// Truncates, strips control characters and `Authorization` header values,
-/// and redacts known secrets.
-pub fn sanitize_message(message: &str, redactor: &Redactor) -> String {
-    truncate_message(clean_message(message, redactor))
 }
 
 /// Exact redaction, control characters to spaces, and everything after an
@@ -225,6 +189,9 @@ pub fn truncate_message(mut message: String) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::SecretDetectionMode;
+    use crate::gitea::hygiene::bounds::Bounds;
+    use crate::gitea::hygiene::{ResultPolicy, gitea_error, tool_result};
     use crate::gitea::identity::IdentityMode;
     use bytes::Bytes;
     use secrecy::SecretString;
@@ -235,6 +202,34 @@ mod tests {
             mode: IdentityMode::Bearer,
             token: SecretString::from("tok-abcdef"),
         }
+    }
+
+    /// The shipped pipeline (`hygiene::tool_result`) with masking off and
+    /// no bounds: decoding and exact redaction, as this module's tests see them.
+    fn envelope(
+        identity: &Identity,
+        call: &GiteaCall,
+        response: &UpstreamResponse,
+        max_binary_bytes: usize,
+        redactor: &Redactor,
+    ) -> Result<Value, ToolError> {
+        let policy = ResultPolicy {
+            mode: SecretDetectionMode::Off,
+            bounds: Bounds {
+                max_items: usize::MAX,
+                max_chars: usize::MAX,
+            },
+            max_binary_bytes,
+        };
+        tool_result(identity, call, response, &policy, redactor, None)
+    }
+
+    fn upstream_error(response: &UpstreamResponse, redactor: &Redactor) -> ToolError {
+        gitea_error(response, redactor, SecretDetectionMode::Off)
+    }
+
+    fn sanitize_message(message: &str, redactor: &Redactor) -> String {
+        truncate_message(clean_message(message, redactor))
     }
 
     fn call() -> GiteaCall {

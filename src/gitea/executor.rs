@@ -45,6 +45,15 @@ pub enum UpstreamError {
 }
 
 impl UpstreamError {
+    /// The variant's name, for `EXPOSE_ERROR_DETAILS` (never a value).
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Self::Timeout => "UpstreamError::Timeout",
+            Self::Unreachable => "UpstreamError::Unreachable",
+            Self::Request => "UpstreamError::Request",
+        }
+    }
+
     fn from_reqwest(err: &reqwest::Error) -> Self {
         if err.is_timeout() {
             Self::Timeout

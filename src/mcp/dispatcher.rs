@@ -5,7 +5,6 @@
 //! unknown (or hidden) tool is a protocol error.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use rmcp::model::Tool;
 use secrecy::{ExposeSecret, SecretString};
@@ -304,7 +303,7 @@ impl Dispatcher {
             Err(err) => {
                 return ToolOutcome::internal_error(
                     &upstream_error(&err),
-                    upstream_error_type(&err),
+                    err.type_name(),
                     self.expose_error_details,
                 );
             }
@@ -356,14 +355,3 @@ fn upstream_error(err: &UpstreamError) -> ToolError {
     };
     ToolError::new(kind, err.to_string())
 }
-
-fn upstream_error_type(err: &UpstreamError) -> &'static str {
-    match err {
-        UpstreamError::Timeout => "UpstreamError::Timeout",
-        UpstreamError::Unreachable => "UpstreamError::Unreachable",
-        UpstreamError::Request => "UpstreamError::Request",
-    }
-}
-
-/// Shared handle used by the transports.
-pub type SharedDispatcher = Arc<Dispatcher>;

@@ -47,13 +47,16 @@ pub struct RedactorBuilder {
 }
 
 impl RedactorBuilder {
-    /// Adds a secret of at least [`MIN_SECRET_LEN`] characters; shorter ones are ignored.
-    pub fn secret(mut self, secret: impl Into<String>) -> Self {
-        let secret = secret.into();
-        if secret.chars().count() >= MIN_SECRET_LEN {
+    fn push(mut self, secret: String, min_chars: usize) -> Self {
+        if secret.chars().count() >= min_chars {
             self.secrets.push(secret);
         }
         self
+    }
+
+    /// Adds a secret of at least [`MIN_SECRET_LEN`] characters; shorter ones are ignored.
+    pub fn secret(self, secret: impl Into<String>) -> Self {
+        self.push(secret.into(), MIN_SECRET_LEN)
     }
 
     pub fn secrets<I, S>(self, secrets: I) -> Self
@@ -65,12 +68,8 @@ impl RedactorBuilder {
     }
 
     /// Adds a non-empty secret of any length (an Action secret's `data`).
-    pub fn secret_any_length(mut self, secret: impl Into<String>) -> Self {
-        let secret = secret.into();
-        if !secret.is_empty() {
-            self.secrets.push(secret);
-        }
-        self
+    pub fn secret_any_length(self, secret: impl Into<String>) -> Self {
+        self.push(secret.into(), 1)
     }
 
     pub fn secrets_any_length<I, S>(self, secrets: I) -> Self
