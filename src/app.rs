@@ -1,8 +1,9 @@
 //! The application, built from settings the same way by the CLI and by the
-//! tests: catalog (bundled or live), Gitea client, dispatcher, admin account.
+//! tests: catalog (bundled or live), Gitea client, dispatcher, admin account,
+//! and, when OAuth is configured, the store and the authorization server.
 
-use std::sync::Arc;
-use std::time::Instant;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
 
 use crate::catalog::Catalog;
 use crate::config::{ConfigError, OpenApiSource, Settings};
@@ -10,6 +11,14 @@ use crate::gitea::admin::AdminAccount;
 use crate::gitea::{GiteaClient, Identity, IdentityMode};
 use crate::mcp::Dispatcher;
 use crate::mcp::exposure::Exposure;
+use crate::oauth::clock::{Clock, SystemClock};
+use crate::oauth::upstream::{GiteaOAuth, UpstreamAuthError};
+use crate::oauth::{OAuthConfig, OAuthServer};
+use crate::store::cipher::TokenCipher;
+use crate::store::{StoreError, StoreLimits, StoreLocation, open_store};
+
+/// How often expired OAuth rows are pruned.
+const PRUNE_INTERVAL: Duration = Duration::from_secs(300);
 
 /// Everything a request handler needs. Passed as state, never global.
 #[derive(Debug)]
@@ -17,6 +26,7 @@ pub struct App {
     settings: Settings,
     dispatcher: Dispatcher,
     admin: Option<AdminAccount>,
+    oauth: Option<Arc<OAuthServer>>,
 }
 
 /// Why the application could not be built.
@@ -26,12 +36,26 @@ pub enum BuildError {
     Config(#[from] ConfigError),
     #[error("the HTTP client could not be built")]
     HttpClient,
+    #[error("the OAuth store: {0}")]
+    Store(#[from] StoreError),
+    #[error("TOKEN_ENCRYPTION_KEY: {0}")]
+    Cipher(#[from] crate::store::cipher::CipherError),
+    #[error("the Gitea OAuth client could not be built: {0}")]
+    Upstream(#[from] UpstreamAuthError),
 }
 
 impl App {
     /// Builds the application. With `GITEA_OPENAPI=live` the instance's own
     /// document is fetched; on failure the bundled one is used, with a warning.
     pub async fn build(settings: Settings) -> Result<Arc<Self>, BuildError> {
+        Self::build_with_clock(settings, Arc::new(SystemClock)).await
+    }
+
+    /// As [`App::build`], with the clock the OAuth server uses (tests move it).
+    pub async fn build_with_clock(
+        settings: Settings,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Arc<Self>, BuildError> {
         let client = GiteaClient::new(settings.gitea_api_base(), &settings.limits)
             .map_err(|_| BuildError::HttpClient)?;
         let started = Instant::now();
@@ -60,11 +84,21 @@ impl App {
             settings.expose_error_details,
         );
         let admin = settings.gitea_token.clone().map(AdminAccount::new);
+        let oauth = match GiteaOAuth::from_settings(&settings) {
+            None => None,
+            Some(upstream) => Some(build_oauth(&settings, upstream?, clock).await?),
+        };
         Ok(Arc::new(Self {
             settings,
             dispatcher,
             admin,
+            oauth,
         }))
+    }
+
+    /// The authorization server, when OAuth is configured.
+    pub fn oauth(&self) -> Option<&Arc<OAuthServer>> {
+        self.oauth.as_ref()
     }
 
     pub fn settings(&self) -> &Settings {
@@ -100,4 +134,54 @@ async fn load_live_catalog(settings: &Settings, client: &GiteaClient) -> Catalog
             Catalog::bundled()
         }
     }
+}
+
+/// Where the store lives, from `DATA_DIR` and `DATABASE_URL`.
+pub fn store_location(settings: &Settings) -> StoreLocation {
+    StoreLocation::from_parts(&settings.data_dir, settings.database_url.as_ref())
+}
+
+/// Opens the store (migrations applied), checks that every encrypted value
+/// still decrypts (a store no key opens stops startup; nothing is wiped),
+/// and starts the pruning task.
+async fn build_oauth(
+    settings: &Settings,
+    upstream: GiteaOAuth,
+    clock: Arc<dyn Clock>,
+) -> Result<Arc<OAuthServer>, BuildError> {
+    let cipher = TokenCipher::new(&settings.token_encryption_keys)?;
+    let store = open_store(&store_location(settings), cipher, StoreLimits::default()).await?;
+    let checked = store.verify_decryptable().await?;
+    tracing::info!(
+        backend = store.backend(),
+        encrypted_values = checked,
+        "OAuth store opened"
+    );
+    let server = Arc::new(OAuthServer {
+        config: OAuthConfig::from_settings(settings),
+        store,
+        clock,
+        upstream,
+        metadata_documents: Default::default(),
+        resolver: Default::default(),
+    });
+    spawn_pruning(Arc::downgrade(&server));
+    Ok(server)
+}
+
+/// Prunes expired rows every few minutes while the server lives.
+fn spawn_pruning(server: Weak<OAuthServer>) {
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(PRUNE_INTERVAL);
+        loop {
+            ticks.tick().await;
+            let Some(server) = server.upgrade() else {
+                return;
+            };
+            match server.store.prune(server.now()).await {
+                Ok(counts) => tracing::debug!(?counts, "OAuth store pruned"),
+                Err(err) => tracing::warn!(error = %err, "OAuth store pruning failed"),
+            }
+        }
+    });
 }

@@ -1,4 +1,4 @@
-//! The command line: `serve` (HTTP), `stdio`, `catalog`. Builds the
+//! The command line: `serve` (HTTP), `stdio`, `catalog`, `store rekey`. Builds the
 //! application from settings exactly as the tests do. Configuration errors
 //! exit with code 2 and name the setting, never its value.
 
@@ -39,6 +39,18 @@ enum Command {
         #[arg(long)]
         toolsets: bool,
     },
+    /// Maintenance of the OAuth store.
+    Store {
+        #[command(subcommand)]
+        command: StoreCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum StoreCommand {
+    /// Re-encrypt every stored secret under the newest (first)
+    /// TOKEN_ENCRYPTION_KEY; older keys may then be removed.
+    Rekey,
 }
 
 /// Runs the CLI and returns the process exit code.
@@ -71,6 +83,12 @@ pub fn run() -> ExitCode {
 enum CliError {
     Config(ConfigError),
     Other(anyhow::Error),
+}
+
+impl CliError {
+    fn other(err: impl Into<anyhow::Error>) -> Self {
+        Self::Other(err.into())
+    }
 }
 
 impl From<ConfigError> for CliError {
@@ -120,6 +138,12 @@ async fn run_command(cli: Cli) -> Result<(), CliError> {
                 .await
                 .map_err(CliError::Other)
         }
+        Command::Store {
+            command: StoreCommand::Rekey,
+        } => {
+            let settings = load_settings(cli.env_file.as_deref())?;
+            rekey_store(&settings).await
+        }
         Command::Catalog { json, toolsets } => {
             // Without GITEA_URL (environment or env file) the bundled catalog
             // is listed in full; with it, the configured source and exposure apply.
@@ -156,6 +180,36 @@ async fn serve_http(app: Arc<App>, addr: SocketAddr) -> Result<(), CliError> {
     )
     .with_graceful_shutdown(shutdown_signal())
     .await?;
+    Ok(())
+}
+
+/// `store rekey`: rewrites every encrypted value under the newest key,
+/// then proves the store opens with that key alone.
+async fn rekey_store(settings: &Settings) -> Result<(), CliError> {
+    use crate::store::cipher::TokenCipher;
+    use crate::store::{StoreLimits, open_store};
+
+    let Some(newest) = settings.token_encryption_keys.first() else {
+        return Err(
+            ConfigError::new("TOKEN_ENCRYPTION_KEY", "is required for `store rekey`").into(),
+        );
+    };
+    let location = crate::app::store_location(settings);
+    let cipher = TokenCipher::new(&settings.token_encryption_keys).map_err(CliError::other)?;
+    let store = open_store(&location, cipher, StoreLimits::default())
+        .await
+        .map_err(CliError::other)?;
+    let rewritten = store.rekey().await.map_err(CliError::other)?;
+    let newest_only = TokenCipher::new(std::slice::from_ref(newest)).map_err(CliError::other)?;
+    let checked = open_store(&location, newest_only, StoreLimits::default())
+        .await
+        .map_err(CliError::other)?
+        .verify_decryptable()
+        .await
+        .map_err(CliError::other)?;
+    println!(
+        "re-encrypted {rewritten} values under the newest key; {checked} values verified with it alone"
+    );
     Ok(())
 }
 

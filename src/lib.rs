@@ -1,13 +1,19 @@
 //! Aegis Gitea MCP: an MCP gateway that lets AI assistants work on a Gitea
 //! instance. The modules follow the request flow: `http` (guards,
 //! authentication) → `mcp` (dispatch, validation, exposure) → `catalog`
-//! (tool definitions) → `gitea` (encoding, executor, envelope).
+//! (tool definitions) → `gitea` (encoding, executor, envelope); beside them
+//! `oauth` (the authorization server and the token resolver), `store` (its
+//! database) and `pages` (what browser pages share).
 
 pub mod app;
+pub mod bounded_body;
 pub mod catalog;
 pub mod cli;
 pub mod config;
 pub mod gitea;
 pub mod http;
 pub mod mcp;
+pub mod oauth;
+pub mod pages;
+pub mod store;
 pub mod tls;

@@ -134,6 +134,10 @@ pub struct Settings {
     pub gitea_oauth_client_secret: Option<SecretString>,
     pub oauth_scopes: Vec<String>,
     pub oauth_redirect_allowlist: Vec<String>,
+    /// Test setting (`OAUTH_CIMD_ALLOW_PRIVATE_ADDRESSES`): client metadata
+    /// documents may be fetched from private and loopback addresses, and
+    /// over plain http on loopback. Never for production.
+    pub oauth_metadata_documents_on_private_addresses: bool,
     pub exposure: ExposureSettings,
     pub gitea_openapi: OpenApiSource,
     pub secret_detection_mode: SecretDetectionMode,
@@ -182,6 +186,14 @@ impl Settings {
                 return Err(ConfigError::new(
                     "MCP_BEARER_TOKEN",
                     "must not contain whitespace or control characters",
+                ));
+            }
+            // The prefix marks tokens the OAuth server mints; a static
+            // bearer that looked like one would never be accepted.
+            if value.starts_with("agm_") {
+                return Err(ConfigError::new(
+                    "MCP_BEARER_TOKEN",
+                    "must not start with `agm_` (reserved for OAuth tokens)",
                 ));
             }
         }
@@ -341,6 +353,11 @@ impl Settings {
             gitea_oauth_client_secret,
             oauth_scopes,
             oauth_redirect_allowlist: parse_list(get("OAUTH_REDIRECT_ALLOWLIST")),
+            oauth_metadata_documents_on_private_addresses: parse_bool(
+                "OAUTH_CIMD_ALLOW_PRIVATE_ADDRESSES",
+                get("OAUTH_CIMD_ALLOW_PRIVATE_ADDRESSES"),
+                false,
+            )?,
             exposure,
             gitea_openapi,
             secret_detection_mode,
@@ -373,19 +390,29 @@ impl Settings {
     }
 
     /// Checks that need the command: `serve` refuses to expose the admin
-    /// token to the network without authentication.
+    /// token to the network without authentication, and needs someone to
+    /// act as: the admin token (static bearer, loopback) or OAuth users.
     pub fn check_for_serve(&self) -> Result<(), ConfigError> {
-        if !self.binds_loopback() && self.mcp_bearer_token.is_none() {
+        let oauth = self.oauth_configured();
+        if !self.binds_loopback() && self.mcp_bearer_token.is_none() && !oauth {
             return Err(ConfigError::new(
                 "MCP_HOST",
-                "a non-loopback bind needs MCP_BEARER_TOKEN to authenticate callers",
+                "a non-loopback bind needs MCP_BEARER_TOKEN or OAuth (GITEA_OAUTH_CLIENT_ID) to authenticate callers",
             ));
         }
         if self.gitea_token.is_none() {
-            return Err(ConfigError::new(
-                "GITEA_TOKEN",
-                "is required: the static bearer and loopback mode act with it",
-            ));
+            if self.mcp_bearer_token.is_some() {
+                return Err(ConfigError::new(
+                    "GITEA_TOKEN",
+                    "is required with MCP_BEARER_TOKEN: the static bearer acts with it",
+                ));
+            }
+            if !oauth {
+                return Err(ConfigError::new(
+                    "GITEA_TOKEN",
+                    "is required unless OAuth is configured: loopback mode acts with it",
+                ));
+            }
         }
         Ok(())
     }

@@ -5,8 +5,7 @@
 
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
-use futures::StreamExt;
+use bytes::Bytes;
 use secrecy::{ExposeSecret, SecretString};
 
 use super::call::{CallBody, GiteaCall, MultipartPart};
@@ -218,24 +217,14 @@ pub fn is_textual(content_type: Option<&str>) -> bool {
         || essence == "application/x-yaml"
 }
 
-/// Reads at most `cap` bytes of the body; stops reading (and drops the
-/// connection) beyond that, whatever `Content-Length` claimed.
 async fn read_capped(
     response: reqwest::Response,
     cap: usize,
 ) -> Result<(Bytes, bool), UpstreamError> {
-    let mut buffer = BytesMut::new();
-    let mut stream = response.bytes_stream();
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| UpstreamError::from_reqwest(&e))?;
-        let room = cap - buffer.len();
-        if chunk.len() > room {
-            buffer.extend_from_slice(&chunk[..room]);
-            return Ok((buffer.freeze(), true));
-        }
-        buffer.extend_from_slice(&chunk);
-    }
-    Ok((buffer.freeze(), false))
+    let body = crate::bounded_body::read_capped(response, cap)
+        .await
+        .map_err(|e| UpstreamError::from_reqwest(&e))?;
+    Ok((body.bytes, body.truncated))
 }
 
 fn multipart_form(parts: &[MultipartPart]) -> reqwest::multipart::Form {

@@ -1,5 +1,5 @@
 //! Who a tool call acts as. The transport (stdio, static bearer, loopback)
-//! or, later, the OAuth resolver produces an [`Identity`]; the executor only
+//! or the OAuth resolver produces an [`Identity`]; the executor only
 //! consumes it.
 
 use secrecy::SecretString;
@@ -17,6 +17,8 @@ pub enum IdentityMode {
     /// An unauthenticated request on a loopback bind with no bearer or OAuth
     /// configured: admin token.
     Loopback,
+    /// One of our OAuth tokens: the signed-in user's own Gitea token.
+    Oauth,
 }
 
 impl IdentityMode {
@@ -25,6 +27,7 @@ impl IdentityMode {
             Self::Stdio => "stdio",
             Self::Bearer => "bearer",
             Self::Loopback => "loopback",
+            Self::Oauth => "oauth",
         }
     }
 }

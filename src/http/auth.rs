@@ -1,7 +1,13 @@
 //! Authentication of `/mcp` requests, and the identity each one acts as:
-//! the static bearer (`MCP_BEARER_TOKEN`) or, on a loopback bind with no
-//! bearer configured, no credentials at all; both act with the admin token.
-//! The identity is put into the request's extensions for the MCP handler.
+//! - an `agm_` token: resolved through the OAuth store to that user's own
+//!   Gitea session (never the admin token);
+//! - the static bearer (`MCP_BEARER_TOKEN`): the admin token;
+//! - no credentials, on a loopback bind with neither a bearer nor OAuth
+//!   configured: the admin token (development mode).
+//!
+//! Anything else is a 401 whose challenge, once OAuth is configured, names
+//! the protected-resource metadata so clients discover the sign-in. The
+//! identity is put into the request's extensions for the MCP handler.
 
 use std::sync::Arc;
 
@@ -15,6 +21,10 @@ use subtle::ConstantTimeEq;
 
 use crate::app::App;
 use crate::gitea::IdentityMode;
+use crate::oauth::metadata::resource_metadata_url;
+use crate::oauth::resolver::{self, ResolveError};
+use crate::oauth::tokens::TOKEN_PREFIX;
+use crate::oauth::{OAuthServer, SCOPE};
 
 /// Compares the presented bearer with the configured one in constant time,
 /// on SHA-256 digests so neither content nor length leaks through timing.
@@ -35,29 +45,67 @@ pub fn bearer_token(value: &HeaderValue) -> Option<&str> {
         .filter(|t| !t.is_empty())
 }
 
-/// The 401 answer: `WWW-Authenticate: Bearer`, with `error="invalid_token"`
-/// when a token was presented.
-fn unauthorized(token_presented: bool) -> Response {
-    let (challenge, description) = if token_presented {
-        (
-            r#"Bearer realm="aegis-gitea-mcp", error="invalid_token""#,
-            "the bearer token is not valid",
-        )
+/// Why a request was not authenticated; decides the challenge's `error`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    /// No credentials.
+    Missing,
+    /// A token that is not valid here.
+    InvalidToken,
+    /// A token sent in the query string (RFC 6750 §2.3 is not supported:
+    /// URLs end up in logs and histories).
+    TokenInQuery,
+}
+
+/// The `WWW-Authenticate` value: realm, and with OAuth the absolute
+/// `resource_metadata` URL (RFC 9728 §5.1) and our scope.
+pub fn challenge(oauth: Option<&OAuthServer>, error: Option<&str>) -> String {
+    let mut value = String::from(r#"Bearer realm="aegis-gitea-mcp""#);
+    if let Some(server) = oauth {
+        value.push_str(&format!(
+            r#", resource_metadata="{}", scope="{SCOPE}""#,
+            resource_metadata_url(&server.config)
+        ));
+    }
+    if let Some(error) = error {
+        value.push_str(&format!(r#", error="{error}""#));
+    }
+    value
+}
+
+fn unauthorized(oauth: Option<&OAuthServer>, refusal: Refusal) -> Response {
+    let (error, description) = match refusal {
+        Refusal::Missing => (None, "this endpoint needs a bearer token"),
+        Refusal::InvalidToken => (Some("invalid_token"), "the bearer token is not valid"),
+        Refusal::TokenInQuery => (
+            Some("invalid_request"),
+            "send the token in the Authorization header, never in the URL",
+        ),
+    };
+    let header_value = HeaderValue::from_str(&challenge(oauth, error))
+        .unwrap_or_else(|_| HeaderValue::from_static("Bearer"));
+    let status = if refusal == Refusal::TokenInQuery {
+        StatusCode::BAD_REQUEST
     } else {
-        (
-            r#"Bearer realm="aegis-gitea-mcp""#,
-            "this endpoint needs a bearer token",
-        )
+        StatusCode::UNAUTHORIZED
     };
     (
-        StatusCode::UNAUTHORIZED,
-        [(header::WWW_AUTHENTICATE, challenge)],
+        status,
+        [(header::WWW_AUTHENTICATE, header_value)],
         axum::Json(serde_json::json!({
-            "error": if token_presented { "invalid_token" } else { "unauthorized" },
+            "error": error.unwrap_or("unauthorized"),
             "error_description": description,
         })),
     )
         .into_response()
+}
+
+/// True when the query string carries an access token parameter.
+fn token_in_query(query: Option<&str>) -> bool {
+    query.is_some_and(|q| {
+        url::form_urlencoded::parse(q.as_bytes())
+            .any(|(name, _)| name.eq_ignore_ascii_case("access_token"))
+    })
 }
 
 /// Middleware on `/mcp`: authenticates and attaches the identity.
@@ -67,20 +115,51 @@ pub async fn authenticate(
     next: Next,
 ) -> Response {
     let settings = app.settings();
+    let oauth = app.oauth().map(Arc::as_ref);
+    if token_in_query(request.uri().query()) {
+        return unauthorized(oauth, Refusal::TokenInQuery);
+    }
     let presented = request
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(bearer_token);
-    let mode = match (&settings.mcp_bearer_token, presented) {
-        (Some(expected), Some(token)) if bearer_matches(expected, token) => IdentityMode::Bearer,
-        (Some(_), presented) => return unauthorized(presented.is_some()),
+    let mode = match presented {
+        Some(token) if token.starts_with(TOKEN_PREFIX) => {
+            let Some(server) = oauth else {
+                return unauthorized(oauth, Refusal::InvalidToken);
+            };
+            match resolver::resolve(server, token).await {
+                Ok(identity) => {
+                    request.extensions_mut().insert(identity);
+                    return next.run(request).await;
+                }
+                Err(ResolveError::InvalidToken) => {
+                    return unauthorized(oauth, Refusal::InvalidToken);
+                }
+                Err(ResolveError::Unavailable) => {
+                    return (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        [(header::RETRY_AFTER, "5")],
+                        "the token could not be checked right now",
+                    )
+                        .into_response();
+                }
+            }
+        }
+        Some(token) => match &settings.mcp_bearer_token {
+            Some(expected) if bearer_matches(expected, token) => IdentityMode::Bearer,
+            _ => return unauthorized(oauth, Refusal::InvalidToken),
+        },
         // Unauthenticated loopback is the development mode, only while
         // neither a bearer nor OAuth is configured; anything else without a
-        // bearer fails closed (startup already refuses a public bind).
-        (None, _) if settings.binds_loopback() && !settings.oauth_configured() => {
+        // token fails closed (startup already refuses a public bind).
+        None if settings.mcp_bearer_token.is_none()
+            && oauth.is_none()
+            && settings.binds_loopback() =>
+        {
             IdentityMode::Loopback
         }
-        (None, _) => return unauthorized(false),
+        None => return unauthorized(oauth, Refusal::Missing),
     };
     let Some(identity) = app.admin_identity(mode).await else {
         return (
@@ -125,5 +204,18 @@ mod tests {
         assert_eq!(bearer_token(&HeaderValue::from_static("Basic abc")), None);
         assert_eq!(bearer_token(&HeaderValue::from_static("Bearer ")), None);
         assert_eq!(bearer_token(&HeaderValue::from_static("Bearer")), None);
+    }
+}
+
+#[cfg(test)]
+mod query_tests {
+    use super::token_in_query;
+
+    #[test]
+    fn access_tokens_in_the_query_are_detected_in_any_case() {
+        assert!(token_in_query(Some("access_token=agm_x")));
+        assert!(token_in_query(Some("a=1&ACCESS_TOKEN=x")));
+        assert!(!token_in_query(Some("a=1")));
+        assert!(!token_in_query(None));
     }
 }

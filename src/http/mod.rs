@@ -33,10 +33,16 @@ pub fn router(app: Arc<App>) -> Router {
             policy,
             guards::check_host_and_origin,
         ));
-    Router::new()
+    let oauth = app.oauth().cloned();
+    let router = Router::new()
         .route("/health", get(health))
+        .route("/static/aegis.css", get(crate::pages::stylesheet))
         .merge(mcp_routes)
-        .with_state(app)
+        .with_state(app);
+    match oauth {
+        Some(server) => router.merge(crate::oauth::router(server)),
+        None => router,
+    }
 }
 
 /// Liveness and what is served: version and tool count, nothing secret.

@@ -5,6 +5,8 @@
 #![allow(dead_code)]
 
 pub mod fake_gitea;
+pub mod oauth_client;
+pub mod postgres;
 
 use std::net::SocketAddr;
 

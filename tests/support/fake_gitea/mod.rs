@@ -1,10 +1,22 @@
 //! An in-process fake Gitea for fast integration tests. It answers the way
 //! Gitea 1.27 does on the routes the tests use: token authentication
-//! (`Authorization: token …`), `X-Total-Count` and `Link` pagination,
-//! `{"message", "url"}` error bodies (404 with `errors`), 422 binding
-//! failures, raw file downloads, and routing on the raw (still-encoded)
-//! path, so `%2F` in a single-segment parameter behaves as on Gitea.
-//! Every request is recorded, so a test can prove that nothing was sent.
+//! (`Authorization: token …` or `Bearer …`), `X-Total-Count` and `Link`
+//! pagination, `{"message", "url"}` error bodies (404 with `errors`), 422
+//! binding failures, raw file downloads, and routing on the raw
+//! (still-encoded) path, so `%2F` in a single-segment parameter behaves as on
+//! Gitea. Every request is recorded, so a test can prove that nothing was
+//! sent.
+//!
+//! It knows a few accounts ([`USERS`]): the site admin, whose personal
+//! access token is [`ADMIN_TOKEN`], and the non-admins `alice` and `bob`.
+//! It also plays Gitea's OAuth2 provider for one registered confidential
+//! application ([`OAUTH_CLIENT_ID`]): see the `oauth` module for the
+//! endpoints and the test controls (`sign_in_as`, `expire_access_tokens`,
+//! …). An OAuth access token it minted acts on `/api/v1` as its owner:
+//! `GET /user` names that user, `/admin/…` answers 403 to a non-admin, and
+//! so does a `Sudo` header.
+
+mod oauth;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -16,9 +28,88 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
+#[allow(unused_imports)]
+pub use oauth::{
+    ACCESS_TOKEN_PREFIX, AUTHORIZATION_CODE_PREFIX, DEFAULT_ACCESS_TOKEN_LIFETIME, OAUTH_CLIENT_ID,
+    OAUTH_CLIENT_SECRET, REFRESH_TOKEN_PREFIX, s256_challenge,
+};
+
 pub const ADMIN_TOKEN: &str = "fake-admin-token-0123456789abcdef";
 pub const ADMIN_LOGIN: &str = "gitea-admin";
+pub const ALICE_LOGIN: &str = "alice";
+pub const BOB_LOGIN: &str = "bob";
 pub const TOTAL_ISSUES: u64 = 45;
+
+/// An account of the fake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FakeUser {
+    pub id: u64,
+    pub login: &'static str,
+    pub full_name: &'static str,
+    pub email: &'static str,
+    pub is_admin: bool,
+}
+
+/// Every account the fake knows: the site admin first.
+pub const USERS: &[FakeUser] = &[
+    FakeUser {
+        id: 1,
+        login: ADMIN_LOGIN,
+        full_name: "Gitea Admin",
+        email: "admin@example.org",
+        is_admin: true,
+    },
+    FakeUser {
+        id: 2,
+        login: ALICE_LOGIN,
+        full_name: "Alice Liddell",
+        email: "alice@example.org",
+        is_admin: false,
+    },
+    FakeUser {
+        id: 3,
+        login: BOB_LOGIN,
+        full_name: "Bob Builder",
+        email: "bob@example.org",
+        is_admin: false,
+    },
+];
+
+/// The account named `login` (case-insensitive, as Gitea's user lookup).
+pub fn user(login: &str) -> Option<&'static FakeUser> {
+    USERS.iter().find(|u| u.login.eq_ignore_ascii_case(login))
+}
+
+impl FakeUser {
+    /// The user as Gitea's API returns it (`GET /user`, `/admin/users`).
+    pub fn json(&self, base: &str) -> Value {
+        json!({
+            "id": self.id,
+            "login": self.login,
+            "login_name": "",
+            "source_id": 0,
+            "full_name": self.full_name,
+            "email": self.email,
+            "avatar_url": format!("{base}/avatars/{}", self.id),
+            "html_url": format!("{base}/{}", self.login),
+            "language": "en-US",
+            "is_admin": self.is_admin,
+            "last_login": "2026-01-01T00:00:00Z",
+            "created": "2025-01-01T00:00:00Z",
+            "restricted": false,
+            "active": true,
+            "prohibit_login": false,
+            "location": "",
+            "website": "",
+            "description": "",
+            "visibility": "public",
+            "followers_count": 0,
+            "following_count": 0,
+            "starred_repos_count": 0,
+            "username": self.login,
+        })
+    }
+}
 
 /// One request as the fake saw it.
 #[derive(Debug, Clone)]
@@ -30,16 +121,24 @@ pub struct Recorded {
     pub body: Bytes,
 }
 
+impl Recorded {
+    /// The path without the query.
+    pub fn path(&self) -> &str {
+        self.uri.split('?').next().unwrap_or("")
+    }
+}
+
 #[derive(Clone, Default)]
 struct FakeState {
     base: Arc<Mutex<String>>,
     log: Arc<Mutex<Vec<Recorded>>>,
+    oauth: Arc<Mutex<oauth::Provider>>,
 }
 
 /// A running fake Gitea on a loopback port.
 pub struct FakeGitea {
     pub url: String,
-    log: Arc<Mutex<Vec<Recorded>>>,
+    state: FakeState,
 }
 
 impl FakeGitea {
@@ -49,29 +148,42 @@ impl FakeGitea {
         let addr: SocketAddr = listener.local_addr().unwrap();
         let url = format!("http://{addr}");
         *state.base.lock().unwrap() = url.clone();
-        let log = state.log.clone();
-        let app = Router::new().fallback(handle).with_state(state);
+        let app = Router::new().fallback(handle).with_state(state.clone());
         tokio::spawn(async move {
             axum::serve(listener, app).await.unwrap();
         });
-        Self { url, log }
+        Self { url, state }
     }
 
     pub fn requests(&self) -> Vec<Recorded> {
-        self.log.lock().unwrap().clone()
+        self.state.log.lock().unwrap().clone()
     }
 
-    /// Requests other than the admin login lookup (`GET /api/v1/user`).
+    /// Requests a tool caused: all but the login lookup (`GET /api/v1/user`)
+    /// and the OAuth2 provider's browser and token endpoints
+    /// (`/login/oauth/…`, `/user/login`).
     pub fn tool_requests(&self) -> Vec<Recorded> {
         self.requests()
             .into_iter()
-            .filter(|r| r.uri != "/api/v1/user")
+            .filter(|r| r.uri != "/api/v1/user" && !is_provider_path(r.path()))
+            .collect()
+    }
+
+    /// Requests to the OAuth2 provider (`/login/oauth/…`, `/user/login`).
+    pub fn oauth_requests(&self) -> Vec<Recorded> {
+        self.requests()
+            .into_iter()
+            .filter(|r| is_provider_path(r.path()))
             .collect()
     }
 
     pub fn clear(&self) {
-        self.log.lock().unwrap().clear();
+        self.state.log.lock().unwrap().clear();
     }
+}
+
+fn is_provider_path(path: &str) -> bool {
+    path.starts_with("/login/oauth/") || path == "/user/login"
 }
 
 fn message(status: StatusCode, base: &str, msg: &str) -> Response {
@@ -80,6 +192,22 @@ fn message(status: StatusCode, base: &str, msg: &str) -> Response {
         body["errors"] = json!([]);
     }
     (status, axum::Json(body)).into_response()
+}
+
+/// The account an API request acts as: Gitea reads `Authorization: token
+/// <t>` or `Bearer <t>` (scheme case-insensitive) and accepts a personal
+/// access token or an OAuth2 access token alike.
+fn authenticate(state: &FakeState, headers: &HeaderMap) -> Option<&'static FakeUser> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, credential) = value.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("token") && !scheme.eq_ignore_ascii_case("bearer") {
+        return None;
+    }
+    if credential == ADMIN_TOKEN {
+        return user(ADMIN_LOGIN);
+    }
+    let login = state.oauth.lock().unwrap().access_token_owner(credential)?;
+    user(login)
 }
 
 async fn handle(State(state): State<FakeState>, request: Request) -> Response {
@@ -96,21 +224,19 @@ async fn handle(State(state): State<FakeState>, request: Request) -> Response {
         body: body.clone(),
     });
 
+    if is_provider_path(parts.uri.path()) {
+        return oauth::route(&state.oauth, &parts, &body);
+    }
     if parts.uri.path() == "/swagger.v1.json" {
         return (
             [(header::CONTENT_TYPE, "application/json")],
-            include_str!("../../src/catalog/bundled/swagger.v1.json"),
+            include_str!("../../../src/catalog/bundled/swagger.v1.json"),
         )
             .into_response();
     }
-    let authorized = parts
-        .headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        == Some(&format!("token {ADMIN_TOKEN}"));
-    if !authorized {
+    let Some(caller) = authenticate(&state, &parts.headers) else {
         return message(StatusCode::UNAUTHORIZED, &base, "token is required");
-    }
+    };
     let path = parts.uri.path();
     let query: Vec<(String, String)> =
         url::form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
@@ -129,13 +255,42 @@ async fn handle(State(state): State<FakeState>, request: Request) -> Response {
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
 
+    // Gitea's `sudo()` and `reqSiteAdmin()` middlewares, for non-admins.
+    if sudo.as_deref().is_some_and(|s| !s.is_empty()) && !caller.is_admin {
+        return (
+            StatusCode::FORBIDDEN,
+            axum::Json(json!({"message": "Only administrators allowed to sudo."})),
+        )
+            .into_response();
+    }
+    if segments.first() == Some(&"admin") && !caller.is_admin {
+        return message(
+            StatusCode::FORBIDDEN,
+            &base,
+            "user should be the site admin",
+        );
+    }
     if let Some(response) = hygiene_route(&parts.method, &segments, &body, &base).await {
         return response;
     }
     match (parts.method.clone(), segments.as_slice()) {
-        (Method::GET, ["user"]) => {
-            let login = sudo.unwrap_or_else(|| ADMIN_LOGIN.to_owned());
-            axum::Json(json!({"id": 1, "login": login, "is_admin": true})).into_response()
+        (Method::GET, ["user"]) => match sudo {
+            None => axum::Json(caller.json(&base)).into_response(),
+            Some(login) => match user(&login) {
+                Some(account) => axum::Json(account.json(&base)).into_response(),
+                // Not an account of the fake: answered as before users existed.
+                None => {
+                    axum::Json(json!({"id": 1, "login": login, "is_admin": true})).into_response()
+                }
+            },
+        },
+        (Method::GET, ["admin", "users"]) => {
+            let users: Vec<Value> = USERS.iter().map(|u| u.json(&base)).collect();
+            let mut response = axum::Json(users).into_response();
+            response
+                .headers_mut()
+                .insert("x-total-count", HeaderValue::from(USERS.len()));
+            response
         }
         (Method::GET, ["version"]) => axum::Json(json!({"version": "1.27.1"})).into_response(),
         (Method::GET, ["repos", owner, repo, "issues"]) => {

@@ -1,0 +1,421 @@
+//! `/authorize` and the consent step. The request is checked in the order
+//! that keeps redirects safe: client and redirect URI first (any problem
+//! there is an error page, never a redirect), then the rest (problems are
+//! redirected back to the client as RFC 6749 errors). A valid request is
+//! parked and the consent page shown; approval (CSRF double submit) sets
+//! the browser-binding cookie and sends the user to Gitea.
+
+use std::sync::Arc;
+
+use askama::Template;
+use axum::body::Bytes;
+use axum::extract::{RawQuery, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use cookie::SameSite;
+use secrecy::SecretString;
+use subtle::ConstantTimeEq;
+
+use super::client_metadata::is_metadata_document_id;
+use super::error::ErrorCode;
+use super::params::OAuthParams;
+use super::pkce::is_valid_challenge;
+use super::redirect_uri::{is_allowlisted, matches_registered, with_query};
+use super::tokens::{PENDING_TTL, random_value};
+use super::{OAuthServer, SCOPE};
+use crate::pages::cookies::{read_cookie, set_cookie};
+use crate::pages::{ErrorPage, form_origin_allowed, render_page, with_page_headers};
+use crate::store::{
+    ClientRecord, PendingAuthorization, PendingFlow, Registration, StoreError, UpstreamLeg,
+    hash_secret,
+};
+
+/// Cookie carrying the consent form's CSRF token (double submit).
+pub const CSRF_COOKIE: &str = "aegis_csrf";
+/// Cookie binding a sign-in to the browser that approved it.
+pub const BINDING_COOKIE: &str = "aegis_binding";
+
+#[derive(Template)]
+#[template(path = "consent.html")]
+struct ConsentPage {
+    client_name: String,
+    redirect_uri: String,
+    redirect_host: String,
+    registration: &'static str,
+    gitea_host: String,
+    gitea_scopes: Vec<String>,
+    request_id: String,
+    csrf_token: String,
+}
+
+fn bad_request(title: &'static str, message: impl Into<String>) -> Response {
+    refused(title, message).into_response()
+}
+
+fn refused(title: &'static str, message: impl Into<String>) -> ErrorPage {
+    ErrorPage::new(StatusCode::BAD_REQUEST, title, message)
+}
+
+fn unavailable_page() -> ErrorPage {
+    ErrorPage::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "Try again later",
+        "The server cannot take this sign-in right now.",
+    )
+}
+
+fn unavailable() -> Response {
+    unavailable_page().into_response()
+}
+
+/// An RFC 6749 §4.1.2.1 error redirect to a verified redirect URI.
+pub fn error_redirect(
+    issuer: &str,
+    redirect_uri: &str,
+    state: Option<&str>,
+    code: ErrorCode,
+    description: &str,
+) -> Response {
+    let mut pairs = vec![("error", code.as_str()), ("error_description", description)];
+    if let Some(state) = state {
+        pairs.push(("state", state));
+    }
+    pairs.push(("iss", issuer));
+    with_page_headers(Redirect::to(&with_query(redirect_uri, &pairs)).into_response())
+}
+
+/// `GET /authorize`.
+pub async fn authorize(
+    State(server): State<Arc<OAuthServer>>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    let params = match OAuthParams::parse(query.unwrap_or_default().as_bytes()) {
+        Ok(p) => p,
+        Err(err) => return bad_request("Invalid sign-in request", err.to_string()),
+    };
+    let client = match find_client(&server, params.get("client_id")).await {
+        Ok(client) => client,
+        Err(page) => return page.into_response(),
+    };
+    let redirect_uri = match choose_redirect_uri(&server, &client, params.get("redirect_uri")) {
+        Ok(uri) => uri,
+        Err(page) => return page.into_response(),
+    };
+    let state = params.get("state");
+    let fail = |code: ErrorCode, description: &str| {
+        error_redirect(
+            &server.config.issuer,
+            &redirect_uri,
+            state,
+            code,
+            description,
+        )
+    };
+
+    if params.get("response_type") != Some("code") {
+        return fail(
+            ErrorCode::UnsupportedResponseType,
+            "response_type must be code",
+        );
+    }
+    let Some(challenge) = params.get("code_challenge") else {
+        return fail(
+            ErrorCode::InvalidRequest,
+            "PKCE is required: send code_challenge with code_challenge_method=S256",
+        );
+    };
+    if params.get("code_challenge_method") != Some("S256") {
+        return fail(
+            ErrorCode::InvalidRequest,
+            "code_challenge_method must be S256",
+        );
+    }
+    if !is_valid_challenge(challenge) {
+        return fail(
+            ErrorCode::InvalidRequest,
+            "code_challenge must be a base64url SHA-256 digest",
+        );
+    }
+    let Some(resource) = server.config.canonical_resource(params.get("resource")) else {
+        return fail(
+            ErrorCode::InvalidTarget,
+            "resource must be this server's MCP endpoint",
+        );
+    };
+    let scope = params.get("scope").unwrap_or(SCOPE);
+    if scope.split(' ').any(|s| s != SCOPE) {
+        return fail(ErrorCode::InvalidScope, "the only scope is `gitea`");
+    }
+    if state.is_some_and(|s| s.len() > 2048) {
+        return fail(ErrorCode::InvalidRequest, "state is too long");
+    }
+
+    let now = server.now();
+    let request_id = random_value();
+    // One CSRF cookie per browser, reused across tabs so that two consent
+    // pages do not invalidate each other.
+    let secure = server.config.secure_cookies;
+    let csrf_token = read_cookie(&headers, CSRF_COOKIE, secure)
+        .filter(|v| is_random_value(v))
+        .unwrap_or_else(random_value);
+    let pending = PendingAuthorization {
+        id_hash: hash_secret(&request_id),
+        flow: PendingFlow::Authorize,
+        client_id: client.client_id.clone(),
+        redirect_uri: redirect_uri.clone(),
+        state: state.map(str::to_owned),
+        code_challenge: challenge.to_owned(),
+        resource,
+        scope: SCOPE.to_owned(),
+        csrf_hash: hash_secret(&csrf_token),
+        created_at: now,
+        expires_at: now + PENDING_TTL,
+        upstream: None,
+    };
+    match server.store.insert_pending(&pending, now).await {
+        Ok(()) => {}
+        Err(StoreError::Full { .. }) => return unavailable(),
+        Err(err) => {
+            tracing::error!(error = %err, "a pending authorization could not be stored");
+            return unavailable();
+        }
+    }
+
+    let page = ConsentPage {
+        client_name: client
+            .client_name
+            .clone()
+            .unwrap_or_else(|| "An unnamed application".into()),
+        redirect_host: redirect_host(&redirect_uri),
+        redirect_uri,
+        registration: match client.registration {
+            Registration::Dynamic => "self-registered (dynamic client registration)",
+            Registration::MetadataDocument => "described by its own metadata document",
+        },
+        gitea_host: server.upstream.gitea_host().to_owned(),
+        gitea_scopes: server.upstream.scopes().to_vec(),
+        request_id,
+        csrf_token: csrf_token.clone(),
+    };
+    let mut response = render_page(StatusCode::OK, &page);
+    response.headers_mut().append(
+        header::SET_COOKIE,
+        set_cookie(
+            CSRF_COOKIE,
+            &csrf_token,
+            secure,
+            SameSite::Strict,
+            PENDING_TTL,
+        ),
+    );
+    response
+}
+
+/// The client named by `client_id`: a registered one, or a metadata
+/// document. Unknown → error page (never a redirect).
+async fn find_client(
+    server: &OAuthServer,
+    client_id: Option<&str>,
+) -> Result<ClientRecord, ErrorPage> {
+    let Some(client_id) = client_id else {
+        return Err(refused(
+            "Invalid sign-in request",
+            "The request does not name a client.",
+        ));
+    };
+    if is_metadata_document_id(client_id) {
+        return server
+            .metadata_documents
+            .resolve(server, client_id)
+            .await
+            .map_err(|err| refused("Unknown application", err.to_string()));
+    }
+    match server.store.get_client(client_id).await {
+        Ok(Some(client)) => Ok(client),
+        Ok(None) => Err(refused(
+            "Unknown application",
+            "This application is not registered with this server. Remove and add the connector again.",
+        )),
+        Err(err) => {
+            tracing::error!(error = %err, "client lookup failed");
+            Err(unavailable_page())
+        }
+    }
+}
+
+/// The redirect URI to use: the presented one when it matches a registered
+/// one (and the allowlist), or the only registered one when none is given.
+fn choose_redirect_uri(
+    server: &OAuthServer,
+    client: &ClientRecord,
+    presented: Option<&str>,
+) -> Result<String, ErrorPage> {
+    let chosen = match presented {
+        Some(uri)
+            if client
+                .redirect_uris
+                .iter()
+                .any(|r| matches_registered(uri, r)) =>
+        {
+            uri.to_owned()
+        }
+        Some(_) => {
+            return Err(refused(
+                "Invalid redirect",
+                "The redirect URI is not registered for this application.",
+            ));
+        }
+        None if client.redirect_uris.len() == 1 => client.redirect_uris[0].clone(),
+        None => {
+            return Err(refused(
+                "Invalid redirect",
+                "The request must name one of the application's redirect URIs.",
+            ));
+        }
+    };
+    if !is_allowlisted(&chosen, &server.config.redirect_allowlist) {
+        return Err(refused(
+            "Invalid redirect",
+            "This server does not allow that redirect URI.",
+        ));
+    }
+    Ok(chosen)
+}
+
+fn redirect_host(uri: &str) -> String {
+    url::Url::parse(uri)
+        .ok()
+        .and_then(|u| {
+            u.host_str()
+                .map(str::to_owned)
+                .or(Some(u.scheme().to_owned()))
+        })
+        .unwrap_or_default()
+}
+
+/// A value we minted with [`random_value`]: 43 base64url characters.
+fn is_random_value(value: &str) -> bool {
+    value.len() == 43
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// `POST /authorize/consent`: the user's decision.
+pub async fn consent(
+    State(server): State<Arc<OAuthServer>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if !form_origin_allowed(&headers, &server.config.issuer) {
+        return ErrorPage::new(
+            StatusCode::FORBIDDEN,
+            "Request refused",
+            "The form was posted from another site.",
+        )
+        .into_response();
+    }
+    let params = match OAuthParams::parse(&body) {
+        Ok(p) => p,
+        Err(err) => return bad_request("Invalid form", err.to_string()),
+    };
+    let (Some(request_id), Some(form_csrf), Some(decision)) = (
+        params.get("request_id"),
+        params.get("csrf_token"),
+        params.get("decision"),
+    ) else {
+        return bad_request("Invalid form", "The consent form is incomplete.");
+    };
+    let now = server.now();
+    let id_hash = hash_secret(request_id);
+    let pending = match server.store.get_pending(&id_hash, now).await {
+        Ok(Some(p)) if p.upstream.is_none() => p,
+        Ok(_) => {
+            return bad_request(
+                "Sign-in expired",
+                "This sign-in request is unknown, expired or already answered. Start again from your application.",
+            );
+        }
+        Err(err) => {
+            tracing::error!(error = %err, "pending lookup failed");
+            return unavailable();
+        }
+    };
+    let secure = server.config.secure_cookies;
+    let cookie_csrf = read_cookie(&headers, CSRF_COOKIE, secure).unwrap_or_default();
+    let csrf_ok: bool = cookie_csrf.as_bytes().ct_eq(form_csrf.as_bytes()).into();
+    let bound: bool = hash_secret(form_csrf)
+        .as_bytes()
+        .ct_eq(pending.csrf_hash.as_bytes())
+        .into();
+    if !(csrf_ok && bound) {
+        return ErrorPage::new(
+            StatusCode::FORBIDDEN,
+            "Request refused",
+            "The consent form's security token did not match. Start again from your application.",
+        )
+        .into_response();
+    }
+
+    match decision {
+        "deny" => {
+            if let Err(err) = server.store.delete_pending(&id_hash).await {
+                tracing::error!(error = %err, "pending delete failed");
+                return unavailable();
+            }
+            tracing::info!(client_id = %pending.client_id, "consent denied");
+            error_redirect(
+                &server.config.issuer,
+                &pending.redirect_uri,
+                pending.state.as_deref(),
+                ErrorCode::AccessDenied,
+                "the user denied the request",
+            )
+        }
+        "approve" => approve(&server, &headers, &pending, &id_hash, now).await,
+        _ => bad_request("Invalid form", "The decision is not understood."),
+    }
+}
+
+async fn approve(
+    server: &OAuthServer,
+    headers: &HeaderMap,
+    pending: &PendingAuthorization,
+    id_hash: &str,
+    now: i64,
+) -> Response {
+    let secure = server.config.secure_cookies;
+    let upstream_state = random_value();
+    let verifier = random_value();
+    // One binding cookie per browser, reused by concurrent sign-ins.
+    let binding = read_cookie(headers, BINDING_COOKIE, secure)
+        .filter(|v| is_random_value(v))
+        .unwrap_or_else(random_value);
+    let leg = UpstreamLeg {
+        state_hash: hash_secret(&upstream_state),
+        pkce_verifier: SecretString::from(verifier.clone()),
+        binding_hash: hash_secret(&binding),
+    };
+    match server.store.approve_pending(id_hash, &leg, now).await {
+        Ok(true) => {}
+        Ok(false) => {
+            return bad_request(
+                "Sign-in expired",
+                "This sign-in request is unknown, expired or already answered. Start again from your application.",
+            );
+        }
+        Err(err) => {
+            tracing::error!(error = %err, "consent approval could not be stored");
+            return unavailable();
+        }
+    }
+    tracing::info!(client_id = %pending.client_id, "consent approved");
+    let target = server.upstream.authorize_url(&upstream_state, &verifier);
+    let mut response = with_page_headers(Redirect::to(&target).into_response());
+    response.headers_mut().append(
+        header::SET_COOKIE,
+        set_cookie(BINDING_COOKIE, &binding, secure, SameSite::Lax, PENDING_TTL),
+    );
+    response
+}

@@ -1,0 +1,202 @@
+//! The OAuth 2.1 authorization server for MCP clients, and the resolver
+//! that turns our tokens into a user's Gitea identity.
+//!
+//! Request flow (see `docs/oauth.md`): discovery (`metadata`) → client
+//! registration (`register`, or a metadata document: `client_metadata`) →
+//! `/authorize` parks the request and shows consent (`authorize`) → the user
+//! signs in at Gitea (`upstream`) → `/oauth/callback` stores the grant and
+//! issues our code (`callback`) → `/token` (`token`) → `/revoke`
+//! (`revoke`). At `/mcp`, `resolver` maps an `agm_` token to the grant's
+//! Gitea session. The store is reached only through [`OAuthStore`].
+
+pub mod authorize;
+pub mod callback;
+pub mod client_auth;
+pub mod client_metadata;
+pub mod clock;
+pub mod error;
+pub mod metadata;
+pub mod params;
+pub mod pkce;
+pub mod redirect_uri;
+pub mod register;
+pub mod resolver;
+pub mod revoke;
+pub mod token;
+pub mod tokens;
+pub mod upstream;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderValue, Method, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use tower_http::cors::{AllowOrigin, CorsLayer};
+
+use crate::config::Settings;
+use crate::store::OAuthStore;
+use clock::Clock;
+use upstream::GiteaOAuth;
+
+/// The one scope our tokens carry: "act on Gitea as the signed-in user,
+/// within the Gitea scopes of `OAUTH_SCOPES`".
+pub const SCOPE: &str = "gitea";
+
+/// Body limit of the OAuth routes and the consent form (SEC-01).
+pub const OAUTH_BODY_LIMIT: usize = 64 * 1024;
+
+/// What the OAuth server needs from the settings, derived once.
+#[derive(Debug, Clone)]
+pub struct OAuthConfig {
+    /// `PUBLIC_BASE_URL`, no trailing slash.
+    pub issuer: String,
+    /// Our one protected resource: `PUBLIC_BASE_URL/mcp`.
+    pub resource: String,
+    pub scopes_supported: Vec<String>,
+    pub redirect_allowlist: Vec<String>,
+    /// https: cookies get `__Host-` and `Secure`.
+    pub secure_cookies: bool,
+    /// Test setting: metadata documents may live on private addresses and
+    /// plain-http loopback.
+    pub metadata_documents_on_private_addresses: bool,
+}
+
+impl OAuthConfig {
+    pub fn from_settings(settings: &Settings) -> Self {
+        let issuer = settings
+            .public_base_url
+            .as_str()
+            .trim_end_matches('/')
+            .to_owned();
+        Self {
+            resource: format!("{issuer}/mcp"),
+            secure_cookies: settings.public_base_url.scheme() == "https",
+            issuer,
+            scopes_supported: vec![SCOPE.to_owned()],
+            redirect_allowlist: settings.oauth_redirect_allowlist.clone(),
+            metadata_documents_on_private_addresses: settings
+                .oauth_metadata_documents_on_private_addresses,
+        }
+    }
+
+    /// RFC 8707: our resource, or its trailing-slash variant, normalised;
+    /// `None` for anything else.
+    pub fn canonical_resource(&self, presented: Option<&str>) -> Option<String> {
+        match presented {
+            None => Some(self.resource.clone()),
+            Some(r) if r == self.resource || r.strip_suffix('/') == Some(&self.resource) => {
+                Some(self.resource.clone())
+            }
+            Some(_) => None,
+        }
+    }
+}
+
+/// The authorization server: configuration, store, clock and the upstream
+/// Gitea client. Shared by the OAuth routes and the `/mcp` resolver.
+#[derive(Debug)]
+pub struct OAuthServer {
+    pub config: OAuthConfig,
+    pub store: Arc<dyn OAuthStore>,
+    pub clock: Arc<dyn Clock>,
+    pub upstream: GiteaOAuth,
+    pub metadata_documents: client_metadata::MetadataDocuments,
+    pub resolver: resolver::RefreshFlights,
+}
+
+impl OAuthServer {
+    pub fn now(&self) -> i64 {
+        self.clock.now()
+    }
+}
+
+/// The OAuth routes. Discovery, registration, token and revocation answer
+/// cross-origin requests (browser-based clients such as MCP Inspector);
+/// `/authorize`, the consent form and the callback are pages and do not.
+pub fn router(server: Arc<OAuthServer>) -> Router {
+    let cors = CorsLayer::new()
+        .allow_origin(AllowOrigin::any())
+        .allow_methods([Method::GET, Method::POST, Method::OPTIONS])
+        .allow_headers([
+            header::AUTHORIZATION,
+            header::CONTENT_TYPE,
+            header::HeaderName::from_static("mcp-protocol-version"),
+        ])
+        .max_age(std::time::Duration::from_secs(3600));
+    let api = Router::new()
+        .route(
+            "/.well-known/oauth-protected-resource",
+            get(protected_resource),
+        )
+        .route(
+            "/.well-known/oauth-protected-resource/mcp",
+            get(protected_resource),
+        )
+        .route(
+            "/.well-known/oauth-authorization-server",
+            get(authorization_server),
+        )
+        .route(
+            "/.well-known/oauth-authorization-server/mcp",
+            get(authorization_server),
+        )
+        .route("/register", post(register::register))
+        .route("/token", post(token::token))
+        .route("/revoke", post(revoke::revoke))
+        .layer(cors);
+    let pages = Router::new()
+        .route("/authorize", get(authorize::authorize))
+        .route("/authorize/consent", post(authorize::consent))
+        .route("/oauth/callback", get(callback::callback));
+    api.merge(pages)
+        .layer(DefaultBodyLimit::max(OAUTH_BODY_LIMIT))
+        .with_state(server)
+}
+
+async fn protected_resource(State(server): State<Arc<OAuthServer>>) -> Response {
+    discovery_json(metadata::protected_resource_metadata(&server.config))
+}
+
+async fn authorization_server(State(server): State<Arc<OAuthServer>>) -> Response {
+    discovery_json(metadata::authorization_server_metadata(&server.config))
+}
+
+fn discovery_json(body: serde_json::Value) -> Response {
+    let mut response = axum::Json(body).into_response();
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=300"),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> OAuthConfig {
+        OAuthConfig {
+            issuer: "https://mcp.example.com".into(),
+            resource: "https://mcp.example.com/mcp".into(),
+            scopes_supported: vec![SCOPE.into()],
+            redirect_allowlist: vec![],
+            secure_cookies: true,
+            metadata_documents_on_private_addresses: false,
+        }
+    }
+
+    #[test]
+    fn the_resource_defaults_and_normalises_its_trailing_slash() {
+        let c = config();
+        assert_eq!(c.canonical_resource(None).unwrap(), c.resource);
+        assert_eq!(
+            c.canonical_resource(Some("https://mcp.example.com/mcp/"))
+                .unwrap(),
+            c.resource
+        );
+        assert_eq!(c.canonical_resource(Some("https://mcp.example.com")), None);
+        assert_eq!(c.canonical_resource(Some("https://evil.example/mcp")), None);
+    }
+}

@@ -1,0 +1,245 @@
+//! `/token`: the authorization-code grant (client authentication, PKCE,
+//! redirect URI and resource bound to the code, single use with replay
+//! revoking the first redemption's grant) and the refresh-token grant
+//! (rotation with reuse detection, scope never widened).
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use super::OAuthServer;
+use super::client_auth::PresentedCredentials;
+use super::error::{ErrorCode, OAuthError, no_store_json};
+use super::params::OAuthParams;
+use super::pkce::verifier_matches;
+use super::tokens::{ACCESS_TOKEN_TTL, REFRESH_TOKEN_TTL, new_token};
+use crate::store::{
+    ClientRecord, CodeRedemption, NewToken, RefreshOutcome, TokenKind, hash_secret,
+};
+
+/// `POST /token`.
+pub async fn token(
+    State(server): State<Arc<OAuthServer>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    match exchange(&server, &headers, &body).await {
+        Ok(body) => no_store_json(StatusCode::OK, body),
+        Err(err) => err.into_response(),
+    }
+}
+
+/// Checks the form content type shared by `/token` and `/revoke`.
+pub fn require_form(headers: &HeaderMap) -> Result<(), OAuthError> {
+    let ok = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(';').next().is_some_and(|t| {
+                t.trim()
+                    .eq_ignore_ascii_case("application/x-www-form-urlencoded")
+            })
+        });
+    if ok {
+        Ok(())
+    } else {
+        Err(OAuthError::invalid_request(
+            "the body must be application/x-www-form-urlencoded",
+        ))
+    }
+}
+
+async fn exchange(
+    server: &OAuthServer,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<serde_json::Value, OAuthError> {
+    require_form(headers)?;
+    let params =
+        OAuthParams::parse(body).map_err(|e| OAuthError::invalid_request(e.to_string()))?;
+    let client = PresentedCredentials::read(headers, &params)?
+        .authenticate(server)
+        .await?;
+    if let Some(resource) = params.get("resource")
+        && server.config.canonical_resource(Some(resource)).is_none()
+    {
+        return Err(OAuthError::new(
+            ErrorCode::InvalidTarget,
+            "resource must be this server's MCP endpoint",
+        ));
+    }
+    match params.get("grant_type") {
+        Some("authorization_code") => authorization_code(server, &client, &params).await,
+        Some("refresh_token") => refresh_token(server, &client, &params).await,
+        Some(_) => Err(OAuthError::new(
+            ErrorCode::UnsupportedGrantType,
+            "grant_type must be authorization_code or refresh_token",
+        )),
+        None => Err(OAuthError::invalid_request("grant_type is required")),
+    }
+}
+
+async fn authorization_code(
+    server: &OAuthServer,
+    client: &ClientRecord,
+    params: &OAuthParams,
+) -> Result<serde_json::Value, OAuthError> {
+    let code = params
+        .get("code")
+        .ok_or_else(|| OAuthError::invalid_request("code is required"))?;
+    let now = server.now();
+    let record = match server.store.redeem_code(&hash_secret(code), now).await? {
+        CodeRedemption::Redeemed(record) => record,
+        CodeRedemption::AlreadyRedeemed(record) => {
+            // RFC 6749 §4.1.2: a replayed code revokes what it issued.
+            server.store.revoke_grant(&record.grant_id, now).await?;
+            tracing::warn!(client_id = %record.client_id, "authorization code replayed; its grant is revoked");
+            return Err(OAuthError::invalid_grant(
+                "the code was already used; the tokens it issued are revoked",
+            ));
+        }
+        CodeRedemption::Unknown => {
+            return Err(OAuthError::invalid_grant("the code is unknown"));
+        }
+    };
+    // From here the code is spent: any failure also ends its grant, so a
+    // stolen code presented wrongly cannot be retried by anyone.
+    let problem = if record.expires_at <= now {
+        Some("the code has expired")
+    } else if record.client_id != client.client_id {
+        Some("the code was issued to another client")
+    } else if !redirect_uri_matches(params.get("redirect_uri"), &record.redirect_uri, client) {
+        Some("redirect_uri does not match the authorization request")
+    } else if params
+        .get("code_verifier")
+        .is_none_or(|v| !verifier_matches(v, &record.code_challenge))
+    {
+        Some("code_verifier is missing or does not match the code challenge")
+    } else {
+        None
+    };
+    if let Some(description) = problem {
+        server.store.revoke_grant(&record.grant_id, now).await?;
+        return Err(OAuthError::invalid_grant(description));
+    }
+    if let Some(resource) = params.get("resource")
+        && server.config.canonical_resource(Some(resource)).as_deref() != Some(&record.resource)
+    {
+        server.store.revoke_grant(&record.grant_id, now).await?;
+        return Err(OAuthError::new(
+            ErrorCode::InvalidTarget,
+            "resource does not match the authorization request",
+        ));
+    }
+    issue(server, &record.grant_id, &record.scope, now).await
+}
+
+/// `redirect_uri` at `/token` must equal the authorize request's; it may be
+/// omitted only when the client has a single registered redirect URI that
+/// the authorize request therefore used.
+fn redirect_uri_matches(presented: Option<&str>, authorized: &str, client: &ClientRecord) -> bool {
+    match presented {
+        Some(uri) => uri == authorized,
+        None => client.redirect_uris.len() == 1 && client.redirect_uris[0] == authorized,
+    }
+}
+
+async fn refresh_token(
+    server: &OAuthServer,
+    client: &ClientRecord,
+    params: &OAuthParams,
+) -> Result<serde_json::Value, OAuthError> {
+    let presented = params
+        .get("refresh_token")
+        .ok_or_else(|| OAuthError::invalid_request("refresh_token is required"))?;
+    let token_hash = hash_secret(presented);
+    let now = server.now();
+    let grant = server
+        .store
+        .grant_of_token(&token_hash)
+        .await?
+        .ok_or_else(|| OAuthError::invalid_grant("the refresh token is not valid"))?;
+    // RFC 6749 §6: a refresh may narrow the scope, never widen it.
+    let scope = match params.get("scope") {
+        None => grant.scope.clone(),
+        Some(asked) => {
+            let granted: Vec<&str> = grant.scope.split(' ').collect();
+            if asked.split(' ').any(|s| !granted.contains(&s)) {
+                return Err(OAuthError::new(
+                    ErrorCode::InvalidScope,
+                    "the scope asked exceeds the scope granted",
+                ));
+            }
+            asked.to_owned()
+        }
+    };
+    let access = new_token();
+    let refresh = new_token();
+    let new_tokens = token_pair(&access, &refresh, &scope, now);
+    match server
+        .store
+        .rotate_refresh_token(&token_hash, &client.client_id, &new_tokens, now)
+        .await?
+    {
+        RefreshOutcome::Rotated { grant } => {
+            tracing::info!(login = %grant.login, client_id = %client.client_id, "refresh token rotated");
+            Ok(token_response(&access, &refresh, &scope))
+        }
+        RefreshOutcome::ReuseDetected { .. } => {
+            tracing::warn!(client_id = %client.client_id, "refresh token reuse detected; grant revoked");
+            Err(OAuthError::invalid_grant(
+                "the refresh token was already rotated; the grant is revoked",
+            ))
+        }
+        RefreshOutcome::Invalid | RefreshOutcome::WrongClient => {
+            Err(OAuthError::invalid_grant("the refresh token is not valid"))
+        }
+    }
+}
+
+fn token_pair(access: &str, refresh: &str, scope: &str, now: i64) -> [NewToken; 2] {
+    [
+        NewToken {
+            token_hash: hash_secret(access),
+            kind: TokenKind::Access,
+            scope: scope.to_owned(),
+            expires_at: now + ACCESS_TOKEN_TTL,
+        },
+        NewToken {
+            token_hash: hash_secret(refresh),
+            kind: TokenKind::Refresh,
+            scope: scope.to_owned(),
+            expires_at: now + REFRESH_TOKEN_TTL,
+        },
+    ]
+}
+
+async fn issue(
+    server: &OAuthServer,
+    grant_id: &str,
+    scope: &str,
+    now: i64,
+) -> Result<serde_json::Value, OAuthError> {
+    let access = new_token();
+    let refresh = new_token();
+    server
+        .store
+        .insert_tokens(grant_id, &token_pair(&access, &refresh, scope, now), now)
+        .await?;
+    tracing::info!(grant = %grant_id, "tokens issued");
+    Ok(token_response(&access, &refresh, scope))
+}
+
+fn token_response(access: &str, refresh: &str, scope: &str) -> serde_json::Value {
+    json!({
+        "access_token": access,
+        "token_type": "Bearer",
+        "expires_in": ACCESS_TOKEN_TTL,
+        "refresh_token": refresh,
+        "scope": scope,
+    })
+}

@@ -1,0 +1,268 @@
+//! The gateway as a confidential PKCE client of Gitea's OAuth2 provider
+//! (the `oauth2` crate over our reqwest client): the authorize URL with our
+//! own state and S256 challenge and the `OAUTH_SCOPES` granular scopes, the
+//! code exchange (client secret plus verifier), the refresh, and the
+//! signed-in user's login from `/api/v1/user`. Redirects are never followed
+//! and response bodies are bounded; errors are reduced to coarse kinds so
+//! nothing Gitea says (or any token) reaches a log or a client.
+
+use std::time::Duration;
+
+use oauth2::basic::{BasicClient, BasicErrorResponseType};
+use oauth2::{
+    AuthType, AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, EndpointNotSet,
+    EndpointSet, HttpRequest, HttpResponse, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl,
+    RefreshToken, RequestTokenError, Scope, TokenResponse, TokenUrl,
+};
+use secrecy::{ExposeSecret, SecretString};
+
+use crate::config::Settings;
+use crate::store::{GiteaTokens, UnixTime};
+
+/// Bound on any body Gitea's OAuth endpoints or `/api/v1/user` return.
+const MAX_UPSTREAM_BODY: usize = 64 * 1024;
+
+type ConfiguredClient =
+    BasicClient<EndpointSet, EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointSet>;
+
+/// Why an upstream step failed, coarse on purpose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum UpstreamAuthError {
+    /// Gitea refused the code or refresh token: the user must sign in again.
+    #[error("Gitea refused the grant")]
+    InvalidGrant,
+    /// Gitea refused our client credentials: a configuration problem.
+    #[error("Gitea refused the gateway's OAuth client credentials")]
+    InvalidClient,
+    /// Gitea could not be reached or answered something unexpected.
+    #[error("Gitea's OAuth endpoint is unavailable or answered unexpectedly")]
+    Unavailable,
+}
+
+/// The signed-in Gitea user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GiteaUser {
+    pub login: String,
+    pub is_admin: bool,
+}
+
+/// Our confidential client at Gitea.
+#[derive(Debug)]
+pub struct GiteaOAuth {
+    client: ConfiguredClient,
+    http: reqwest::Client,
+    user_url: String,
+    scopes: Vec<String>,
+    gitea_host: String,
+}
+
+impl GiteaOAuth {
+    /// Builds the client from settings; `None` when OAuth is not configured.
+    pub fn from_settings(settings: &Settings) -> Option<Result<Self, UpstreamAuthError>> {
+        let client_id = settings.gitea_oauth_client_id.clone()?;
+        let secret = settings.gitea_oauth_client_secret.clone()?;
+        Some(Self::build(settings, client_id, &secret))
+    }
+
+    fn build(
+        settings: &Settings,
+        client_id: String,
+        secret: &SecretString,
+    ) -> Result<Self, UpstreamAuthError> {
+        let gitea = settings.gitea_url.as_str().trim_end_matches('/');
+        let issuer = settings.public_base_url.as_str().trim_end_matches('/');
+        let bad = |_| UpstreamAuthError::Unavailable;
+        let client = BasicClient::new(ClientId::new(client_id))
+            .set_client_secret(ClientSecret::new(secret.expose_secret().to_owned()))
+            .set_auth_uri(AuthUrl::new(format!("{gitea}/login/oauth/authorize")).map_err(bad)?)
+            .set_token_uri(TokenUrl::new(format!("{gitea}/login/oauth/access_token")).map_err(bad)?)
+            .set_redirect_uri(RedirectUrl::new(format!("{issuer}/oauth/callback")).map_err(bad)?)
+            // Gitea reads credentials from the body or Basic; the body form
+            // avoids any disagreement on how Basic values are URL-encoded.
+            .set_auth_type(AuthType::RequestBody);
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(settings.limits.gitea_timeout.min(Duration::from_secs(30)))
+            .build()
+            .map_err(|_| UpstreamAuthError::Unavailable)?;
+        Ok(Self {
+            client,
+            http,
+            user_url: format!("{}/user", settings.gitea_api_base()),
+            scopes: settings.oauth_scopes.clone(),
+            gitea_host: settings.gitea_url.host_str().unwrap_or_default().to_owned(),
+        })
+    }
+
+    /// The Gitea host users sign in at, for the consent page.
+    pub fn gitea_host(&self) -> &str {
+        &self.gitea_host
+    }
+
+    /// The granular Gitea scopes requested.
+    pub fn scopes(&self) -> &[String] {
+        &self.scopes
+    }
+
+    /// Gitea's authorize URL for one sign-in: our `state`, the S256
+    /// challenge of our `verifier`, and the configured granular scopes
+    /// (never empty: Gitea widens an empty scope to full access).
+    pub fn authorize_url(&self, state: &str, verifier: &str) -> String {
+        let challenge =
+            PkceCodeChallenge::from_code_verifier_sha256(&PkceCodeVerifier::new(verifier.into()));
+        let state = state.to_owned();
+        let (url, _) = self
+            .client
+            .authorize_url(move || CsrfToken::new(state))
+            .add_scopes(self.scopes.iter().cloned().map(Scope::new))
+            .set_pkce_challenge(challenge)
+            .url();
+        url.into()
+    }
+
+    /// Exchanges Gitea's code (confidential client: secret and verifier).
+    pub async fn exchange_code(
+        &self,
+        code: &str,
+        verifier: &SecretString,
+        now: UnixTime,
+    ) -> Result<GiteaTokens, UpstreamAuthError> {
+        let http = self.http.clone();
+        let send = move |request| send(http.clone(), request);
+        let response = self
+            .client
+            .exchange_code(AuthorizationCode::new(code.to_owned()))
+            .set_pkce_verifier(PkceCodeVerifier::new(verifier.expose_secret().to_owned()))
+            .request_async(&send)
+            .await
+            .map_err(classify)?;
+        Ok(tokens_from(&response, None, now))
+    }
+
+    /// Refreshes the user's Gitea session. Gitea returns a new refresh
+    /// token each time; if it did not, the old one is kept.
+    pub async fn refresh(
+        &self,
+        refresh_token: &SecretString,
+        now: UnixTime,
+    ) -> Result<GiteaTokens, UpstreamAuthError> {
+        let http = self.http.clone();
+        let send = move |request| send(http.clone(), request);
+        let presented = RefreshToken::new(refresh_token.expose_secret().to_owned());
+        let response = self
+            .client
+            .exchange_refresh_token(&presented)
+            .request_async(&send)
+            .await
+            .map_err(classify)?;
+        Ok(tokens_from(&response, Some(refresh_token), now))
+    }
+
+    /// The user a Gitea access token belongs to.
+    pub async fn user(&self, access_token: &SecretString) -> Result<GiteaUser, UpstreamAuthError> {
+        #[derive(serde::Deserialize)]
+        struct User {
+            login: String,
+            #[serde(default)]
+            is_admin: bool,
+        }
+        let response = self
+            .http
+            .get(&self.user_url)
+            .header(
+                reqwest::header::AUTHORIZATION,
+                format!("token {}", access_token.expose_secret()),
+            )
+            .header(reqwest::header::ACCEPT, "application/json")
+            .send()
+            .await
+            .map_err(|_| UpstreamAuthError::Unavailable)?;
+        match response.status().as_u16() {
+            200 => {}
+            401 | 403 => return Err(UpstreamAuthError::InvalidGrant),
+            _ => return Err(UpstreamAuthError::Unavailable),
+        }
+        let body = read_bounded(response).await?;
+        let user: User =
+            serde_json::from_slice(&body).map_err(|_| UpstreamAuthError::Unavailable)?;
+        if user.login.is_empty() {
+            return Err(UpstreamAuthError::Unavailable);
+        }
+        Ok(GiteaUser {
+            login: user.login,
+            is_admin: user.is_admin,
+        })
+    }
+}
+
+/// The `oauth2` crate's HTTP function, over our reqwest client. Takes the
+/// client by value (a cheap handle) so the future borrows nothing.
+async fn send(
+    http: reqwest::Client,
+    request: HttpRequest,
+) -> Result<HttpResponse, UpstreamHttpError> {
+    let (parts, body) = request.into_parts();
+    let response = http
+        .request(parts.method, parts.uri.to_string())
+        .headers(parts.headers)
+        .body(body)
+        .send()
+        .await
+        .map_err(|_| UpstreamHttpError)?;
+    let status = response.status();
+    let headers = response.headers().clone();
+    let body = read_bounded(response)
+        .await
+        .map_err(|_| UpstreamHttpError)?;
+    let mut out = HttpResponse::new(body);
+    *out.status_mut() = status;
+    *out.headers_mut() = headers;
+    Ok(out)
+}
+
+/// Transport failure talking to Gitea; deliberately without detail.
+#[derive(Debug, thiserror::Error)]
+#[error("the request to Gitea failed")]
+pub struct UpstreamHttpError;
+
+async fn read_bounded(response: reqwest::Response) -> Result<Vec<u8>, UpstreamAuthError> {
+    crate::bounded_body::read_whole(response, MAX_UPSTREAM_BODY)
+        .await
+        .map(Vec::from)
+        .ok_or(UpstreamAuthError::Unavailable)
+}
+
+fn classify<RE: std::error::Error + 'static>(
+    err: RequestTokenError<RE, oauth2::basic::BasicErrorResponse>,
+) -> UpstreamAuthError {
+    match err {
+        // Gitea answers `unauthorized_client` for an expired, unparsable or
+        // already-used code or refresh token, so it means the grant is dead;
+        // `invalid_client` is what it says about our own credentials.
+        RequestTokenError::ServerResponse(response) => match response.error() {
+            BasicErrorResponseType::InvalidGrant | BasicErrorResponseType::UnauthorizedClient => {
+                UpstreamAuthError::InvalidGrant
+            }
+            BasicErrorResponseType::InvalidClient => UpstreamAuthError::InvalidClient,
+            _ => UpstreamAuthError::Unavailable,
+        },
+        _ => UpstreamAuthError::Unavailable,
+    }
+}
+
+fn tokens_from(
+    response: &oauth2::basic::BasicTokenResponse,
+    previous_refresh: Option<&SecretString>,
+    now: UnixTime,
+) -> GiteaTokens {
+    GiteaTokens {
+        access_token: SecretString::from(response.access_token().secret().to_owned()),
+        refresh_token: response
+            .refresh_token()
+            .map(|t| SecretString::from(t.secret().to_owned()))
+            .or_else(|| previous_refresh.cloned()),
+        expires_at: response
+            .expires_in()
+            .map(|d| now.saturating_add(d.as_secs() as i64)),
+    }
+}

@@ -1,0 +1,450 @@
+//! The OAuth store: clients, pending authorizations, our codes, grants, our
+//! tokens and the per-user consent registry, behind the [`OAuthStore`] trait
+//! so the OAuth logic never names a backend. SQLite (a file in `DATA_DIR`)
+//! by default, PostgreSQL when `DATABASE_URL` names one; both through sqlx
+//! with versioned migrations applied at startup.
+//!
+//! What is stored how:
+//! - our codes and tokens, and every random value a browser carries (consent
+//!   request id, CSRF token, upstream state, binding cookie): SHA-256 hashes
+//!   only ([`hash_secret`]), so a copy of the database cannot be replayed;
+//! - client secrets we issue: SHA-256 hashes too (we verify them, never read
+//!   them back);
+//! - the user's Gitea tokens and our upstream PKCE verifier: Fernet
+//!   ([`cipher::TokenCipher`]), encrypted and decrypted inside the store, so
+//!   records carry plaintext [`SecretString`]s and the rest of the program
+//!   never sees ciphertext.
+//!
+//! Every method takes `now` (unix seconds) from the caller: the store never
+//! reads a clock, so tests control expiry. Every state change that two
+//! requests could race on (redeeming a code, rotating a refresh token,
+//! approving a consent, taking a callback state) is one atomic step here.
+
+pub mod cipher;
+mod open;
+mod sql;
+
+use async_trait::async_trait;
+use secrecy::SecretString;
+use sha2::{Digest, Sha256};
+
+pub use open::{StoreLocation, open_store};
+
+/// Unix time in seconds.
+pub type UnixTime = i64;
+
+/// SHA-256 of a secret we issued, hex-encoded: the only form in which our
+/// tokens, codes and browser-held random values are stored.
+pub fn hash_secret(secret: &str) -> String {
+    let digest = Sha256::digest(secret.as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// How a client came to be known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Registration {
+    /// RFC 7591 dynamic client registration at `/register`.
+    Dynamic,
+    /// A Client ID Metadata Document fetched from the https `client_id`.
+    MetadataDocument,
+}
+
+impl Registration {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Dynamic => "dcr",
+            Self::MetadataDocument => "cimd",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "dcr" => Some(Self::Dynamic),
+            "cimd" => Some(Self::MetadataDocument),
+            _ => None,
+        }
+    }
+}
+
+/// A registered client.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientRecord {
+    pub client_id: String,
+    pub client_name: Option<String>,
+    pub redirect_uris: Vec<String>,
+    /// `none`, `client_secret_post` or `client_secret_basic`.
+    pub token_endpoint_auth_method: String,
+    pub grant_types: Vec<String>,
+    pub response_types: Vec<String>,
+    pub scope: Option<String>,
+    pub registration: Registration,
+    /// [`hash_secret`] of the client secret, for confidential clients.
+    pub secret_hash: Option<String>,
+    /// The registered metadata as echoed in the registration response
+    /// (known fields only), JSON.
+    pub metadata: serde_json::Value,
+    pub created_at: UnixTime,
+    /// For metadata-document clients: when the cached document goes stale.
+    pub expires_at: Option<UnixTime>,
+}
+
+/// Which flow a pending authorization completes at `/oauth/callback`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PendingFlow {
+    /// An MCP client's `/authorize` request.
+    Authorize,
+    /// A person signing in to the gateway's own pages.
+    PageSignIn,
+}
+
+impl PendingFlow {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Authorize => "authorize",
+            Self::PageSignIn => "page",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "authorize" => Some(Self::Authorize),
+            "page" => Some(Self::PageSignIn),
+            _ => None,
+        }
+    }
+}
+
+/// The upstream half of a pending authorization, set when the user approves
+/// and is sent to Gitea.
+#[derive(Debug, Clone)]
+pub struct UpstreamLeg {
+    /// [`hash_secret`] of the `state` we sent to Gitea.
+    pub state_hash: String,
+    /// Our PKCE verifier for Gitea (encrypted at rest).
+    pub pkce_verifier: SecretString,
+    /// [`hash_secret`] of the browser-binding cookie.
+    pub binding_hash: String,
+}
+
+/// An `/authorize` request parked while the user decides.
+#[derive(Debug, Clone)]
+pub struct PendingAuthorization {
+    /// [`hash_secret`] of the request id carried by the consent form.
+    pub id_hash: String,
+    pub flow: PendingFlow,
+    pub client_id: String,
+    pub redirect_uri: String,
+    /// The client's `state`, echoed back verbatim.
+    pub state: Option<String>,
+    /// The client's S256 challenge.
+    pub code_challenge: String,
+    pub resource: String,
+    pub scope: String,
+    /// [`hash_secret`] of the consent form's CSRF token.
+    pub csrf_hash: String,
+    pub created_at: UnixTime,
+    pub expires_at: UnixTime,
+    pub upstream: Option<UpstreamLeg>,
+}
+
+/// One of our authorization codes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuthCodeRecord {
+    pub code_hash: String,
+    pub grant_id: String,
+    pub client_id: String,
+    pub redirect_uri: String,
+    pub code_challenge: String,
+    pub resource: String,
+    pub scope: String,
+    pub created_at: UnixTime,
+    pub expires_at: UnixTime,
+    pub redeemed_at: Option<UnixTime>,
+}
+
+/// The outcome of presenting a code at `/token`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CodeRedemption {
+    /// First presentation: the code is now spent.
+    Redeemed(AuthCodeRecord),
+    /// The code was spent before: a replay.
+    AlreadyRedeemed(AuthCodeRecord),
+    Unknown,
+}
+
+/// The user's Gitea session as obtained at sign-in.
+#[derive(Debug, Clone)]
+pub struct GiteaTokens {
+    pub access_token: SecretString,
+    pub refresh_token: Option<SecretString>,
+    pub expires_at: Option<UnixTime>,
+}
+
+/// One user's authorization of one client: our tokens hang off it, and it
+/// holds that user's Gitea tokens.
+#[derive(Debug, Clone)]
+pub struct GrantRecord {
+    pub id: String,
+    pub login: String,
+    pub client_id: String,
+    pub scope: String,
+    pub resource: String,
+    pub gitea: GiteaTokens,
+    pub created_at: UnixTime,
+    /// Set when the grant's code is first redeemed; grants never activated
+    /// are pruned once their code has expired.
+    pub activated_at: Option<UnixTime>,
+    pub last_used_at: Option<UnixTime>,
+    pub revoked_at: Option<UnixTime>,
+}
+
+/// Kind of one of our tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenKind {
+    Access,
+    Refresh,
+}
+
+impl TokenKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Access => "access",
+            Self::Refresh => "refresh",
+        }
+    }
+}
+
+/// One of our tokens to be stored (hash only).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewToken {
+    pub token_hash: String,
+    pub kind: TokenKind,
+    pub scope: String,
+    pub expires_at: UnixTime,
+}
+
+/// An access token that resolved, with its grant.
+#[derive(Debug, Clone)]
+pub struct ResolvedAccess {
+    pub scope: String,
+    pub expires_at: UnixTime,
+    pub grant: GrantRecord,
+}
+
+/// The outcome of presenting a refresh token.
+///
+/// Rotation rules (one atomic step in the store): an *active* token becomes
+/// *previous*, any older *previous* token of the grant becomes *retired*,
+/// and the new pair is stored. A *previous* token is still honoured while
+/// its successor has not been used (a client that lost the response
+/// retries): the unused successor is retired and a new pair issued. A
+/// *retired* token is reuse: the whole grant is revoked.
+#[derive(Debug, Clone)]
+pub enum RefreshOutcome {
+    Rotated {
+        grant: GrantRecord,
+    },
+    /// Unknown, expired, or its grant is revoked.
+    Invalid,
+    /// The token belongs to another client; nothing changed.
+    WrongClient,
+    /// A retired token was presented; the grant is now revoked.
+    ReuseDetected {
+        grant_id: String,
+    },
+}
+
+/// What [`OAuthStore::prune`] removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PruneCounts {
+    pub pending: u64,
+    pub codes: u64,
+    pub tokens: u64,
+    pub grants: u64,
+}
+
+/// Storage failures. None of them carries a secret.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("the store is full ({what})")]
+    Full { what: &'static str },
+    #[error("a {table} row ({row}) could not be decrypted with any TOKEN_ENCRYPTION_KEY")]
+    Undecryptable { table: &'static str, row: String },
+    #[error("the store refused the operation: {0}")]
+    Database(#[source] sqlx::Error),
+    #[error("store migrations failed: {0}")]
+    Migration(#[source] sqlx::migrate::MigrateError),
+    #[error("the store could not be opened: {0}")]
+    Open(String),
+    #[error("a stored value is malformed ({0})")]
+    Corrupt(&'static str),
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(err: sqlx::Error) -> Self {
+        Self::Database(err)
+    }
+}
+
+/// Caps that bound the store's growth (the spec's limits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreLimits {
+    pub max_clients: u64,
+    pub max_pending: u64,
+    pub max_codes: u64,
+    pub max_grants_per_login: u64,
+}
+
+impl Default for StoreLimits {
+    fn default() -> Self {
+        Self {
+            max_clients: 500,
+            max_pending: 1024,
+            max_codes: 1024,
+            max_grants_per_login: 50,
+        }
+    }
+}
+
+/// The OAuth store. Implemented once over sqlx for SQLite and PostgreSQL.
+#[async_trait]
+pub trait OAuthStore: Send + Sync + std::fmt::Debug {
+    /// Which backend, for logs and health (`sqlite` or `postgres`).
+    fn backend(&self) -> &'static str;
+
+    /// A cheap round trip, for health checks.
+    async fn ping(&self) -> Result<(), StoreError>;
+
+    // -- clients --------------------------------------------------------
+
+    /// Stores a newly registered client. When `max_clients` are stored,
+    /// dynamically registered clients older than a day that never got a
+    /// grant are removed first; if the store is still full:
+    /// [`StoreError::Full`].
+    async fn insert_client(&self, client: &ClientRecord, now: UnixTime) -> Result<(), StoreError>;
+    /// Inserts or replaces a metadata-document client (a refreshed cache).
+    async fn upsert_metadata_client(&self, client: &ClientRecord) -> Result<(), StoreError>;
+    async fn get_client(&self, client_id: &str) -> Result<Option<ClientRecord>, StoreError>;
+    /// Deletes a client and revokes its grants. Returns whether it existed.
+    async fn delete_client(&self, client_id: &str, now: UnixTime) -> Result<bool, StoreError>;
+    async fn list_clients(&self) -> Result<Vec<ClientRecord>, StoreError>;
+
+    // -- pending authorizations ----------------------------------------
+
+    /// Parks a request; [`StoreError::Full`] at `max_pending` unexpired ones.
+    async fn insert_pending(
+        &self,
+        pending: &PendingAuthorization,
+        now: UnixTime,
+    ) -> Result<(), StoreError>;
+    /// An unexpired pending authorization by [`hash_secret`] of its id.
+    async fn get_pending(
+        &self,
+        id_hash: &str,
+        now: UnixTime,
+    ) -> Result<Option<PendingAuthorization>, StoreError>;
+    /// Records the approval's upstream leg, once: false when the request is
+    /// unknown, expired or already approved.
+    async fn approve_pending(
+        &self,
+        id_hash: &str,
+        upstream: &UpstreamLeg,
+        now: UnixTime,
+    ) -> Result<bool, StoreError>;
+    /// Removes a pending authorization (denied). Returns whether it existed.
+    async fn delete_pending(&self, id_hash: &str) -> Result<bool, StoreError>;
+    /// Takes (removes and returns) the approved pending authorization whose
+    /// upstream state hashes to `state_hash`, expired or not (the caller
+    /// tells expiry apart). A second take of the same state finds nothing.
+    async fn take_pending_by_upstream_state(
+        &self,
+        state_hash: &str,
+    ) -> Result<Option<PendingAuthorization>, StoreError>;
+
+    // -- grants and the consent registry --------------------------------
+
+    /// Stores a grant. When the login already holds `max_grants_per_login`
+    /// unrevoked grants, its least recently used ones are revoked to make
+    /// room; their ids are returned.
+    async fn insert_grant(
+        &self,
+        grant: &GrantRecord,
+        now: UnixTime,
+    ) -> Result<Vec<String>, StoreError>;
+    async fn get_grant(&self, grant_id: &str) -> Result<Option<GrantRecord>, StoreError>;
+    /// Replaces the grant's Gitea tokens (after an upstream refresh).
+    async fn update_gitea_tokens(
+        &self,
+        grant_id: &str,
+        tokens: &GiteaTokens,
+    ) -> Result<(), StoreError>;
+    /// Marks a grant used; cheap to call on every request.
+    async fn touch_grant(&self, grant_id: &str, now: UnixTime) -> Result<(), StoreError>;
+    /// Revokes a grant and deletes its tokens and codes. Returns whether an
+    /// unrevoked grant was found.
+    async fn revoke_grant(&self, grant_id: &str, now: UnixTime) -> Result<bool, StoreError>;
+    /// Unrevoked, activated grants of one login, newest first.
+    async fn list_grants_for_login(&self, login: &str) -> Result<Vec<GrantRecord>, StoreError>;
+    /// Every unrevoked, activated grant, newest first.
+    async fn list_grants(&self) -> Result<Vec<GrantRecord>, StoreError>;
+    /// Records that `login` approved `client_id` for `scope`.
+    async fn record_consent(
+        &self,
+        login: &str,
+        client_id: &str,
+        scope: &str,
+        now: UnixTime,
+    ) -> Result<(), StoreError>;
+
+    // -- codes -------------------------------------------------------------
+
+    /// Stores a code; [`StoreError::Full`] at `max_codes` unexpired ones.
+    async fn insert_code(&self, code: &AuthCodeRecord, now: UnixTime) -> Result<(), StoreError>;
+    /// Spends a code atomically: exactly one caller gets `Redeemed`. Also
+    /// activates the code's grant.
+    async fn redeem_code(
+        &self,
+        code_hash: &str,
+        now: UnixTime,
+    ) -> Result<CodeRedemption, StoreError>;
+
+    // -- our tokens ----------------------------------------------------------
+
+    /// Stores a freshly issued access and refresh token of a grant.
+    async fn insert_tokens(
+        &self,
+        grant_id: &str,
+        tokens: &[NewToken],
+        now: UnixTime,
+    ) -> Result<(), StoreError>;
+    /// An unexpired access token of an unrevoked grant.
+    async fn resolve_access_token(
+        &self,
+        token_hash: &str,
+        now: UnixTime,
+    ) -> Result<Option<ResolvedAccess>, StoreError>;
+    /// Presents a refresh token of `client_id`; on success the new pair in
+    /// `new_tokens` is stored. See [`RefreshOutcome`] for the rules.
+    async fn rotate_refresh_token(
+        &self,
+        token_hash: &str,
+        client_id: &str,
+        new_tokens: &[NewToken],
+        now: UnixTime,
+    ) -> Result<RefreshOutcome, StoreError>;
+    /// The grant a token (access or refresh, any state) belongs to.
+    async fn grant_of_token(&self, token_hash: &str) -> Result<Option<GrantRecord>, StoreError>;
+
+    // -- maintenance ---------------------------------------------------------
+
+    /// Deletes expired pending authorizations, codes and tokens, grants
+    /// never activated whose codes have expired, and revoked grants older
+    /// than 30 days.
+    async fn prune(&self, now: UnixTime) -> Result<PruneCounts, StoreError>;
+    /// Decrypts every encrypted value; the first that no key decrypts is
+    /// [`StoreError::Undecryptable`]. Run at startup.
+    async fn verify_decryptable(&self) -> Result<u64, StoreError>;
+    /// Re-encrypts every encrypted value under the newest key, in one
+    /// transaction. Returns how many values were rewritten.
+    async fn rekey(&self) -> Result<u64, StoreError>;
+}

@@ -1,0 +1,224 @@
+//! The seam between the one SQL implementation and the two sqlx drivers.
+//!
+//! Generic sqlx code normally carries a long list of higher-ranked bounds
+//! (`for<'c> &'c mut DB::Connection: Executor<'c>`, `i64: Encode<DB>`, …)
+//! that Rust does not imply from a trait, so every impl block would repeat
+//! them. Instead [`Backend`] names the handful of operations the store
+//! needs, each implemented for the concrete driver where those bounds are
+//! known; the store's code is then generic over `DB: Backend` alone. The
+//! SQL itself is shared: `$1, $2, …` placeholders, `RETURNING` and
+//! `ON CONFLICT` mean the same on SQLite and PostgreSQL.
+
+use std::borrow::Cow;
+
+use futures::future::BoxFuture;
+use sqlx::migrate::{MigrateError, Migration, MigrationType, Migrator};
+use sqlx::{Database, Pool, Postgres, SqlSafeStr, Sqlite};
+
+use crate::store::StoreError;
+
+/// A query as the store builds it: static SQL, owned arguments.
+pub(crate) type Query<DB> = sqlx::query::Query<'static, DB, <DB as Database>::Arguments>;
+
+/// One bound value. The store binds only integers and text, either of
+/// which may be NULL (bound with its type, which PostgreSQL needs).
+pub(crate) enum Param<'a> {
+    Int(Option<i64>),
+    Text(Option<&'a str>),
+}
+
+impl From<i64> for Param<'_> {
+    fn from(value: i64) -> Self {
+        Self::Int(Some(value))
+    }
+}
+
+impl From<Option<i64>> for Param<'_> {
+    fn from(value: Option<i64>) -> Self {
+        Self::Int(value)
+    }
+}
+
+impl<'a> From<&'a str> for Param<'a> {
+    fn from(value: &'a str) -> Self {
+        Self::Text(Some(value))
+    }
+}
+
+impl<'a> From<&'a String> for Param<'a> {
+    fn from(value: &'a String) -> Self {
+        Self::Text(Some(value))
+    }
+}
+
+impl<'a> From<Option<&'a str>> for Param<'a> {
+    fn from(value: Option<&'a str>) -> Self {
+        Self::Text(value)
+    }
+}
+
+/// What the store needs from a driver.
+pub(crate) trait Backend: Database {
+    /// `sqlite` or `postgres`, as [`crate::store::OAuthStore::backend`].
+    const LABEL: &'static str;
+    /// Opens a transaction that will read, then write. SQLite must take the
+    /// write lock up front (`BEGIN IMMEDIATE`): a deferred transaction that
+    /// has read cannot wait for the lock and fails with SQLITE_BUSY instead.
+    /// PostgreSQL's plain `BEGIN` (READ COMMITTED) is serialised by row
+    /// locks that the store takes with its first write.
+    const BEGIN_WRITE: &'static str;
+    /// The versioned migrations, `(version, description, sql)`.
+    const MIGRATIONS: &'static [(i64, &'static str, &'static str)];
+
+    fn bind(query: Query<Self>, param: Param<'_>) -> Query<Self>;
+    /// Runs a statement; the number of rows it affected.
+    fn execute(conn: &mut Self::Connection, query: Query<Self>)
+    -> BoxFuture<'_, sqlx::Result<u64>>;
+    fn fetch_optional(
+        conn: &mut Self::Connection,
+        query: Query<Self>,
+    ) -> BoxFuture<'_, sqlx::Result<Option<Self::Row>>>;
+    fn fetch_all(
+        conn: &mut Self::Connection,
+        query: Query<Self>,
+    ) -> BoxFuture<'_, sqlx::Result<Vec<Self::Row>>>;
+    fn get_int(row: &Self::Row, column: &str) -> sqlx::Result<Option<i64>>;
+    fn get_text(row: &Self::Row, column: &str) -> sqlx::Result<Option<String>>;
+    fn run_migrations<'p>(
+        pool: &'p Pool<Self>,
+        migrator: &'p Migrator,
+    ) -> BoxFuture<'p, Result<(), MigrateError>>;
+}
+
+/// The migrator of one backend, from the SQL embedded at build time.
+pub(crate) fn migrator<DB: Backend>() -> Migrator {
+    let migrations = DB::MIGRATIONS
+        .iter()
+        .map(|&(version, description, sql)| {
+            Migration::new(
+                version,
+                Cow::Borrowed(description),
+                MigrationType::Simple,
+                sql.into_sql_str(),
+                false,
+            )
+        })
+        .collect();
+    Migrator::with_migrations(migrations)
+}
+
+/// A statement being built: `stmt("…").bind(a).bind(b).execute(conn)`.
+pub(crate) struct Stmt<DB: Backend>(Query<DB>);
+
+pub(crate) fn stmt<DB: Backend>(sql: &'static str) -> Stmt<DB> {
+    Stmt(sqlx::query(sql))
+}
+
+impl<DB: Backend> Stmt<DB> {
+    pub(crate) fn bind<'a>(self, param: impl Into<Param<'a>>) -> Self {
+        Self(DB::bind(self.0, param.into()))
+    }
+
+    /// Runs it; how many rows it affected.
+    pub(crate) async fn execute(self, conn: &mut DB::Connection) -> Result<u64, StoreError> {
+        Ok(DB::execute(conn, self.0).await?)
+    }
+
+    pub(crate) async fn fetch_optional(
+        self,
+        conn: &mut DB::Connection,
+    ) -> Result<Option<SqlRow<DB>>, StoreError> {
+        Ok(DB::fetch_optional(conn, self.0).await?.map(SqlRow))
+    }
+
+    pub(crate) async fn fetch_all(
+        self,
+        conn: &mut DB::Connection,
+    ) -> Result<Vec<SqlRow<DB>>, StoreError> {
+        let rows = DB::fetch_all(conn, self.0).await?;
+        Ok(rows.into_iter().map(SqlRow).collect())
+    }
+}
+
+/// A result row, read by column name.
+pub(crate) struct SqlRow<DB: Backend>(DB::Row);
+
+impl<DB: Backend> SqlRow<DB> {
+    pub(crate) fn opt_int(&self, column: &'static str) -> Result<Option<i64>, StoreError> {
+        Ok(DB::get_int(&self.0, column)?)
+    }
+
+    pub(crate) fn int(&self, column: &'static str) -> Result<i64, StoreError> {
+        self.opt_int(column)?.ok_or(StoreError::Corrupt(column))
+    }
+
+    pub(crate) fn opt_text(&self, column: &'static str) -> Result<Option<String>, StoreError> {
+        Ok(DB::get_text(&self.0, column)?)
+    }
+
+    pub(crate) fn text(&self, column: &'static str) -> Result<String, StoreError> {
+        self.opt_text(column)?.ok_or(StoreError::Corrupt(column))
+    }
+}
+
+/// The driver side of [`Backend`]: identical bodies, which compile only
+/// against a concrete driver, hence the macro.
+macro_rules! impl_backend {
+    ($db:ty, $label:literal, $begin:literal, $folder:literal) => {
+        impl Backend for $db {
+            const LABEL: &'static str = $label;
+            const BEGIN_WRITE: &'static str = $begin;
+            const MIGRATIONS: &'static [(i64, &'static str, &'static str)] = &[(
+                1,
+                "init",
+                include_str!(concat!("../../../migrations/", $folder, "/0001_init.sql")),
+            )];
+
+            fn bind(query: Query<Self>, param: Param<'_>) -> Query<Self> {
+                match param {
+                    Param::Int(value) => query.bind(value),
+                    Param::Text(value) => query.bind(value),
+                }
+            }
+
+            fn execute(
+                conn: &mut Self::Connection,
+                query: Query<Self>,
+            ) -> BoxFuture<'_, sqlx::Result<u64>> {
+                Box::pin(async move { Ok(query.execute(conn).await?.rows_affected()) })
+            }
+
+            fn fetch_optional(
+                conn: &mut Self::Connection,
+                query: Query<Self>,
+            ) -> BoxFuture<'_, sqlx::Result<Option<Self::Row>>> {
+                Box::pin(query.fetch_optional(conn))
+            }
+
+            fn fetch_all(
+                conn: &mut Self::Connection,
+                query: Query<Self>,
+            ) -> BoxFuture<'_, sqlx::Result<Vec<Self::Row>>> {
+                Box::pin(query.fetch_all(conn))
+            }
+
+            fn get_int(row: &Self::Row, column: &str) -> sqlx::Result<Option<i64>> {
+                sqlx::Row::try_get(row, column)
+            }
+
+            fn get_text(row: &Self::Row, column: &str) -> sqlx::Result<Option<String>> {
+                sqlx::Row::try_get(row, column)
+            }
+
+            fn run_migrations<'p>(
+                pool: &'p Pool<Self>,
+                migrator: &'p Migrator,
+            ) -> BoxFuture<'p, Result<(), MigrateError>> {
+                Box::pin(migrator.run(pool))
+            }
+        }
+    };
+}
+
+impl_backend!(Sqlite, "sqlite", "BEGIN IMMEDIATE", "sqlite");
+impl_backend!(Postgres, "postgres", "BEGIN", "postgres");

@@ -1,0 +1,221 @@
+//! Registered clients: dynamic registrations and cached metadata documents,
+//! capped at `max_clients`.
+
+use super::backend::{SqlRow, Stmt, stmt};
+use super::{Backend, SqlStore};
+use crate::store::{ClientRecord, Registration, StoreError, UnixTime};
+
+/// A dynamically registered client that never got a grant may be evicted
+/// once it is this old and the table is full.
+const STALE_DCR_AGE: i64 = 24 * 60 * 60;
+
+const INSERT_CLIENT: &str = "INSERT INTO clients (client_id, client_name, redirect_uris, \
+     token_endpoint_auth_method, grant_types, response_types, scope, registration, \
+     secret_hash, metadata, created_at, expires_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
+
+// A metadata document never replaces a dynamically registered client of
+// the same id (they cannot collide in practice: theirs is an https URL).
+const UPSERT_METADATA_CLIENT: &str = "INSERT INTO clients (client_id, client_name, \
+     redirect_uris, token_endpoint_auth_method, grant_types, response_types, scope, \
+     registration, secret_hash, metadata, created_at, expires_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+     ON CONFLICT (client_id) DO UPDATE SET client_name = excluded.client_name, \
+     redirect_uris = excluded.redirect_uris, \
+     token_endpoint_auth_method = excluded.token_endpoint_auth_method, \
+     grant_types = excluded.grant_types, response_types = excluded.response_types, \
+     scope = excluded.scope, secret_hash = excluded.secret_hash, \
+     metadata = excluded.metadata, created_at = excluded.created_at, \
+     expires_at = excluded.expires_at \
+     WHERE clients.registration = 'cimd'";
+
+/// The columns [`client_from_row`] reads (a macro, for `concat!`).
+macro_rules! client_columns {
+    () => {
+        "client_id, client_name, redirect_uris, token_endpoint_auth_method, grant_types, \
+         response_types, scope, registration, secret_hash, metadata, created_at, expires_at"
+    };
+}
+
+impl<DB: Backend> SqlStore<DB> {
+    pub(super) async fn insert_client_impl(
+        &self,
+        client: &ClientRecord,
+        now: UnixTime,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.begin_write().await?;
+        if !self.make_room_for_client(&mut tx, now).await? {
+            tx.rollback().await?;
+            return Err(StoreError::Full { what: "clients" });
+        }
+        bind_client(stmt::<DB>(INSERT_CLIENT), client)?
+            .execute(&mut tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Capped like [`Self::insert_client_impl`] when the document is new
+    /// (a refresh of a cached one does not grow the table); the document's
+    /// `created_at` (its fetch time) is the clock for the eviction rule.
+    pub(super) async fn upsert_metadata_client_impl(
+        &self,
+        client: &ClientRecord,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.begin_write().await?;
+        let known = stmt::<DB>("SELECT 1 AS known FROM clients WHERE client_id = $1")
+            .bind(&client.client_id)
+            .fetch_optional(&mut tx)
+            .await?
+            .is_some();
+        if !known
+            && !self
+                .make_room_for_client(&mut tx, client.created_at)
+                .await?
+        {
+            tx.rollback().await?;
+            return Err(StoreError::Full { what: "clients" });
+        }
+        bind_client(stmt::<DB>(UPSERT_METADATA_CLIENT), client)?
+            .execute(&mut tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Inside a write transaction: whether one more client fits, after
+    /// evicting stale, grantless dynamic registrations if it would not.
+    async fn make_room_for_client(
+        &self,
+        conn: &mut DB::Connection,
+        now: UnixTime,
+    ) -> Result<bool, StoreError> {
+        Self::lock_cap(conn, "clients").await?;
+        if client_count::<DB>(&mut *conn).await? < self.limits.max_clients {
+            return Ok(true);
+        }
+        stmt::<DB>(
+            "DELETE FROM clients WHERE registration = 'dcr' AND created_at < $1 \
+             AND NOT EXISTS (SELECT 1 FROM grants g WHERE g.client_id = clients.client_id)",
+        )
+        .bind(now - STALE_DCR_AGE)
+        .execute(&mut *conn)
+        .await?;
+        Ok(client_count::<DB>(&mut *conn).await? < self.limits.max_clients)
+    }
+
+    pub(super) async fn get_client_impl(
+        &self,
+        client_id: &str,
+    ) -> Result<Option<ClientRecord>, StoreError> {
+        let mut conn = self.conn().await?;
+        let row = stmt::<DB>(concat!(
+            "SELECT ",
+            client_columns!(),
+            " FROM clients WHERE client_id = $1"
+        ))
+        .bind(client_id)
+        .fetch_optional(&mut conn)
+        .await?;
+        row.map(|row| client_from_row(&row)).transpose()
+    }
+
+    pub(super) async fn list_clients_impl(&self) -> Result<Vec<ClientRecord>, StoreError> {
+        let mut conn = self.conn().await?;
+        let rows = stmt::<DB>(concat!(
+            "SELECT ",
+            client_columns!(),
+            " FROM clients ORDER BY created_at, client_id"
+        ))
+        .fetch_all(&mut conn)
+        .await?;
+        rows.iter().map(client_from_row).collect()
+    }
+
+    /// Deletes the client with everything hanging off it: its grants are
+    /// revoked (their tokens and codes deleted), its pending requests and
+    /// consent records removed.
+    pub(super) async fn delete_client_impl(
+        &self,
+        client_id: &str,
+        now: UnixTime,
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.begin_write().await?;
+        let existed = stmt::<DB>("DELETE FROM clients WHERE client_id = $1")
+            .bind(client_id)
+            .execute(&mut tx)
+            .await?
+            > 0;
+        stmt::<DB>("UPDATE grants SET revoked_at = $2 WHERE client_id = $1 AND revoked_at IS NULL")
+            .bind(client_id)
+            .bind(now)
+            .execute(&mut tx)
+            .await?;
+        for sql in [
+            "DELETE FROM tokens WHERE grant_id IN (SELECT id FROM grants WHERE client_id = $1)",
+            "DELETE FROM auth_codes WHERE client_id = $1",
+            "DELETE FROM pending_authorizations WHERE client_id = $1",
+            "DELETE FROM consents WHERE client_id = $1",
+        ] {
+            stmt::<DB>(sql).bind(client_id).execute(&mut tx).await?;
+        }
+        tx.commit().await?;
+        Ok(existed)
+    }
+}
+
+async fn client_count<DB: Backend>(conn: &mut DB::Connection) -> Result<u64, StoreError> {
+    let row = stmt::<DB>("SELECT COUNT(*) AS n FROM clients")
+        .fetch_optional(conn)
+        .await?
+        .ok_or(StoreError::Corrupt("client count"))?;
+    Ok(u64::try_from(row.int("n")?).unwrap_or(0))
+}
+
+fn bind_client<'a, DB: Backend>(
+    query: Stmt<DB>,
+    client: &'a ClientRecord,
+) -> Result<Stmt<DB>, StoreError> {
+    let list = |values: &'a Vec<String>| {
+        serde_json::to_string(values).map_err(|_| StoreError::Corrupt("client list"))
+    };
+    let redirect_uris = list(&client.redirect_uris)?;
+    let grant_types = list(&client.grant_types)?;
+    let response_types = list(&client.response_types)?;
+    let metadata = client.metadata.to_string();
+    Ok(query
+        .bind(&client.client_id)
+        .bind(client.client_name.as_deref())
+        .bind(&redirect_uris)
+        .bind(&client.token_endpoint_auth_method)
+        .bind(&grant_types)
+        .bind(&response_types)
+        .bind(client.scope.as_deref())
+        .bind(client.registration.as_str())
+        .bind(client.secret_hash.as_deref())
+        .bind(&metadata)
+        .bind(client.created_at)
+        .bind(client.expires_at))
+}
+
+fn client_from_row<DB: Backend>(row: &SqlRow<DB>) -> Result<ClientRecord, StoreError> {
+    let list = |column: &'static str| -> Result<Vec<String>, StoreError> {
+        serde_json::from_str(&row.text(column)?).map_err(|_| StoreError::Corrupt(column))
+    };
+    Ok(ClientRecord {
+        client_id: row.text("client_id")?,
+        client_name: row.opt_text("client_name")?,
+        redirect_uris: list("redirect_uris")?,
+        token_endpoint_auth_method: row.text("token_endpoint_auth_method")?,
+        grant_types: list("grant_types")?,
+        response_types: list("response_types")?,
+        scope: row.opt_text("scope")?,
+        registration: Registration::parse(&row.text("registration")?)
+            .ok_or(StoreError::Corrupt("registration"))?,
+        secret_hash: row.opt_text("secret_hash")?,
+        metadata: serde_json::from_str(&row.text("metadata")?)
+            .map_err(|_| StoreError::Corrupt("metadata"))?,
+        created_at: row.int("created_at")?,
+        expires_at: row.opt_int("expires_at")?,
+    })
+}

@@ -1,0 +1,218 @@
+//! Grants (one user's authorization of one client, holding that user's
+//! Gitea tokens, encrypted) and the consent registry. Capped at
+//! `max_grants_per_login` unrevoked grants per login, least recently used
+//! first out.
+
+use super::backend::{SqlRow, stmt};
+use super::{Backend, SqlStore};
+use crate::store::{GiteaTokens, GrantRecord, StoreError, UnixTime};
+
+pub(super) const TABLE: &str = "grants";
+
+impl<DB: Backend> SqlStore<DB> {
+    pub(super) async fn insert_grant_impl(
+        &self,
+        grant: &GrantRecord,
+        now: UnixTime,
+    ) -> Result<Vec<String>, StoreError> {
+        let access = self.seal(&grant.gitea.access_token);
+        let refresh = grant.gitea.refresh_token.as_ref().map(|t| self.seal(t));
+        let mut tx = self.begin_write().await?;
+        Self::lock_cap(&mut tx, "grants").await?;
+        let held = stmt::<DB>(
+            "SELECT id FROM grants WHERE login = $1 AND revoked_at IS NULL \
+             ORDER BY COALESCE(last_used_at, activated_at, created_at), created_at, id",
+        )
+        .bind(&grant.login)
+        .fetch_all(&mut tx)
+        .await?;
+        let cap = usize::try_from(self.limits.max_grants_per_login).unwrap_or(usize::MAX);
+        let excess = (held.len() + 1).saturating_sub(cap);
+        let mut evicted = Vec::with_capacity(excess);
+        for row in held.iter().take(excess) {
+            let id = row.text("id")?;
+            Self::revoke_in(&mut tx, &id, now).await?;
+            evicted.push(id);
+        }
+        stmt::<DB>(
+            "INSERT INTO grants (id, login, client_id, scope, resource, gitea_access_token_enc, \
+             gitea_refresh_token_enc, gitea_expires_at, created_at, activated_at, last_used_at, \
+             revoked_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+        )
+        .bind(&grant.id)
+        .bind(&grant.login)
+        .bind(&grant.client_id)
+        .bind(&grant.scope)
+        .bind(&grant.resource)
+        .bind(&access)
+        .bind(refresh.as_deref())
+        .bind(grant.gitea.expires_at)
+        .bind(grant.created_at)
+        .bind(grant.activated_at)
+        .bind(grant.last_used_at)
+        .bind(grant.revoked_at)
+        .execute(&mut tx)
+        .await?;
+        tx.commit().await?;
+        Ok(evicted)
+    }
+
+    pub(super) async fn get_grant_impl(
+        &self,
+        grant_id: &str,
+    ) -> Result<Option<GrantRecord>, StoreError> {
+        let mut conn = self.conn().await?;
+        self.grant_in(&mut conn, grant_id).await
+    }
+
+    /// A grant by id, on the caller's connection or transaction.
+    pub(super) async fn grant_in(
+        &self,
+        conn: &mut DB::Connection,
+        grant_id: &str,
+    ) -> Result<Option<GrantRecord>, StoreError> {
+        let row = stmt::<DB>(concat!(
+            "SELECT ",
+            grant_columns!(),
+            " FROM grants g WHERE g.id = $1"
+        ))
+        .bind(grant_id)
+        .fetch_optional(conn)
+        .await?;
+        row.map(|row| self.grant_from_row(&row)).transpose()
+    }
+
+    pub(super) async fn update_gitea_tokens_impl(
+        &self,
+        grant_id: &str,
+        tokens: &GiteaTokens,
+    ) -> Result<(), StoreError> {
+        let access = self.seal(&tokens.access_token);
+        let refresh = tokens.refresh_token.as_ref().map(|t| self.seal(t));
+        let mut conn = self.conn().await?;
+        stmt::<DB>(
+            "UPDATE grants SET gitea_access_token_enc = $2, gitea_refresh_token_enc = $3, \
+             gitea_expires_at = $4 WHERE id = $1",
+        )
+        .bind(grant_id)
+        .bind(&access)
+        .bind(refresh.as_deref())
+        .bind(tokens.expires_at)
+        .execute(&mut conn)
+        .await?;
+        Ok(())
+    }
+
+    /// Writes at most once per second per grant: a burst of requests on
+    /// one token does not queue a burst of writes.
+    pub(super) async fn touch_grant_impl(
+        &self,
+        grant_id: &str,
+        now: UnixTime,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.conn().await?;
+        stmt::<DB>(
+            "UPDATE grants SET last_used_at = $2 \
+             WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2)",
+        )
+        .bind(grant_id)
+        .bind(now)
+        .execute(&mut conn)
+        .await?;
+        Ok(())
+    }
+
+    pub(super) async fn revoke_grant_impl(
+        &self,
+        grant_id: &str,
+        now: UnixTime,
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.begin_write().await?;
+        let found = Self::revoke_in(&mut tx, grant_id, now).await?;
+        tx.commit().await?;
+        Ok(found)
+    }
+
+    /// Unrevoked, activated grants, newest first; of one login when given.
+    pub(super) async fn list_grants_impl(
+        &self,
+        login: Option<&str>,
+    ) -> Result<Vec<GrantRecord>, StoreError> {
+        let mut conn = self.conn().await?;
+        let rows = match login {
+            Some(login) => {
+                stmt::<DB>(concat!(
+                    "SELECT ",
+                    grant_columns!(),
+                    " FROM grants g WHERE g.login = $1 AND g.revoked_at IS NULL \
+                     AND g.activated_at IS NOT NULL ORDER BY g.created_at DESC, g.id DESC"
+                ))
+                .bind(login)
+                .fetch_all(&mut conn)
+                .await?
+            }
+            None => {
+                stmt::<DB>(concat!(
+                    "SELECT ",
+                    grant_columns!(),
+                    " FROM grants g WHERE g.revoked_at IS NULL \
+                     AND g.activated_at IS NOT NULL ORDER BY g.created_at DESC, g.id DESC"
+                ))
+                .fetch_all(&mut conn)
+                .await?
+            }
+        };
+        rows.iter().map(|row| self.grant_from_row(row)).collect()
+    }
+
+    /// One row per (login, client): the latest approved scope, and when
+    /// the client was first and last approved.
+    pub(super) async fn record_consent_impl(
+        &self,
+        login: &str,
+        client_id: &str,
+        scope: &str,
+        now: UnixTime,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.conn().await?;
+        stmt::<DB>(
+            "INSERT INTO consents (login, client_id, scope, first_approved_at, last_approved_at) \
+             VALUES ($1, $2, $3, $4, $4) ON CONFLICT (login, client_id) DO UPDATE \
+             SET scope = excluded.scope, last_approved_at = excluded.last_approved_at",
+        )
+        .bind(login)
+        .bind(client_id)
+        .bind(scope)
+        .bind(now)
+        .execute(&mut conn)
+        .await?;
+        Ok(())
+    }
+
+    /// A grant from a row selected with `grant_columns!()`, its Gitea
+    /// tokens decrypted.
+    pub(super) fn grant_from_row(&self, row: &SqlRow<DB>) -> Result<GrantRecord, StoreError> {
+        let id = row.text("id")?;
+        let access_token = self.unseal(TABLE, &id, &row.text("gitea_access_token_enc")?)?;
+        let refresh_token = row
+            .opt_text("gitea_refresh_token_enc")?
+            .map(|sealed| self.unseal(TABLE, &id, &sealed))
+            .transpose()?;
+        Ok(GrantRecord {
+            login: row.text("login")?,
+            client_id: row.text("client_id")?,
+            scope: row.text("scope")?,
+            resource: row.text("resource")?,
+            gitea: GiteaTokens {
+                access_token,
+                refresh_token,
+                expires_at: row.opt_int("gitea_expires_at")?,
+            },
+            created_at: row.int("created_at")?,
+            activated_at: row.opt_int("activated_at")?,
+            last_used_at: row.opt_int("last_used_at")?,
+            revoked_at: row.opt_int("revoked_at")?,
+            id,
+        })
+    }
+}

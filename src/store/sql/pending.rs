@@ -1,0 +1,167 @@
+//! Pending authorizations: an `/authorize` request parked while the user
+//! decides, then (once approved) while the user is away at Gitea. Capped
+//! at `max_pending` unexpired rows.
+
+use super::backend::{SqlRow, stmt};
+use super::{Backend, SqlStore};
+use crate::store::{PendingAuthorization, PendingFlow, StoreError, UnixTime, UpstreamLeg};
+
+/// The columns [`SqlStore::pending_from_row`] reads.
+macro_rules! pending_columns {
+    () => {
+        "id_hash, flow, client_id, redirect_uri, state, code_challenge, resource, scope, \
+         csrf_hash, created_at, expires_at, upstream_state_hash, upstream_pkce_verifier_enc, \
+         upstream_binding_hash"
+    };
+}
+
+pub(super) const TABLE: &str = "pending_authorizations";
+
+impl<DB: Backend> SqlStore<DB> {
+    pub(super) async fn insert_pending_impl(
+        &self,
+        pending: &PendingAuthorization,
+        now: UnixTime,
+    ) -> Result<(), StoreError> {
+        let upstream = pending.upstream.as_ref();
+        let verifier = upstream.map(|leg| self.seal(&leg.pkce_verifier));
+        let mut tx = self.begin_write().await?;
+        Self::lock_cap(&mut tx, "pending").await?;
+        let live =
+            stmt::<DB>("SELECT COUNT(*) AS n FROM pending_authorizations WHERE expires_at > $1")
+                .bind(now)
+                .fetch_optional(&mut tx)
+                .await?
+                .ok_or(StoreError::Corrupt("pending count"))?
+                .int("n")?;
+        if u64::try_from(live).unwrap_or(0) >= self.limits.max_pending {
+            tx.rollback().await?;
+            return Err(StoreError::Full {
+                what: "pending authorizations",
+            });
+        }
+        stmt::<DB>(concat!(
+            "INSERT INTO pending_authorizations (",
+            pending_columns!(),
+            ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
+        ))
+        .bind(&pending.id_hash)
+        .bind(pending.flow.as_str())
+        .bind(&pending.client_id)
+        .bind(&pending.redirect_uri)
+        .bind(pending.state.as_deref())
+        .bind(&pending.code_challenge)
+        .bind(&pending.resource)
+        .bind(&pending.scope)
+        .bind(&pending.csrf_hash)
+        .bind(pending.created_at)
+        .bind(pending.expires_at)
+        .bind(upstream.map(|leg| leg.state_hash.as_str()))
+        .bind(verifier.as_deref())
+        .bind(upstream.map(|leg| leg.binding_hash.as_str()))
+        .execute(&mut tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    pub(super) async fn get_pending_impl(
+        &self,
+        id_hash: &str,
+        now: UnixTime,
+    ) -> Result<Option<PendingAuthorization>, StoreError> {
+        let mut conn = self.conn().await?;
+        let row = stmt::<DB>(concat!(
+            "SELECT ",
+            pending_columns!(),
+            " FROM pending_authorizations WHERE id_hash = $1 AND expires_at > $2"
+        ))
+        .bind(id_hash)
+        .bind(now)
+        .fetch_optional(&mut conn)
+        .await?;
+        row.map(|row| self.pending_from_row(&row)).transpose()
+    }
+
+    /// One conditional UPDATE: only an unexpired request without an
+    /// upstream leg matches, so of two racing approvals one wins.
+    pub(super) async fn approve_pending_impl(
+        &self,
+        id_hash: &str,
+        upstream: &UpstreamLeg,
+        now: UnixTime,
+    ) -> Result<bool, StoreError> {
+        let verifier = self.seal(&upstream.pkce_verifier);
+        let mut conn = self.conn().await?;
+        let updated = stmt::<DB>(
+            "UPDATE pending_authorizations SET upstream_state_hash = $2, \
+             upstream_pkce_verifier_enc = $3, upstream_binding_hash = $4 \
+             WHERE id_hash = $1 AND expires_at > $5 AND upstream_state_hash IS NULL",
+        )
+        .bind(id_hash)
+        .bind(&upstream.state_hash)
+        .bind(&verifier)
+        .bind(&upstream.binding_hash)
+        .bind(now)
+        .execute(&mut conn)
+        .await?;
+        Ok(updated == 1)
+    }
+
+    pub(super) async fn delete_pending_impl(&self, id_hash: &str) -> Result<bool, StoreError> {
+        let mut conn = self.conn().await?;
+        let deleted = stmt::<DB>("DELETE FROM pending_authorizations WHERE id_hash = $1")
+            .bind(id_hash)
+            .execute(&mut conn)
+            .await?;
+        Ok(deleted > 0)
+    }
+
+    /// `DELETE … RETURNING`: the row is gone the moment it is read, so a
+    /// second callback with the same state finds nothing.
+    pub(super) async fn take_pending_by_upstream_state_impl(
+        &self,
+        state_hash: &str,
+    ) -> Result<Option<PendingAuthorization>, StoreError> {
+        let mut conn = self.conn().await?;
+        let row = stmt::<DB>(concat!(
+            "DELETE FROM pending_authorizations WHERE upstream_state_hash = $1 RETURNING ",
+            pending_columns!()
+        ))
+        .bind(state_hash)
+        .fetch_optional(&mut conn)
+        .await?;
+        row.map(|row| self.pending_from_row(&row)).transpose()
+    }
+
+    fn pending_from_row(&self, row: &SqlRow<DB>) -> Result<PendingAuthorization, StoreError> {
+        let id_hash = row.text("id_hash")?;
+        let upstream = match (
+            row.opt_text("upstream_state_hash")?,
+            row.opt_text("upstream_pkce_verifier_enc")?,
+            row.opt_text("upstream_binding_hash")?,
+        ) {
+            (None, None, None) => None,
+            (Some(state_hash), Some(verifier), Some(binding_hash)) => Some(UpstreamLeg {
+                state_hash,
+                pkce_verifier: self.unseal(TABLE, &id_hash, &verifier)?,
+                binding_hash,
+            }),
+            _ => return Err(StoreError::Corrupt("pending upstream leg")),
+        };
+        Ok(PendingAuthorization {
+            flow: PendingFlow::parse(&row.text("flow")?).ok_or(StoreError::Corrupt("flow"))?,
+            client_id: row.text("client_id")?,
+            redirect_uri: row.text("redirect_uri")?,
+            state: row.opt_text("state")?,
+            code_challenge: row.text("code_challenge")?,
+            resource: row.text("resource")?,
+            scope: row.text("scope")?,
+            csrf_hash: row.text("csrf_hash")?,
+            created_at: row.int("created_at")?,
+            expires_at: row.int("expires_at")?,
+            upstream,
+            id_hash,
+        })
+    }
+}

@@ -1,0 +1,196 @@
+//! Our access and refresh tokens (hashes only): issuing, resolving, and
+//! the refresh-token rotation state machine of [`RefreshOutcome`].
+//!
+//! Refresh tokens carry a state: `active` (the one to use next),
+//! `previous` (the one just rotated away from, honoured while its
+//! successor is unused) and `retired` (presenting it is reuse). Access
+//! tokens are always `active`.
+
+use super::backend::stmt;
+use super::{Backend, SqlStore};
+use crate::store::{GrantRecord, NewToken, RefreshOutcome, ResolvedAccess, StoreError, UnixTime};
+
+impl<DB: Backend> SqlStore<DB> {
+    /// Stores the pair, under the grant's row lock so a concurrent
+    /// revocation either sees these tokens (and deletes them) or has
+    /// already revoked the grant, in which case nothing is stored: tokens
+    /// of a revoked grant would never resolve anyway.
+    pub(super) async fn insert_tokens_impl(
+        &self,
+        grant_id: &str,
+        tokens: &[NewToken],
+        now: UnixTime,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.begin_write().await?;
+        if !Self::lock_live_grant(&mut tx, grant_id).await? {
+            tx.rollback().await?;
+            return Ok(());
+        }
+        Self::insert_tokens_in(&mut tx, grant_id, tokens, now).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    pub(super) async fn resolve_access_token_impl(
+        &self,
+        token_hash: &str,
+        now: UnixTime,
+    ) -> Result<Option<ResolvedAccess>, StoreError> {
+        let mut conn = self.conn().await?;
+        let row = stmt::<DB>(concat!(
+            "SELECT t.scope AS token_scope, t.expires_at AS token_expires_at, ",
+            grant_columns!(),
+            " FROM tokens t JOIN grants g ON g.id = t.grant_id WHERE t.token_hash = $1 \
+             AND t.kind = 'access' AND t.expires_at > $2 AND g.revoked_at IS NULL"
+        ))
+        .bind(token_hash)
+        .bind(now)
+        .fetch_optional(&mut conn)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        Ok(Some(ResolvedAccess {
+            scope: row.text("token_scope")?,
+            expires_at: row.int("token_expires_at")?,
+            grant: self.grant_from_row(&row)?,
+        }))
+    }
+
+    /// One transaction. The token's grant row is locked before the token's
+    /// state is (re-)read, so rotations of one grant run one after another
+    /// on PostgreSQL too; on SQLite `BEGIN IMMEDIATE` already does that.
+    pub(super) async fn rotate_refresh_token_impl(
+        &self,
+        token_hash: &str,
+        client_id: &str,
+        new_tokens: &[NewToken],
+        now: UnixTime,
+    ) -> Result<RefreshOutcome, StoreError> {
+        let mut tx = self.begin_write().await?;
+        let owner = stmt::<DB>(
+            "SELECT t.grant_id, g.client_id FROM tokens t JOIN grants g ON g.id = t.grant_id \
+             WHERE t.token_hash = $1 AND t.kind = 'refresh'",
+        )
+        .bind(token_hash)
+        .fetch_optional(&mut tx)
+        .await?;
+        let Some(owner) = owner else {
+            tx.rollback().await?;
+            return Ok(RefreshOutcome::Invalid);
+        };
+        // A grant's client never changes, so this needs no lock.
+        if owner.text("client_id")? != client_id {
+            tx.rollback().await?;
+            return Ok(RefreshOutcome::WrongClient);
+        }
+        let grant_id = owner.text("grant_id")?;
+        if !Self::lock_live_grant(&mut tx, &grant_id).await? {
+            tx.rollback().await?;
+            return Ok(RefreshOutcome::Invalid);
+        }
+        // Re-read under the lock: a rotation that held it may have moved
+        // this token on (on PostgreSQL each statement sees the latest
+        // committed state).
+        let token = stmt::<DB>("SELECT state, expires_at FROM tokens WHERE token_hash = $1")
+            .bind(token_hash)
+            .fetch_optional(&mut tx)
+            .await?;
+        let Some(token) = token else {
+            tx.rollback().await?;
+            return Ok(RefreshOutcome::Invalid);
+        };
+        if token.int("expires_at")? <= now {
+            tx.rollback().await?;
+            return Ok(RefreshOutcome::Invalid);
+        }
+        let retire_sql = match token.text("state")?.as_str() {
+            // previous → retired, then this one → previous.
+            "active" => {
+                "UPDATE tokens SET state = CASE WHEN token_hash = $2 THEN 'previous' \
+                 ELSE 'retired' END WHERE grant_id = $1 AND kind = 'refresh' \
+                 AND (state = 'previous' OR token_hash = $2)"
+            }
+            // The client lost the response: retire the unused successor.
+            "previous" => {
+                "UPDATE tokens SET state = 'retired' WHERE grant_id = $1 \
+                 AND kind = 'refresh' AND state = 'active' AND token_hash <> $2"
+            }
+            "retired" => {
+                Self::revoke_in(&mut tx, &grant_id, now).await?;
+                tx.commit().await?;
+                return Ok(RefreshOutcome::ReuseDetected { grant_id });
+            }
+            _ => return Err(StoreError::Corrupt("token state")),
+        };
+        stmt::<DB>(retire_sql)
+            .bind(&grant_id)
+            .bind(token_hash)
+            .execute(&mut tx)
+            .await?;
+        Self::insert_tokens_in(&mut tx, &grant_id, new_tokens, now).await?;
+        stmt::<DB>("UPDATE grants SET last_used_at = $2 WHERE id = $1")
+            .bind(&grant_id)
+            .bind(now)
+            .execute(&mut tx)
+            .await?;
+        let grant = self.grant_in(&mut tx, &grant_id).await?;
+        tx.commit().await?;
+        match grant {
+            Some(grant) => Ok(RefreshOutcome::Rotated { grant }),
+            None => Err(StoreError::Corrupt("grant vanished under its lock")),
+        }
+    }
+
+    pub(super) async fn grant_of_token_impl(
+        &self,
+        token_hash: &str,
+    ) -> Result<Option<GrantRecord>, StoreError> {
+        let mut conn = self.conn().await?;
+        let row = stmt::<DB>(concat!(
+            "SELECT ",
+            grant_columns!(),
+            " FROM tokens t JOIN grants g ON g.id = t.grant_id WHERE t.token_hash = $1"
+        ))
+        .bind(token_hash)
+        .fetch_optional(&mut conn)
+        .await?;
+        row.map(|row| self.grant_from_row(&row)).transpose()
+    }
+
+    /// Row-locks an unrevoked grant for the rest of the transaction (a
+    /// no-op update); false when it is revoked or unknown.
+    async fn lock_live_grant(
+        conn: &mut DB::Connection,
+        grant_id: &str,
+    ) -> Result<bool, StoreError> {
+        let locked = stmt::<DB>(
+            "UPDATE grants SET revoked_at = revoked_at WHERE id = $1 AND revoked_at IS NULL",
+        )
+        .bind(grant_id)
+        .execute(conn)
+        .await?;
+        Ok(locked > 0)
+    }
+
+    async fn insert_tokens_in(
+        conn: &mut DB::Connection,
+        grant_id: &str,
+        tokens: &[NewToken],
+        now: UnixTime,
+    ) -> Result<(), StoreError> {
+        for token in tokens {
+            stmt::<DB>(
+                "INSERT INTO tokens (token_hash, grant_id, kind, state, scope, created_at, \
+                 expires_at) VALUES ($1, $2, $3, 'active', $4, $5, $6)",
+            )
+            .bind(&token.token_hash)
+            .bind(grant_id)
+            .bind(token.kind.as_str())
+            .bind(&token.scope)
+            .bind(now)
+            .bind(token.expires_at)
+            .execute(&mut *conn)
+            .await?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,142 @@
+//! Dynamic client registration (RFC 7591): secrets per auth method, the
+//! echoed metadata, the redirect rules and the allowlist, the client cap.
+
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::{CLIENT_REDIRECT, OAuthGateway, normalised, on_both_backends};
+
+async fn registration_response_is_pinned(gateway: OAuthGateway) {
+    let (status, mut body) = gateway
+        .register_raw(json!({
+            "client_name": "Claude",
+            "redirect_uris": ["https://claude.ai/api/mcp/auth_callback"],
+            "token_endpoint_auth_method": "client_secret_post",
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "scope": "gitea",
+            "application_type": "web",
+            "x_unknown": {"ignored": true},
+        }))
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    assert!(body["client_secret"].as_str().unwrap().len() >= 43);
+    for dynamic in ["client_id", "client_secret", "client_id_issued_at"] {
+        body[dynamic] = json!(format!("[{dynamic}]"));
+    }
+    insta::assert_json_snapshot!("registration_response", normalised(&gateway, &body));
+}
+on_both_backends!(registration_response_is_pinned);
+
+async fn secret_methods_get_a_secret_and_none_gets_none(gateway: OAuthGateway) {
+    for (method, expects_secret) in [
+        ("client_secret_post", true),
+        ("client_secret_basic", true),
+        ("none", false),
+    ] {
+        let client = gateway.register(method, CLIENT_REDIRECT).await;
+        assert_eq!(client.client_secret.is_some(), expects_secret, "{method}");
+    }
+    // RFC 7591 §2: an absent method means client_secret_basic.
+    let (_, body) = gateway
+        .register_raw(json!({"redirect_uris": [CLIENT_REDIRECT]}))
+        .await;
+    assert_eq!(body["token_endpoint_auth_method"], "client_secret_basic");
+    assert!(body["client_secret"].is_string());
+    assert_eq!(body["client_secret_expires_at"], 0);
+}
+on_both_backends!(secret_methods_get_a_secret_and_none_gets_none);
+
+async fn insecure_or_malformed_redirect_uris_are_refused(gateway: OAuthGateway) {
+    for uri in [
+        "http://example.com/cb",
+        "https://user:pw@example.com/cb",
+        "https://example.com/cb#fragment",
+        "javascript:alert(1)",
+        "not a uri",
+    ] {
+        let (status, body) = gateway
+            .register_raw(json!({"redirect_uris": [uri], "token_endpoint_auth_method": "none"}))
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{uri}");
+        assert_eq!(body["error"], "invalid_redirect_uri", "{uri}");
+    }
+}
+on_both_backends!(insecure_or_malformed_redirect_uris_are_refused);
+
+async fn registration_errors_are_pinned(gateway: OAuthGateway) {
+    let (status, body) = gateway
+        .register_raw(json!({"redirect_uris": ["http://example.com/cb"]}))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    insta::assert_json_snapshot!("registration_error_redirect_uri", body);
+    let (status, body) = gateway
+        .register_raw(
+            json!({"redirect_uris": [CLIENT_REDIRECT], "client_name": "x".repeat(10_000)}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    insta::assert_json_snapshot!("registration_error_metadata", body);
+}
+on_both_backends!(registration_errors_are_pinned);
+
+async fn the_allowlist_governs_registration(gateway: OAuthGateway) {
+    let (status, _) = gateway
+        .register_raw(json!({"redirect_uris": ["https://claude.ai/api/mcp/auth_callback"], "token_endpoint_auth_method": "none"}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, body) = gateway
+        .register_raw(json!({"redirect_uris": ["https://evil.example/cb"], "token_endpoint_auth_method": "none"}))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["error"], "invalid_redirect_uri");
+}
+on_both_backends!(
+    the_allowlist_governs_registration,
+    ("OAUTH_REDIRECT_ALLOWLIST", "https://claude.ai/")
+);
+
+/// At 500 clients, registration answers 503 `temporarily_unavailable`
+/// (stale unused clients older than a day are cleared first).
+async fn registration_stops_at_the_client_cap(gateway: OAuthGateway) {
+    for _ in 0..500 {
+        gateway.register("none", CLIENT_REDIRECT).await;
+    }
+    let (status, body) = gateway
+        .register_raw(
+            json!({"redirect_uris": [CLIENT_REDIRECT], "token_endpoint_auth_method": "none"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(body["error"], "temporarily_unavailable");
+    // A day later the never-used clients are stale and make room.
+    gateway.clock.advance(24 * 3600 + 1);
+    let (status, _) = gateway
+        .register_raw(
+            json!({"redirect_uris": [CLIENT_REDIRECT], "token_endpoint_auth_method": "none"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+}
+on_both_backends!(registration_stops_at_the_client_cap);
+
+async fn registration_needs_a_json_body(gateway: OAuthGateway) {
+    let response = gateway
+        .http
+        .post(format!("{}/register", gateway.url))
+        .body("redirect_uris=x")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let big = gateway
+        .http
+        .post(format!("{}/register", gateway.url))
+        .header("content-type", "application/json")
+        .body(vec![b' '; 70 * 1024])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(big.status(), StatusCode::PAYLOAD_TOO_LARGE);
+}
+on_both_backends!(registration_needs_a_json_body);

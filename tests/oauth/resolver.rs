@@ -1,0 +1,156 @@
+//! The resolver at `/mcp`: our token acts as the signed-in user with that
+//! user's own Gitea token, never the admin's; the Gitea session is
+//! refreshed once under concurrency; Gitea refusing the refresh ends our
+//! grant; the token's audience is enforced.
+
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::authorize::restarted;
+use crate::support::fake_gitea::ADMIN_TOKEN;
+use crate::support::{BEARER, mcp_client};
+use crate::{Backend, OAuthGateway, on_both_backends, run};
+
+async fn tools_run_as_the_signed_in_user(gateway: OAuthGateway) {
+    let client = gateway.public_client().await;
+    let tokens = gateway.tokens(&client, "alice").await;
+    let (status, envelope) = gateway
+        .call_tool(&tokens.access_token, "gitea_user_get_current", json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(envelope["identity"]["login"], "alice");
+    assert_eq!(envelope["identity"]["mode"], "oauth");
+    assert_eq!(envelope["data"]["login"], "alice");
+}
+on_both_backends!(tools_run_as_the_signed_in_user);
+
+/// An admin-only operation gets Gitea's 403 for the user, not the admin's
+/// answer; and the admin token never leaves the gateway for this call.
+async fn an_oauth_token_never_reaches_the_admin_token(gateway: OAuthGateway) {
+    let client = gateway.public_client().await;
+    let tokens = gateway.tokens(&client, "alice").await;
+    gateway.fake.clear();
+    let (status, envelope) = gateway
+        .call_tool(&tokens.access_token, "gitea_admin_search_users", json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(envelope["error"]["status"], 403, "{envelope}");
+    let alice_token = gateway.fake.latest_access_token("alice").unwrap();
+    for request in gateway.fake.requests() {
+        let auth = request
+            .headers
+            .get("authorization")
+            .map(|v| v.to_str().unwrap().to_owned())
+            .unwrap_or_default();
+        assert!(
+            !auth.contains(ADMIN_TOKEN),
+            "{} sent the admin token",
+            request.uri
+        );
+        if request.uri.starts_with("/api/v1/admin") {
+            assert!(auth.contains(&alice_token));
+        }
+    }
+}
+on_both_backends!(an_oauth_token_never_reaches_the_admin_token);
+
+/// The official Rust MCP SDK with our token lists tools and calls one.
+async fn an_mcp_client_works_with_an_oauth_token(gateway: OAuthGateway) {
+    let client = gateway.public_client().await;
+    let tokens = gateway.tokens(&client, "bob").await;
+    let mcp = mcp_client(&gateway.mcp_url(), Some(&tokens.access_token)).await;
+    let tools = mcp.list_all_tools().await.unwrap();
+    assert!(tools.len() > 400);
+    let (is_error, envelope) =
+        crate::support::call(&mcp, "gitea_user_get_current", json!({})).await;
+    assert!(!is_error);
+    assert_eq!(envelope["identity"]["login"], "bob");
+}
+on_both_backends!(an_mcp_client_works_with_an_oauth_token);
+
+/// An expired Gitea session is refreshed once, however many calls wait.
+async fn the_gitea_session_is_refreshed_once_under_concurrency(gateway: OAuthGateway) {
+    let client = gateway.public_client().await;
+    let tokens = gateway.tokens(&client, "alice").await;
+    gateway.fake.expire_access_tokens();
+    // Our record of Gitea's expiry passes too.
+    gateway.clock.advance(3600 - 10);
+    let before = gateway.fake.token_requests("refresh_token");
+    let calls = futures::future::join_all(
+        (0..10)
+            .map(|_| gateway.call_tool(&tokens.access_token, "gitea_user_get_current", json!({}))),
+    )
+    .await;
+    for (status, envelope) in calls {
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(envelope["status"], 200, "{envelope}");
+    }
+    assert_eq!(gateway.fake.token_requests("refresh_token") - before, 1);
+}
+on_both_backends!(the_gitea_session_is_refreshed_once_under_concurrency);
+
+/// Gitea refusing the refresh revokes our grant: 401, sign in again.
+async fn gitea_refusing_the_refresh_revokes_the_grant(gateway: OAuthGateway) {
+    let client = gateway.public_client().await;
+    let tokens = gateway.tokens(&client, "alice").await;
+    gateway.clock.advance(3600 - 10);
+    gateway.fake.fail_next_refresh_with("invalid_grant");
+    let (status, _) = gateway
+        .call_tool(&tokens.access_token, "gitea_user_get_current", json!({}))
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let refresh = gateway.refresh(&client, &tokens.refresh_token).await;
+    assert_eq!(refresh.status(), StatusCode::BAD_REQUEST);
+}
+on_both_backends!(gitea_refusing_the_refresh_revokes_the_grant);
+
+/// #28 (`/mcp` side): a token minted for another resource (another public
+/// URL on the same store) is refused.
+async fn the_token_audience_is_enforced_at_mcp(gateway: OAuthGateway) {
+    let client = gateway.public_client().await;
+    let tokens = gateway.tokens(&client, "alice").await;
+    let elsewhere = restarted(&gateway, gateway.settings.clone()).await;
+    let (status, _) = elsewhere
+        .call_tool(&tokens.access_token, "gitea_user_get_current", json!({}))
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, _) = gateway
+        .call_tool(&tokens.access_token, "gitea_user_get_current", json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+}
+on_both_backends!(the_token_audience_is_enforced_at_mcp);
+
+/// The static bearer still acts with the admin token beside OAuth.
+async fn the_static_bearer_is_unchanged(gateway: OAuthGateway) {
+    let (status, envelope) = gateway
+        .call_tool(BEARER, "gitea_user_get_current", json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(envelope["identity"]["mode"], "bearer");
+}
+on_both_backends!(the_static_bearer_is_unchanged);
+
+/// OAuth alone: no admin token, no static bearer.
+#[tokio::test]
+async fn an_oauth_only_deployment_works() {
+    run(
+        Backend::Sqlite,
+        &[("GITEA_TOKEN", ""), ("MCP_BEARER_TOKEN", "")],
+        |gateway| async move {
+            let client = gateway.public_client().await;
+            let tokens = gateway.tokens(&client, "alice").await;
+            let (status, envelope) = gateway
+                .call_tool(&tokens.access_token, "gitea_user_get_current", json!({}))
+                .await;
+            assert_eq!(status, StatusCode::OK);
+            assert_eq!(envelope["identity"]["login"], "alice");
+            // Without a token: the challenge, not the admin token.
+            let (status, _) = gateway
+                .call_tool("", "gitea_user_get_current", json!({}))
+                .await;
+            assert_eq!(status, StatusCode::UNAUTHORIZED);
+        },
+    )
+    .await;
+}

@@ -1,0 +1,79 @@
+//! The OAuth store's specification, one behaviour per test.
+//!
+//! Every behaviour is written once, as an async fn over a `Fixture`
+//! (`store_spec/`, one file per table group), and run twice by `spec!`: as
+//! `sqlite::NAME` against a real SQLite file in a temporary directory, and
+//! as `postgres::NAME` against a fresh database on the PostgreSQL server
+//! named by `AEGIS_TEST_POSTGRES_URL` (skipped, with a note, when it is
+//! unset; `tests/postgres.sh start` runs one). Tests about the SQLite file
+//! itself are `store_spec::opening::sqlite_file::…`.
+
+#[path = "support/postgres.rs"]
+mod postgres_cluster;
+mod store_spec;
+
+/// Emits `sqlite::NAME` and `postgres::NAME` for each `group::NAME`.
+macro_rules! spec {
+    ($($group:ident :: $name:ident),+ $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let fixture = crate::store_spec::fixture::Fixture::sqlite();
+                    crate::store_spec::$group::$name(&fixture).await;
+                }
+            )+
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let Some(fixture) = crate::store_spec::fixture::Fixture::postgres().await else {
+                        return;
+                    };
+                    crate::store_spec::$group::$name(&fixture).await;
+                    fixture.drop_database().await;
+                }
+            )+
+        }
+    };
+}
+
+spec!(
+    opening::migrations_apply_again_on_reopen,
+    opening::reports_its_backend_and_answers_ping,
+    clients::client_round_trips,
+    clients::full_client_table_evicts_stale_grantless_registrations,
+    clients::full_client_table_refuses_when_nothing_is_stale,
+    clients::metadata_client_upsert_replaces_the_cached_document,
+    clients::delete_client_revokes_its_grants,
+    pending::pending_round_trips_until_it_expires,
+    pending::pending_cap_counts_only_unexpired_requests,
+    pending::concurrent_capped_inserts_never_exceed_the_cap,
+    pending::approve_pending_succeeds_only_once,
+    pending::concurrent_approvals_have_one_winner,
+    pending::take_pending_by_upstream_state_is_single_use,
+    pending::delete_pending_reports_whether_it_existed,
+    codes::code_redemption_is_exactly_once_under_concurrency,
+    codes::a_spent_code_replays_as_already_redeemed,
+    codes::an_expired_unspent_code_is_unknown,
+    codes::code_cap_counts_only_unexpired_codes,
+    refresh::an_active_refresh_token_rotates,
+    refresh::a_previous_token_is_honoured_until_its_successor_is_used,
+    refresh::using_the_successor_retires_the_previous_token,
+    refresh::reuse_of_a_retired_token_revokes_the_grant,
+    refresh::a_refresh_token_of_another_client_changes_nothing,
+    refresh::concurrent_rotations_leave_exactly_one_active_refresh_token,
+    refresh::expired_or_unknown_refresh_tokens_are_invalid,
+    grants::access_tokens_resolve_until_expiry_or_revocation,
+    grants::revoke_grant_deletes_its_tokens_and_codes,
+    grants::tokens_for_a_revoked_grant_are_not_stored,
+    grants::grants_per_login_cap_revokes_the_least_recently_used,
+    grants::lists_show_activated_unrevoked_grants_newest_first,
+    grants::gitea_tokens_can_be_replaced,
+    grants::consent_can_be_recorded_repeatedly,
+    at_rest::secrets_are_not_stored_in_plaintext,
+    at_rest::rekey_moves_every_value_to_the_newest_key,
+    at_rest::a_store_under_a_wrong_key_fails_verification_naming_the_table,
+    maintenance::prune_removes_what_expired_and_counts_it,
+);

@@ -1,0 +1,199 @@
+//! Access tokens, grants, revocation and the per-login grant cap.
+
+use super::fixture::*;
+
+pub async fn access_tokens_resolve_until_expiry_or_revocation(f: &Fixture) {
+    let store = f.open().await;
+    issued_grant(&store, "g1", "alice", "c1", "t1").await;
+    let resolved = store
+        .resolve_access_token(&access("t1"), NOW)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(resolved.grant.login, "alice");
+    assert_eq!(resolved.scope, "gitea");
+    assert_eq!(resolved.expires_at, NOW + ACCESS_TTL);
+    assert_eq!(
+        resolved.grant.gitea.access_token.expose_secret(),
+        "gitea-access-g1"
+    );
+    assert!(
+        store
+            .resolve_access_token(&access("t1"), NOW + ACCESS_TTL)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        store
+            .resolve_access_token(&refresh("t1"), NOW)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(store.revoke_grant("g1", NOW + 1).await.unwrap());
+    assert!(
+        store
+            .resolve_access_token(&access("t1"), NOW + 1)
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+pub async fn revoke_grant_deletes_its_tokens_and_codes(f: &Fixture) {
+    let store = f.open().await;
+    issued_grant(&store, "g1", "alice", "c1", "t1").await;
+    store
+        .insert_code(&code("k2", "g1", NOW, 60), NOW)
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .grant_of_token(&refresh("t1"))
+            .await
+            .unwrap()
+            .unwrap()
+            .id,
+        "g1"
+    );
+    assert!(store.revoke_grant("g1", NOW + 5).await.unwrap());
+    assert!(!store.revoke_grant("g1", NOW + 6).await.unwrap());
+    assert!(
+        store
+            .grant_of_token(&refresh("t1"))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(store.grant_of_token(&access("t1")).await.unwrap().is_none());
+    assert_eq!(
+        store
+            .redeem_code(&hash_secret("k2"), NOW + 7)
+            .await
+            .unwrap(),
+        CodeRedemption::Unknown
+    );
+    assert_eq!(
+        store.get_grant("g1").await.unwrap().unwrap().revoked_at,
+        Some(NOW + 5)
+    );
+}
+
+pub async fn tokens_for_a_revoked_grant_are_not_stored(f: &Fixture) {
+    let store = f.open().await;
+    store
+        .insert_grant(&grant("g1", "alice", "c1"), NOW)
+        .await
+        .unwrap();
+    store.revoke_grant("g1", NOW).await.unwrap();
+    store.insert_tokens("g1", &pair("t1"), NOW).await.unwrap();
+    assert!(store.grant_of_token(&access("t1")).await.unwrap().is_none());
+}
+
+pub async fn grants_per_login_cap_revokes_the_least_recently_used(f: &Fixture) {
+    let store = f
+        .open_limited(StoreLimits {
+            max_grants_per_login: 2,
+            ..StoreLimits::default()
+        })
+        .await;
+    issued_grant(&store, "old-but-busy", "alice", "c1", "t1").await;
+    issued_grant(&store, "idle", "alice", "c2", "t2").await;
+    store
+        .insert_grant(&grant("bob's", "bob", "c1"), NOW)
+        .await
+        .unwrap();
+    store.touch_grant("old-but-busy", NOW + 50).await.unwrap();
+    store.touch_grant("idle", NOW + 10).await.unwrap();
+
+    let evicted = store
+        .insert_grant(&grant("newest", "alice", "c3"), NOW + 60)
+        .await
+        .unwrap();
+
+    assert_eq!(evicted, vec!["idle".to_owned()]);
+    assert_eq!(
+        store.get_grant("idle").await.unwrap().unwrap().revoked_at,
+        Some(NOW + 60)
+    );
+    assert!(
+        store
+            .resolve_access_token(&access("t2"), NOW + 60)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        store
+            .get_grant("old-but-busy")
+            .await
+            .unwrap()
+            .unwrap()
+            .revoked_at
+            .is_none()
+    );
+    assert!(
+        store
+            .get_grant("bob's")
+            .await
+            .unwrap()
+            .unwrap()
+            .revoked_at
+            .is_none()
+    );
+}
+
+pub async fn lists_show_activated_unrevoked_grants_newest_first(f: &Fixture) {
+    let store = f.open().await;
+    issued_grant(&store, "g1", "alice", "c1", "t1").await;
+    let mut later = grant("g2", "alice", "c2");
+    later.created_at = NOW + 10;
+    later.activated_at = Some(NOW + 10);
+    store.insert_grant(&later, NOW + 10).await.unwrap();
+    store
+        .insert_grant(&grant("never-activated", "alice", "c3"), NOW)
+        .await
+        .unwrap();
+    issued_grant(&store, "revoked", "alice", "c4", "t4").await;
+    store.revoke_grant("revoked", NOW).await.unwrap();
+    issued_grant(&store, "bobs", "bob", "c1", "t5").await;
+
+    let ids =
+        |grants: Vec<GrantRecord>| -> Vec<String> { grants.into_iter().map(|g| g.id).collect() };
+    assert_eq!(
+        ids(store.list_grants_for_login("alice").await.unwrap()),
+        ["g2", "g1"]
+    );
+    let all = ids(store.list_grants().await.unwrap());
+    assert_eq!(all[0], "g2");
+    assert_eq!(all.len(), 3);
+}
+
+pub async fn gitea_tokens_can_be_replaced(f: &Fixture) {
+    let store = f.open().await;
+    store
+        .insert_grant(&grant("g1", "alice", "c1"), NOW)
+        .await
+        .unwrap();
+    store
+        .update_gitea_tokens("g1", &gitea_tokens("renewed", None, None))
+        .await
+        .unwrap();
+    let g = store.get_grant("g1").await.unwrap().unwrap();
+    assert_eq!(g.gitea.access_token.expose_secret(), "renewed");
+    assert!(g.gitea.refresh_token.is_none());
+    assert_eq!(g.gitea.expires_at, None);
+}
+
+pub async fn consent_can_be_recorded_repeatedly(f: &Fixture) {
+    let store = f.open().await;
+    store
+        .record_consent("alice", "c1", "gitea", NOW)
+        .await
+        .unwrap();
+    store
+        .record_consent("alice", "c1", "gitea", NOW + 1)
+        .await
+        .unwrap();
+}

@@ -1,0 +1,11 @@
+//! The behaviours of `tests/store.rs`, by table group, and their fixture.
+
+pub mod at_rest;
+pub mod clients;
+pub mod codes;
+pub mod fixture;
+pub mod grants;
+pub mod maintenance;
+pub mod opening;
+pub mod pending;
+pub mod refresh;
