@@ -1,6 +1,7 @@
-//! The command line: `serve` (HTTP), `stdio`, `catalog`, `store rekey`. Builds the
-//! application from settings exactly as the tests do. Configuration errors
-//! exit with code 2 and name the setting, never its value.
+//! The command line: `serve` (HTTP), `stdio`, `catalog`, `setup` (in
+//! `crate::setup`), `store rekey`. Builds the application from settings
+//! exactly as the tests do. Configuration errors exit with code 2 and name
+//! the setting, never its value.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -39,6 +40,9 @@ enum Command {
         #[arg(long)]
         toolsets: bool,
     },
+    /// Write a first env file: check Gitea, create the OAuth2 application,
+    /// generate the secrets, print how to connect clients.
+    Setup(Box<crate::setup::SetupArgs>),
     /// Maintenance of the OAuth store.
     Store {
         #[command(subcommand)]
@@ -138,6 +142,10 @@ async fn run_command(cli: Cli) -> Result<(), CliError> {
                 .await
                 .map_err(CliError::Other)
         }
+        Command::Setup(args) => crate::setup::run(*args).await.map_err(|err| match err {
+            crate::setup::SetupError::Config(c) => CliError::Config(c),
+            other => CliError::other(other),
+        }),
         Command::Store {
             command: StoreCommand::Rekey,
         } => {

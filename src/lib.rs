@@ -15,5 +15,6 @@ pub mod http;
 pub mod mcp;
 pub mod oauth;
 pub mod pages;
+pub mod setup;
 pub mod store;
 pub mod tls;

@@ -105,3 +105,44 @@ fn catalog_applies_the_configured_exposure() {
         |r| r["method"] == "GET" && r["toolsets"].as_array().unwrap().contains(&"issue".into())
     ));
 }
+
+const OAUTH_KEY: &str = "cli-test-encryption-key-0123456789abcdef";
+
+#[test]
+fn half_configured_oauth_exits_2() {
+    let base = [("GITEA_URL", "http://127.0.0.1:3000")];
+    let cases: [&[(&str, &str)]; 3] = [
+        // A client id without its secret.
+        &[("GITEA_OAUTH_CLIENT_ID", "id")],
+        // A client without an encryption key.
+        &[
+            ("GITEA_OAUTH_CLIENT_ID", "id"),
+            ("GITEA_OAUTH_CLIENT_SECRET", "secret"),
+        ],
+        // A non-https public URL off loopback.
+        &[
+            ("GITEA_OAUTH_CLIENT_ID", "id"),
+            ("GITEA_OAUTH_CLIENT_SECRET", "secret"),
+            ("TOKEN_ENCRYPTION_KEY", OAUTH_KEY),
+            ("PUBLIC_BASE_URL", "http://mcp.example.com"),
+        ],
+    ];
+    for extra in cases {
+        let env: Vec<(&str, &str)> = base.iter().chain(extra.iter()).copied().collect();
+        let out = gateway(&["serve"], &env);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("configuration error"), "{stderr}");
+        assert!(!stderr.contains("secret\n") && !stderr.contains(OAUTH_KEY));
+    }
+}
+
+#[test]
+fn store_rekey_needs_an_encryption_key() {
+    let out = gateway(
+        &["store", "rekey"],
+        &[("GITEA_URL", "http://127.0.0.1:3000")],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("TOKEN_ENCRYPTION_KEY"));
+}

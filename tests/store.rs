@@ -76,4 +76,13 @@ spec!(
     at_rest::rekey_moves_every_value_to_the_newest_key,
     at_rest::a_store_under_a_wrong_key_fails_verification_naming_the_table,
     maintenance::prune_removes_what_expired_and_counts_it,
+    page_sessions::page_session_round_trips_with_its_token_encrypted_at_rest,
+    page_sessions::a_page_session_ends_when_it_expires,
+    page_sessions::sign_out_deletes_a_page_session_once,
+    page_sessions::page_sessions_per_login_cap_deletes_the_oldest,
+    page_sessions::concurrent_page_session_inserts_never_exceed_the_cap,
+    page_sessions::prune_removes_expired_page_sessions_and_counts_them,
+    page_sessions::rekey_covers_page_sessions,
+    page_sessions::a_page_session_under_a_wrong_key_is_undecryptable,
+    page_sessions::revoke_grants_for_login_revokes_only_that_login,
 );

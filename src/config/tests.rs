@@ -82,6 +82,41 @@ fn non_loopback_bind_without_bearer_fails_serve_check() {
     assert!(s.check_for_serve().is_ok());
 }
 
+const OAUTH: &[(&str, &str)] = &[
+    ("GITEA_OAUTH_CLIENT_ID", "id"),
+    ("GITEA_OAUTH_CLIENT_SECRET", "secret"),
+    (
+        "TOKEN_ENCRYPTION_KEY",
+        "config-test-key-0123456789abcdef-xyz",
+    ),
+];
+
+#[test]
+fn oauth_alone_authenticates_a_public_bind_without_an_admin_token() {
+    let mut pairs = vec![
+        ("MCP_HOST", "0.0.0.0"),
+        ("PUBLIC_BASE_URL", "https://mcp.example.com"),
+    ];
+    pairs.extend_from_slice(OAUTH);
+    let s = settings(&pairs).unwrap();
+    assert!(s.check_for_serve().is_ok());
+}
+
+#[test]
+fn the_static_bearer_still_needs_the_admin_token_beside_oauth() {
+    let mut pairs = vec![("MCP_BEARER_TOKEN", BEARER)];
+    pairs.extend_from_slice(OAUTH);
+    let s = settings(&pairs).unwrap();
+    assert_eq!(s.check_for_serve().unwrap_err().setting, "GITEA_TOKEN");
+}
+
+#[test]
+fn a_bearer_that_looks_like_an_oauth_token_is_refused() {
+    let err =
+        settings(&[("MCP_BEARER_TOKEN", "agm_0123456789abcdef0123456789abcdef")]).unwrap_err();
+    assert_eq!(err.setting, "MCP_BEARER_TOKEN");
+}
+
 #[test]
 fn invalid_boolean_names_the_setting() {
     let err = settings(&[("READ_ONLY", "maybe")]).unwrap_err();

@@ -37,6 +37,7 @@ pub fn router(app: Arc<App>) -> Router {
     let router = Router::new()
         .route("/health", get(health))
         .route("/static/aegis.css", get(crate::pages::stylesheet))
+        .route("/favicon.ico", get(crate::pages::no_favicon))
         .merge(mcp_routes)
         .with_state(app);
     match oauth {

@@ -13,7 +13,6 @@ use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use cookie::SameSite;
-use secrecy::SecretString;
 use subtle::ConstantTimeEq;
 
 use super::client_metadata::is_metadata_document_id;
@@ -21,19 +20,18 @@ use super::error::ErrorCode;
 use super::params::OAuthParams;
 use super::pkce::is_valid_challenge;
 use super::redirect_uri::{is_allowlisted, matches_registered, with_query};
+use super::sign_in::{UpstreamStart, is_random_value};
 use super::tokens::{PENDING_TTL, random_value};
 use super::{OAuthServer, SCOPE};
+use crate::pages::connections::host_of;
 use crate::pages::cookies::{read_cookie, set_cookie};
 use crate::pages::{ErrorPage, form_origin_allowed, render_page, with_page_headers};
 use crate::store::{
-    ClientRecord, PendingAuthorization, PendingFlow, Registration, StoreError, UpstreamLeg,
-    hash_secret,
+    ClientRecord, PendingAuthorization, PendingFlow, Registration, StoreError, hash_secret,
 };
 
 /// Cookie carrying the consent form's CSRF token (double submit).
 pub const CSRF_COOKIE: &str = "aegis_csrf";
-/// Cookie binding a sign-in to the browser that approved it.
-pub const BINDING_COOKIE: &str = "aegis_binding";
 
 #[derive(Template)]
 #[template(path = "consent.html")]
@@ -187,7 +185,7 @@ pub async fn authorize(
             .client_name
             .clone()
             .unwrap_or_else(|| "An unnamed application".into()),
-        redirect_host: redirect_host(&redirect_uri),
+        redirect_host: host_of(&redirect_uri),
         redirect_uri,
         registration: match client.registration {
             Registration::Dynamic => "self-registered (dynamic client registration)",
@@ -283,25 +281,6 @@ fn choose_redirect_uri(
     Ok(chosen)
 }
 
-fn redirect_host(uri: &str) -> String {
-    url::Url::parse(uri)
-        .ok()
-        .and_then(|u| {
-            u.host_str()
-                .map(str::to_owned)
-                .or(Some(u.scheme().to_owned()))
-        })
-        .unwrap_or_default()
-}
-
-/// A value we minted with [`random_value`]: 43 base64url characters.
-fn is_random_value(value: &str) -> bool {
-    value.len() == 43
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-}
-
 /// `POST /authorize/consent`: the user's decision.
 pub async fn consent(
     State(server): State<Arc<OAuthServer>>,
@@ -385,19 +364,8 @@ async fn approve(
     id_hash: &str,
     now: i64,
 ) -> Response {
-    let secure = server.config.secure_cookies;
-    let upstream_state = random_value();
-    let verifier = random_value();
-    // One binding cookie per browser, reused by concurrent sign-ins.
-    let binding = read_cookie(headers, BINDING_COOKIE, secure)
-        .filter(|v| is_random_value(v))
-        .unwrap_or_else(random_value);
-    let leg = UpstreamLeg {
-        state_hash: hash_secret(&upstream_state),
-        pkce_verifier: SecretString::from(verifier.clone()),
-        binding_hash: hash_secret(&binding),
-    };
-    match server.store.approve_pending(id_hash, &leg, now).await {
+    let start = UpstreamStart::new(server, headers);
+    match server.store.approve_pending(id_hash, &start.leg, now).await {
         Ok(true) => {}
         Ok(false) => {
             return bad_request(
@@ -411,11 +379,5 @@ async fn approve(
         }
     }
     tracing::info!(client_id = %pending.client_id, "consent approved");
-    let target = server.upstream.authorize_url(&upstream_state, &verifier);
-    let mut response = with_page_headers(Redirect::to(&target).into_response());
-    response.headers_mut().append(
-        header::SET_COOKIE,
-        set_cookie(BINDING_COOKIE, &binding, secure, SameSite::Lax, PENDING_TTL),
-    );
-    response
+    start.redirect(server.config.secure_cookies)
 }

@@ -1,26 +1,29 @@
-//! `/oauth/callback`: Gitea sends the user back here. The sign-in completes
-//! only in the browser that approved it (binding cookie), only once, and
-//! only before it expires; otherwise an error page, never a redirect. Then
-//! the Gitea code is exchanged (confidential client: secret and verifier),
-//! the user's login read, the grant stored with the Gitea tokens encrypted,
-//! and our own single-use code sent to the client with `state` and `iss`.
+//! `/oauth/callback`: Gitea sends the person back here, for either flow
+//! (the stored state says which). The sign-in completes only in the browser
+//! that started it (binding cookie), only once, and only before it expires;
+//! otherwise an error page, never a redirect. Then the Gitea code is
+//! exchanged (`sign_in::finish`). For an MCP client's authorization the
+//! grant is stored with the Gitea tokens encrypted and our own single-use
+//! code sent to the client with `state` and `iss`; a page sign-in becomes a
+//! page session (`pages::session`).
 
 use std::sync::Arc;
 
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use subtle::ConstantTimeEq;
 
 use super::OAuthServer;
-use super::authorize::{BINDING_COOKIE, error_redirect};
+use super::authorize::error_redirect;
 use super::error::ErrorCode;
 use super::params::OAuthParams;
+use super::sign_in::{self, UpstreamOutcome};
 use super::tokens::{CODE_TTL, new_token, random_value};
-use super::upstream::UpstreamAuthError;
-use crate::pages::cookies::read_cookie;
+use super::upstream::GiteaUser;
 use crate::pages::{ErrorPage, with_page_headers};
-use crate::store::{AuthCodeRecord, GrantRecord, PendingAuthorization, PendingFlow, hash_secret};
+use crate::store::{
+    AuthCodeRecord, GiteaTokens, GrantRecord, PendingAuthorization, PendingFlow, hash_secret,
+};
 
 fn error_page(status: StatusCode, title: &'static str, message: &str) -> Response {
     ErrorPage::new(status, title, message).into_response()
@@ -67,31 +70,31 @@ pub async fn callback(
     let Some(leg) = &pending.upstream else {
         return error_page(StatusCode::BAD_REQUEST, "Sign-in expired", RESTART);
     };
-    let binding =
-        read_cookie(&headers, BINDING_COOKIE, server.config.secure_cookies).unwrap_or_default();
-    let bound: bool = hash_secret(&binding)
-        .as_bytes()
-        .ct_eq(leg.binding_hash.as_bytes())
-        .into();
-    if binding.is_empty() || !bound {
-        tracing::warn!(client_id = %pending.client_id, "callback without the approving browser's binding cookie");
+    if !sign_in::holds_binding(&server, &headers, leg) {
+        tracing::warn!(
+            flow = pending.flow.as_str(),
+            "callback without the approving browser's binding cookie"
+        );
         return error_page(
             StatusCode::FORBIDDEN,
             "Sign-in refused",
-            "This sign-in was started in another browser. Start again from your application.",
+            "This sign-in was started in another browser. Start again from where you began.",
         );
     }
-    if pending.flow != PendingFlow::Authorize {
-        return error_page(StatusCode::BAD_REQUEST, "Sign-in expired", RESTART);
+    let signed_in = sign_in::finish(&server, leg, &params, now).await;
+    match pending.flow {
+        PendingFlow::Authorize => complete_authorization(&server, &pending, signed_in, now).await,
+        PendingFlow::PageSignIn => {
+            crate::pages::session::complete_sign_in(&server, &pending, signed_in, now).await
+        }
     }
-    complete_authorization(&server, &pending, &params, now).await
 }
 
 /// The client-facing half: from Gitea's answer to our code at the client.
 async fn complete_authorization(
     server: &OAuthServer,
     pending: &PendingAuthorization,
-    params: &OAuthParams,
+    signed_in: Result<(GiteaTokens, GiteaUser), UpstreamOutcome>,
     now: i64,
 ) -> Response {
     let to_client = |code: ErrorCode, description: &str| {
@@ -103,39 +106,12 @@ async fn complete_authorization(
             description,
         )
     };
-    if let Some(error) = params.get("error") {
-        return if error == "access_denied" {
-            to_client(ErrorCode::AccessDenied, "the user denied access at Gitea")
-        } else {
-            to_client(ErrorCode::ServerError, "the Gitea sign-in failed")
-        };
-    }
-    let Some(gitea_code) = params.get("code") else {
-        return to_client(ErrorCode::ServerError, "the Gitea sign-in failed");
-    };
-    let verifier = &pending
-        .upstream
-        .as_ref()
-        .expect("checked by the caller")
-        .pkce_verifier;
-    let gitea = match server
-        .upstream
-        .exchange_code(gitea_code, verifier, now)
-        .await
-    {
-        Ok(tokens) => tokens,
-        Err(err) => {
-            log_upstream_failure(err, "code exchange");
-            return to_client(
-                ErrorCode::ServerError,
-                "the Gitea sign-in could not be completed",
-            );
+    let (gitea, user) = match signed_in {
+        Ok(pair) => pair,
+        Err(UpstreamOutcome::Denied) => {
+            return to_client(ErrorCode::AccessDenied, "the user denied access at Gitea");
         }
-    };
-    let user = match server.upstream.user(&gitea.access_token).await {
-        Ok(user) => user,
-        Err(err) => {
-            log_upstream_failure(err, "user lookup");
+        Err(UpstreamOutcome::Failed) => {
             return to_client(
                 ErrorCode::ServerError,
                 "the Gitea sign-in could not be completed",
@@ -196,14 +172,4 @@ async fn complete_authorization(
     pairs.push(("iss", server.config.issuer.as_str()));
     let target = super::redirect_uri::with_query(&pending.redirect_uri, &pairs);
     with_page_headers(Redirect::to(&target).into_response())
-}
-
-fn log_upstream_failure(err: UpstreamAuthError, step: &'static str) {
-    match err {
-        UpstreamAuthError::InvalidClient => tracing::error!(
-            step,
-            "Gitea refused GITEA_OAUTH_CLIENT_ID/SECRET; check the OAuth application"
-        ),
-        other => tracing::warn!(step, error = %other, "Gitea sign-in step failed"),
-    }
 }

@@ -22,6 +22,7 @@ pub mod redirect_uri;
 pub mod register;
 pub mod resolver;
 pub mod revoke;
+pub mod sign_in;
 pub mod token;
 pub mod tokens;
 pub mod upstream;
@@ -61,6 +62,8 @@ pub struct OAuthConfig {
     /// Test setting: metadata documents may live on private addresses and
     /// plain-http loopback.
     pub metadata_documents_on_private_addresses: bool,
+    /// `ADMIN_LOGINS`: admins of the admin page besides Gitea site admins.
+    pub admin_logins: Vec<String>,
 }
 
 impl OAuthConfig {
@@ -78,6 +81,7 @@ impl OAuthConfig {
             redirect_allowlist: settings.oauth_redirect_allowlist.clone(),
             metadata_documents_on_private_addresses: settings
                 .oauth_metadata_documents_on_private_addresses,
+            admin_logins: settings.admin_logins.clone(),
         }
     }
 
@@ -112,9 +116,11 @@ impl OAuthServer {
     }
 }
 
-/// The OAuth routes. Discovery, registration, token and revocation answer
-/// cross-origin requests (browser-based clients such as MCP Inspector);
-/// `/authorize`, the consent form and the callback are pages and do not.
+/// The OAuth routes, and the people's pages that sign in through them.
+/// Discovery, registration, token and revocation answer cross-origin
+/// requests (browser-based clients such as MCP Inspector); `/authorize`,
+/// the consent form, the callback and the pages do not. Every body is
+/// limited to [`OAUTH_BODY_LIMIT`].
 pub fn router(server: Arc<OAuthServer>) -> Router {
     let cors = CorsLayer::new()
         .allow_origin(AllowOrigin::any())
@@ -151,8 +157,9 @@ pub fn router(server: Arc<OAuthServer>) -> Router {
         .route("/authorize/consent", post(authorize::consent))
         .route("/oauth/callback", get(callback::callback));
     api.merge(pages)
+        .with_state(server.clone())
+        .merge(crate::pages::router(server))
         .layer(DefaultBodyLimit::max(OAUTH_BODY_LIMIT))
-        .with_state(server)
 }
 
 async fn protected_resource(State(server): State<Arc<OAuthServer>>) -> Response {
@@ -184,6 +191,7 @@ mod tests {
             redirect_allowlist: vec![],
             secure_cookies: true,
             metadata_documents_on_private_addresses: false,
+            admin_logins: vec![],
         }
     }
 

@@ -1,14 +1,40 @@
-//! What every browser page shares: the askama layout, the security headers
-//! (no caching, no referrer, no framing, a CSP without `unsafe-inline`),
-//! the error page, the stylesheet route, cookies, and the same-origin rule
-//! for form posts. The consent page (OAuth) and, later, the account and
-//! admin pages build on it.
+//! The browser pages for people: the page session (sign-in with Gitea),
+//! `/account` (one's own connected clients) and `/admin` (everyone's), and
+//! what every page shares: the askama layout, the security headers (no
+//! caching, no referrer, no framing, a CSP without `unsafe-inline`), the
+//! error page, the stylesheet route, cookies, and the same-origin rule for
+//! form posts. The consent page (OAuth) builds on the same parts.
 
+pub mod account;
+pub mod admin;
+pub mod connections;
 pub mod cookies;
+pub mod session;
+
+use std::sync::Arc;
 
 use askama::Template;
+use axum::Router;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+
+use crate::oauth::OAuthServer;
+
+/// The routes of the pages (they exist only with OAuth configured: signing
+/// in needs it).
+pub fn router(server: Arc<OAuthServer>) -> Router {
+    Router::new()
+        .route("/account", get(account::account))
+        .route("/account/sign-in", get(session::start_sign_in))
+        .route("/account/sign-out", post(session::sign_out))
+        .route("/account/grants/revoke", post(account::revoke_grant))
+        .route("/account/grants/revoke-all", post(account::revoke_all))
+        .route("/admin", get(admin::admin))
+        .route("/admin/confirm", get(admin::confirm))
+        .route("/admin/actions", post(admin::perform))
+        .with_state(server)
+}
 
 /// The pages' CSP: nothing but our own stylesheet and images; no script at
 /// all; never framed. `form-action` is left out on purpose: browsers apply
@@ -103,6 +129,15 @@ pub async fn stylesheet() -> Response {
             (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
         ],
         include_str!("../../static/aegis.css"),
+    )
+        .into_response()
+}
+
+/// `/favicon.ico`: none, said without a 404 (browsers ask on every page).
+pub async fn no_favicon() -> Response {
+    (
+        StatusCode::NO_CONTENT,
+        [(header::CACHE_CONTROL, "public, max-age=86400")],
     )
         .into_response()
 }

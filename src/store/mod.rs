@@ -261,6 +261,23 @@ pub struct PruneCounts {
     pub codes: u64,
     pub tokens: u64,
     pub grants: u64,
+    pub page_sessions: u64,
+}
+
+/// A person signed in to the gateway's own pages (`/account`, `/admin`).
+/// Never valid at `/mcp`.
+#[derive(Debug, Clone)]
+pub struct PageSession {
+    /// [`hash_secret`] of the session cookie's value.
+    pub id_hash: String,
+    pub login: String,
+    /// Gitea site administrator at sign-in (re-checked on admin actions).
+    pub is_admin: bool,
+    /// The person's Gitea access token from the sign-in (encrypted at
+    /// rest), used to re-check `is_admin` before every admin action.
+    pub gitea_access_token: SecretString,
+    pub created_at: UnixTime,
+    pub expires_at: UnixTime,
 }
 
 /// Storage failures. None of them carries a secret.
@@ -293,6 +310,7 @@ pub struct StoreLimits {
     pub max_pending: u64,
     pub max_codes: u64,
     pub max_grants_per_login: u64,
+    pub max_page_sessions_per_login: u64,
 }
 
 impl Default for StoreLimits {
@@ -302,6 +320,7 @@ impl Default for StoreLimits {
             max_pending: 1024,
             max_codes: 1024,
             max_grants_per_login: 50,
+            max_page_sessions_per_login: 50,
         }
     }
 }
@@ -437,9 +456,31 @@ pub trait OAuthStore: Send + Sync + std::fmt::Debug {
 
     // -- maintenance ---------------------------------------------------------
 
-    /// Deletes expired pending authorizations, codes and tokens, grants
-    /// never activated whose codes have expired, and revoked grants older
-    /// than 30 days.
+    /// Revokes every unrevoked grant of `login`; returns how many.
+    async fn revoke_grants_for_login(&self, login: &str, now: UnixTime) -> Result<u64, StoreError>;
+
+    // -- page sessions ---------------------------------------------------
+
+    /// Stores a page session. When the login already holds
+    /// `max_page_sessions_per_login` unexpired sessions, its oldest are
+    /// deleted to make room.
+    async fn insert_page_session(
+        &self,
+        session: &PageSession,
+        now: UnixTime,
+    ) -> Result<(), StoreError>;
+    /// An unexpired page session by [`hash_secret`] of its cookie value.
+    async fn get_page_session(
+        &self,
+        id_hash: &str,
+        now: UnixTime,
+    ) -> Result<Option<PageSession>, StoreError>;
+    /// Ends a page session (sign-out). Returns whether it existed.
+    async fn delete_page_session(&self, id_hash: &str) -> Result<bool, StoreError>;
+
+    /// Deletes expired pending authorizations, codes, tokens and page
+    /// sessions, grants never activated whose codes have expired, and
+    /// revoked grants older than 30 days.
     async fn prune(&self, now: UnixTime) -> Result<PruneCounts, StoreError>;
     /// Decrypts every encrypted value; the first that no key decrypts is
     /// [`StoreError::Undecryptable`]. Run at startup.

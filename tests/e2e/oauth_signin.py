@@ -6,8 +6,8 @@ dynamic registration, PKCE, `resource`) connects to the gateway binary, which
 is configured as a confidential client of the real, seeded Gitea
 (`tests/e2e/gitea.sh start`). The person in the middle is played by an HTTP
 client with a cookie jar that submits the forms a person would: our consent
-page, then Gitea's login and grant pages. (Issue 8 replaces it with headless
-Chromium.)
+page, then Gitea's login and grant pages. (The same pages in headless
+Chromium: tests/browser/pages_e2e.py.)
 
 Then, as the non-admin seeded user: `tools/list`, `tools/call` (the identity
 is that user; an admin-only operation gets Gitea's 403), a refresh (rotation),
@@ -23,12 +23,8 @@ import asyncio
 import html.parser
 import json
 import os
-import secrets
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 import urllib.parse
 
 import httpx2
@@ -42,23 +38,19 @@ from mcp.shared.auth import (
     OAuthToken,
 )
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-E2E_DIR = os.environ.get("AEGIS_E2E_DIR", "/tmp/aegis-e2e")
-FIXTURE = json.load(open(os.path.join(E2E_DIR, "fixture.json")))
+sys.dont_write_bytecode = True  # no __pycache__ in the work tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gateway import check, gateway_log, load_fixture, mcp_tool_call, start_gateway, stepper, stop_gateway  # noqa: E402
+
+FIXTURE = load_fixture()
 GATEWAY = FIXTURE["gateway_url"].rstrip("/")
 GITEA = FIXTURE["gitea_url"].rstrip("/")
 USER = FIXTURE["user"]
 CLIENT_CALLBACK = "http://127.0.0.1:53682/callback"
-STARTED = time.monotonic()
 
 
-def step(message):
-    print("[oauth-e2e %6.2f s] %s" % (time.monotonic() - STARTED, message), flush=True)
+step = stepper("oauth-e2e")
 
-
-def check(condition, message):
-    if not condition:
-        raise AssertionError(message)
 
 
 class Forms(html.parser.HTMLParser):
@@ -148,39 +140,6 @@ class MemoryStorage:
         self.client_info = client_info
 
 
-def start_gateway(data_dir):
-    port = urllib.parse.urlparse(GATEWAY).port
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "RUST_LOG": os.environ.get("RUST_LOG", "info"),
-        "GITEA_URL": GITEA,
-        "GITEA_TOKEN": FIXTURE["admin"]["token"],
-        "MCP_PORT": str(port),
-        "PUBLIC_BASE_URL": GATEWAY,
-        "DATA_DIR": data_dir,
-        "GITEA_OAUTH_CLIENT_ID": FIXTURE["oauth"]["client_id"],
-        "GITEA_OAUTH_CLIENT_SECRET": FIXTURE["oauth"]["client_secret"],
-        "TOKEN_ENCRYPTION_KEY": secrets.token_urlsafe(32),
-    }
-    if os.environ.get("DATABASE_URL"):
-        env["DATABASE_URL"] = os.environ["DATABASE_URL"]
-    binary = os.environ.get("AEGIS_BIN", os.path.join(ROOT, "target", "debug", "aegis-gitea-mcp"))
-    log = open(os.path.join(data_dir, "gateway.log"), "w")
-    process = subprocess.Popen([binary, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT, cwd=data_dir)
-    for _ in range(200):
-        try:
-            if httpx2.get(GATEWAY + "/health", timeout=1).status_code == 200:
-                return process
-        except httpx2.TransportError:
-            pass
-        if process.poll() is not None:
-            break
-        time.sleep(0.1)
-    process.kill()
-    sys.stdout.write(open(os.path.join(data_dir, "gateway.log")).read())
-    raise AssertionError("the gateway did not start")
-
-
 def envelope(result):
     check(len(result.content) == 1, "one content item")
     return json.loads(result.content[0].text)
@@ -188,19 +147,7 @@ def envelope(result):
 
 def raw_call(token, name):
     """A stateless JSON-RPC tools/call with `token`: (status, envelope)."""
-    response = httpx2.post(
-        GATEWAY + "/mcp",
-        headers={
-            "Authorization": "Bearer " + token,
-            "Accept": "application/json, text/event-stream",
-            "MCP-Protocol-Version": "2025-06-18",
-        },
-        json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": {}}},
-        timeout=30,
-    )
-    if response.status_code != 200:
-        return response.status_code, response.headers.get("www-authenticate")
-    return 200, json.loads(response.json()["result"]["content"][0]["text"])
+    return mcp_tool_call(GATEWAY, token, name)
 
 
 async def main():
@@ -287,15 +234,14 @@ async def main():
 
 if __name__ == "__main__":
     data_dir = tempfile.mkdtemp(prefix="aegis-oauth-e2e.")
-    gateway = start_gateway(data_dir)
+    gateway = start_gateway(FIXTURE, data_dir, database_url=os.environ.get("DATABASE_URL"))
     step("gateway up at %s (data in %s)" % (GATEWAY, data_dir))
     try:
         asyncio.run(main())
         step("PASS")
     except BaseException:
         step("FAIL; gateway log follows")
-        sys.stdout.write(open(os.path.join(data_dir, "gateway.log")).read()[-20000:])
+        sys.stdout.write(gateway_log(data_dir))
         raise
     finally:
-        gateway.terminate()
-        gateway.wait(timeout=10)
+        stop_gateway(gateway)

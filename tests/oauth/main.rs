@@ -1,4 +1,4 @@
-//! The authorization server, end to end over loopback HTTP: a gateway with
+//! The authorization server and the people's pages, end to end over loopback HTTP: a gateway with
 //! OAuth configured in front of the fake Gitea (which plays Gitea's OAuth
 //! provider), a test client that speaks only the wire, and a clock the
 //! tests move. Every test runs on SQLite and, when `AEGIS_TEST_POSTGRES_URL`
@@ -13,6 +13,7 @@ mod authorize;
 mod client_metadata;
 mod consent;
 mod discovery;
+mod pages;
 mod register;
 mod resolver;
 mod revoke;

@@ -11,8 +11,8 @@ pub use std::sync::Arc;
 pub use aegis_gitea_mcp::store::cipher::TokenCipher;
 pub use aegis_gitea_mcp::store::{
     AuthCodeRecord, ClientRecord, CodeRedemption, GiteaTokens, GrantRecord, NewToken, OAuthStore,
-    PendingAuthorization, PendingFlow, PruneCounts, RefreshOutcome, Registration, StoreError,
-    StoreLimits, StoreLocation, TokenKind, UpstreamLeg, hash_secret, open_store,
+    PageSession, PendingAuthorization, PendingFlow, PruneCounts, RefreshOutcome, Registration,
+    StoreError, StoreLimits, StoreLocation, TokenKind, UpstreamLeg, hash_secret, open_store,
 };
 pub use secrecy::{ExposeSecret, SecretString};
 
@@ -245,6 +245,19 @@ pub fn grant(id: &str, login: &str, client_id: &str) -> GrantRecord {
         activated_at: None,
         last_used_at: None,
         revoked_at: None,
+    }
+}
+
+/// A page session whose cookie is `cookie` (stored as `hash_secret(cookie)`),
+/// holding Gitea token `gitea-page-COOKIE`, created at `now`, living `ttl`.
+pub fn page_session(cookie: &str, login: &str, now: i64, ttl: i64) -> PageSession {
+    PageSession {
+        id_hash: hash_secret(cookie),
+        login: login.to_owned(),
+        is_admin: false,
+        gitea_access_token: SecretString::from(format!("gitea-page-{cookie}")),
+        created_at: now,
+        expires_at: now + ttl,
     }
 }
 

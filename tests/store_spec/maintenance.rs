@@ -33,6 +33,15 @@ pub async fn prune_removes_what_expired_and_counts_it(f: &Fixture) {
         .insert_tokens("live", &pair_expiring("t3", later + 60), later)
         .await
         .unwrap();
+    // A page session expired by `later`, and one still live.
+    store
+        .insert_page_session(&page_session("s-old", "alice", NOW, DAY), NOW)
+        .await
+        .unwrap();
+    store
+        .insert_page_session(&page_session("s-new", "bob", later, DAY), later)
+        .await
+        .unwrap();
 
     let counts = store.prune(later).await.unwrap();
 
@@ -43,6 +52,7 @@ pub async fn prune_removes_what_expired_and_counts_it(f: &Fixture) {
             codes: 2,
             tokens: 2,
             grants: 2,
+            page_sessions: 1,
         }
     );
     assert!(store.get_grant("abandoned").await.unwrap().is_none());
@@ -51,6 +61,13 @@ pub async fn prune_removes_what_expired_and_counts_it(f: &Fixture) {
     assert!(
         store
             .resolve_access_token(&access("t3"), later)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert!(
+        store
+            .get_page_session(&hash_secret("s-new"), later)
             .await
             .unwrap()
             .is_some()

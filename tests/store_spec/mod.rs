@@ -7,5 +7,6 @@ pub mod fixture;
 pub mod grants;
 pub mod maintenance;
 pub mod opening;
+pub mod page_sessions;
 pub mod pending;
 pub mod refresh;

@@ -150,7 +150,7 @@ pub fn param(url: &str, name: &str) -> Option<String> {
         .map(|(_, v)| v)
 }
 
-fn hidden_field(html: &str, name: &str) -> String {
+pub fn hidden_field(html: &str, name: &str) -> String {
     let marker = format!(r#"name="{name}" value=""#);
     let start = html.find(&marker).unwrap_or_else(|| panic!("field {name}")) + marker.len();
     let end = start + html[start..].find('"').unwrap();
@@ -417,6 +417,52 @@ impl OAuthGateway {
         let response = self.redeem(client, &code, &pkce).await;
         assert_eq!(response.status(), StatusCode::OK);
         tokens_from(response).await
+    }
+
+    /// Signs `login` in to the pages (`/account/sign-in?next=…`) in a fresh
+    /// browser; returns the browser holding the session cookie.
+    pub async fn page_sign_in(&self, login: &str, next: &str) -> Browser {
+        let mut browser = Browser::default();
+        let start = self
+            .http
+            .get(format!("{}/account/sign-in?next={next}", self.url))
+            .send()
+            .await
+            .unwrap();
+        browser.absorb(start.headers());
+        let callback_url = self.through_gitea(&start, login).await;
+        let done = self.callback(&mut browser, &callback_url).await;
+        assert_eq!(done.status(), StatusCode::SEE_OTHER);
+        assert_eq!(location(&done), format!("/{next}"));
+        assert!(browser.cookies.contains_key("aegis_session"));
+        browser
+    }
+
+    /// `GET path` from `browser`.
+    pub async fn page(&self, browser: &Browser, path: &str) -> reqwest::Response {
+        self.http
+            .get(format!("{}{path}", self.url))
+            .header(reqwest::header::COOKIE, browser.header())
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// `POST path` with `fields` from `browser` (as a same-origin form).
+    pub async fn post_form(
+        &self,
+        browser: &Browser,
+        path: &str,
+        fields: &[(&str, &str)],
+    ) -> reqwest::Response {
+        self.http
+            .post(format!("{}{path}", self.url))
+            .header(reqwest::header::COOKIE, browser.header())
+            .header(reqwest::header::ORIGIN, "null")
+            .form(fields)
+            .send()
+            .await
+            .unwrap()
     }
 
     pub async fn refresh(&self, client: &TestClient, refresh_token: &str) -> reqwest::Response {

@@ -168,11 +168,22 @@ macro_rules! impl_backend {
         impl Backend for $db {
             const LABEL: &'static str = $label;
             const BEGIN_WRITE: &'static str = $begin;
-            const MIGRATIONS: &'static [(i64, &'static str, &'static str)] = &[(
-                1,
-                "init",
-                include_str!(concat!("../../../migrations/", $folder, "/0001_init.sql")),
-            )];
+            const MIGRATIONS: &'static [(i64, &'static str, &'static str)] = &[
+                (
+                    1,
+                    "init",
+                    include_str!(concat!("../../../migrations/", $folder, "/0001_init.sql")),
+                ),
+                (
+                    2,
+                    "page sessions",
+                    include_str!(concat!(
+                        "../../../migrations/",
+                        $folder,
+                        "/0002_page_sessions.sql"
+                    )),
+                ),
+            ];
 
             fn bind(query: Query<Self>, param: Param<'_>) -> Query<Self> {
                 match param {

@@ -133,6 +133,33 @@ impl<DB: Backend> SqlStore<DB> {
         Ok(found)
     }
 
+    /// One transaction, first locking the `grants` row of `store_locks`
+    /// so that an `insert_grant` for the login is ordered before (and then
+    /// revoked here) or after; each grant then goes as in
+    /// [`Self::revoke_grant_impl`], its tokens and codes with it. A grant
+    /// revoked concurrently by someone else is not counted.
+    pub(super) async fn revoke_grants_for_login_impl(
+        &self,
+        login: &str,
+        now: UnixTime,
+    ) -> Result<u64, StoreError> {
+        let mut tx = self.begin_write().await?;
+        Self::lock_cap(&mut tx, "grants").await?;
+        let held =
+            stmt::<DB>("SELECT id FROM grants WHERE login = $1 AND revoked_at IS NULL ORDER BY id")
+                .bind(login)
+                .fetch_all(&mut tx)
+                .await?;
+        let mut revoked = 0;
+        for row in &held {
+            if Self::revoke_in(&mut tx, &row.text("id")?, now).await? {
+                revoked += 1;
+            }
+        }
+        tx.commit().await?;
+        Ok(revoked)
+    }
+
     /// Unrevoked, activated grants, newest first; of one login when given.
     pub(super) async fn list_grants_impl(
         &self,

@@ -3,7 +3,7 @@
 //! rotation).
 
 use super::backend::stmt;
-use super::{Backend, SqlStore, grants, pending};
+use super::{Backend, SqlStore, grants, page_sessions, pending};
 use crate::store::{PruneCounts, StoreError, UnixTime};
 
 /// Revoked grants are kept this long (for `grant_of_token` on a late
@@ -44,11 +44,16 @@ impl<DB: Backend> SqlStore<DB> {
         .bind(now - REVOKED_GRANT_RETENTION)
         .execute(&mut conn)
         .await?;
+        let page_sessions = stmt::<DB>("DELETE FROM page_sessions WHERE expires_at <= $1")
+            .bind(now)
+            .execute(&mut conn)
+            .await?;
         Ok(PruneCounts {
             pending,
             codes,
             tokens,
             grants,
+            page_sessions,
         })
     }
 
@@ -80,6 +85,9 @@ impl<DB: Backend> SqlStore<DB> {
         )
         .execute(&mut tx)
         .await?;
+        stmt::<DB>("UPDATE page_sessions SET gitea_access_token_enc = gitea_access_token_enc")
+            .execute(&mut tx)
+            .await?;
         let mut rewritten = 0;
         for value in self.sealed_values(&mut tx).await? {
             if self.cipher.is_current(&value.ciphertext) {
@@ -136,6 +144,18 @@ impl<DB: Backend> SqlStore<DB> {
                 ciphertext: row.text("upstream_pkce_verifier_enc")?,
             });
         }
+        let sessions = stmt::<DB>(
+            "SELECT id_hash, gitea_access_token_enc FROM page_sessions ORDER BY id_hash",
+        )
+        .fetch_all(&mut *conn)
+        .await?;
+        for row in sessions {
+            values.push(SealedValue {
+                column: SealedColumn::PageSessionGiteaToken,
+                row: row.text("id_hash")?,
+                ciphertext: row.text("gitea_access_token_enc")?,
+            });
+        }
         Ok(values)
     }
 }
@@ -146,6 +166,7 @@ enum SealedColumn {
     GiteaAccessToken,
     GiteaRefreshToken,
     PkceVerifier,
+    PageSessionGiteaToken,
 }
 
 impl SealedColumn {
@@ -153,6 +174,7 @@ impl SealedColumn {
         match self {
             Self::GiteaAccessToken | Self::GiteaRefreshToken => grants::TABLE,
             Self::PkceVerifier => pending::TABLE,
+            Self::PageSessionGiteaToken => page_sessions::TABLE,
         }
     }
 
@@ -167,6 +189,9 @@ impl SealedColumn {
             Self::PkceVerifier => {
                 "UPDATE pending_authorizations SET upstream_pkce_verifier_enc = $1 \
                  WHERE id_hash = $2"
+            }
+            Self::PageSessionGiteaToken => {
+                "UPDATE page_sessions SET gitea_access_token_enc = $1 WHERE id_hash = $2"
             }
         }
     }

@@ -25,6 +25,7 @@ mod clients;
 mod codes;
 mod grants;
 mod maintenance;
+mod page_sessions;
 mod pending;
 mod tokens;
 
@@ -39,8 +40,8 @@ use backend::{migrator, stmt};
 use super::cipher::TokenCipher;
 use super::{
     AuthCodeRecord, ClientRecord, CodeRedemption, GiteaTokens, GrantRecord, NewToken, OAuthStore,
-    PendingAuthorization, PruneCounts, RefreshOutcome, ResolvedAccess, StoreError, StoreLimits,
-    UnixTime, UpstreamLeg,
+    PageSession, PendingAuthorization, PruneCounts, RefreshOutcome, ResolvedAccess, StoreError,
+    StoreLimits, UnixTime, UpstreamLeg,
 };
 
 /// The OAuth store over one sqlx pool.
@@ -299,6 +300,30 @@ impl<DB: Backend> OAuthStore for SqlStore<DB> {
 
     async fn grant_of_token(&self, token_hash: &str) -> Result<Option<GrantRecord>, StoreError> {
         self.grant_of_token_impl(token_hash).await
+    }
+
+    async fn revoke_grants_for_login(&self, login: &str, now: UnixTime) -> Result<u64, StoreError> {
+        self.revoke_grants_for_login_impl(login, now).await
+    }
+
+    async fn insert_page_session(
+        &self,
+        session: &PageSession,
+        now: UnixTime,
+    ) -> Result<(), StoreError> {
+        self.insert_page_session_impl(session, now).await
+    }
+
+    async fn get_page_session(
+        &self,
+        id_hash: &str,
+        now: UnixTime,
+    ) -> Result<Option<PageSession>, StoreError> {
+        self.get_page_session_impl(id_hash, now).await
+    }
+
+    async fn delete_page_session(&self, id_hash: &str) -> Result<bool, StoreError> {
+        self.delete_page_session_impl(id_hash).await
     }
 
     async fn prune(&self, now: UnixTime) -> Result<PruneCounts, StoreError> {

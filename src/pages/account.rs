@@ -1,0 +1,175 @@
+//! `/account`: a person's own connected clients (every grant in their
+//! name, with Revoke and Revoke all) and how to connect a new one.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use askama::Template;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use serde::Deserialize;
+
+use super::connections::{GrantRow, grant_rows};
+use super::session::{CheckedForm, ReturnTo, SignedIn, signed_in};
+use super::{ErrorPage, render_page, with_page_headers};
+use crate::oauth::OAuthServer;
+use crate::setup::snippets::{ConnectorSnippet, connector_snippets};
+use crate::store::{ClientRecord, StoreError};
+
+#[derive(Template)]
+#[template(path = "sign_in.html")]
+pub struct SignInPage {
+    pub heading: &'static str,
+    pub explanation: &'static str,
+    pub next: &'static str,
+}
+
+impl SignInPage {
+    pub fn for_page(next: ReturnTo) -> Self {
+        match next {
+            ReturnTo::Account => Self {
+                heading: "Your connected clients",
+                explanation: "Sign in with your Gitea account to see every application connected in your name and revoke any of them.",
+                next: "account",
+            },
+            ReturnTo::Admin => Self {
+                heading: "Administration",
+                explanation: "Sign in with a Gitea site administrator account to see and revoke every connected client.",
+                next: "admin",
+            },
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "account.html")]
+struct AccountPage {
+    login: String,
+    is_admin: bool,
+    csrf_token: String,
+    notice: Option<&'static str>,
+    grants: Vec<GrantRow>,
+    mcp_url: String,
+    snippets: Vec<ConnectorSnippet>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct AccountQuery {
+    done: Option<String>,
+}
+
+pub fn store_failure(err: StoreError) -> Response {
+    tracing::error!(error = %err, "store failure on a page");
+    ErrorPage::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "Try again later",
+        "The page could not be loaded. Nothing was changed.",
+    )
+    .into_response()
+}
+
+/// The clients of `ids`, by id (for naming grants).
+pub async fn clients_by_id(
+    server: &OAuthServer,
+    ids: impl Iterator<Item = &str>,
+) -> Result<HashMap<String, ClientRecord>, StoreError> {
+    let mut out = HashMap::new();
+    for id in ids {
+        if !out.contains_key(id)
+            && let Some(client) = server.store.get_client(id).await?
+        {
+            out.insert(id.to_owned(), client);
+        }
+    }
+    Ok(out)
+}
+
+/// True when the person may use the admin page (as of sign-in).
+pub fn may_administer(server: &OAuthServer, person: &SignedIn) -> bool {
+    person.session.is_admin
+        || server
+            .config
+            .admin_logins
+            .iter()
+            .any(|l| l.eq_ignore_ascii_case(person.login()))
+}
+
+/// `GET /account`.
+pub async fn account(
+    State(server): State<Arc<OAuthServer>>,
+    Query(query): Query<AccountQuery>,
+    headers: HeaderMap,
+) -> Response {
+    let Some(person) = signed_in(&server, &headers).await else {
+        return render_page(StatusCode::OK, &SignInPage::for_page(ReturnTo::Account));
+    };
+    let grants = match server.store.list_grants_for_login(person.login()).await {
+        Ok(grants) => grants,
+        Err(err) => return store_failure(err),
+    };
+    let clients = match clients_by_id(&server, grants.iter().map(|g| g.client_id.as_str())).await {
+        Ok(clients) => clients,
+        Err(err) => return store_failure(err),
+    };
+    let mcp_url = server.config.resource.clone();
+    let page = AccountPage {
+        login: person.login().to_owned(),
+        is_admin: may_administer(&server, &person),
+        csrf_token: person.csrf_token.clone(),
+        notice: match query.done.as_deref() {
+            Some("revoked") => Some("The client was revoked. Its tokens no longer work."),
+            Some("revoked-all") => Some("Every client was revoked."),
+            _ => None,
+        },
+        grants: grant_rows(&grants, &clients),
+        snippets: connector_snippets(&mcp_url),
+        mcp_url,
+    };
+    render_page(StatusCode::OK, &page)
+}
+
+/// `POST /account/grants/revoke`: one of the person's own grants.
+pub async fn revoke_grant(
+    State(server): State<Arc<OAuthServer>>,
+    CheckedForm { person, params }: CheckedForm,
+) -> Response {
+    let grant_id = params.get("grant_id").unwrap_or_default();
+    // Someone else's grant is answered exactly like a missing one.
+    let owned = match server.store.get_grant(grant_id).await {
+        Ok(Some(g)) => g.login == person.login() && g.revoked_at.is_none(),
+        Ok(None) => false,
+        Err(err) => return store_failure(err),
+    };
+    if !owned {
+        return ErrorPage::new(
+            StatusCode::NOT_FOUND,
+            "Already gone",
+            "That connection no longer exists. Nothing was changed.",
+        )
+        .into_response();
+    }
+    if let Err(err) = server.store.revoke_grant(grant_id, server.now()).await {
+        return store_failure(err);
+    }
+    tracing::info!(login = %person.login(), "grant revoked on the account page");
+    with_page_headers(Redirect::to("/account?done=revoked").into_response())
+}
+
+/// `POST /account/grants/revoke-all`.
+pub async fn revoke_all(
+    State(server): State<Arc<OAuthServer>>,
+    CheckedForm { person, .. }: CheckedForm,
+) -> Response {
+    match server
+        .store
+        .revoke_grants_for_login(person.login(), server.now())
+        .await
+    {
+        Ok(count) => {
+            tracing::info!(login = %person.login(), count, "all grants revoked on the account page");
+            with_page_headers(Redirect::to("/account?done=revoked-all").into_response())
+        }
+        Err(err) => store_failure(err),
+    }
+}

@@ -1,0 +1,363 @@
+//! `/admin`: every client and every grant, for Gitea site administrators
+//! (`is_admin` at sign-in, checked again with Gitea before every action)
+//! and the logins of `ADMIN_LOGINS`. Actions (revoke a grant, revoke every
+//! grant of a user, delete a client) go through a confirmation page and a
+//! CSRF-checked post, and are recorded through [`record_admin_action`].
+
+use std::sync::Arc;
+
+use askama::Template;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use serde::Deserialize;
+
+use super::account::{SignInPage, may_administer, store_failure};
+use super::connections::{ClientRow, GrantRow, client_rows, grant_rows};
+use super::session::{CheckedForm, ReturnTo, SignedIn, signed_in};
+use super::{ErrorPage, render_page, with_page_headers};
+use crate::oauth::OAuthServer;
+use crate::oauth::upstream::UpstreamAuthError;
+
+/// Grants per admin page.
+const PAGE_SIZE: usize = 50;
+/// Longest filter value considered.
+const MAX_FILTER: usize = 256;
+
+/// An administrator's action.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AdminAction {
+    RevokeGrant { grant_id: String },
+    RevokeUser { login: String },
+    DeleteClient { client_id: String },
+}
+
+impl AdminAction {
+    fn parse(action: &str, target: &str) -> Option<Self> {
+        if target.is_empty() || target.len() > MAX_FILTER {
+            return None;
+        }
+        let target = target.to_owned();
+        match action {
+            "revoke-grant" => Some(Self::RevokeGrant { grant_id: target }),
+            "revoke-user" => Some(Self::RevokeUser { login: target }),
+            "delete-client" => Some(Self::DeleteClient { client_id: target }),
+            _ => None,
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Self::RevokeGrant { .. } => "revoke-grant",
+            Self::RevokeUser { .. } => "revoke-user",
+            Self::DeleteClient { .. } => "delete-client",
+        }
+    }
+
+    fn target(&self) -> &str {
+        match self {
+            Self::RevokeGrant { grant_id } => grant_id,
+            Self::RevokeUser { login } => login,
+            Self::DeleteClient { client_id } => client_id,
+        }
+    }
+}
+
+/// The record of an admin action. Today a structured log line on the
+/// `audit` target; the audit log (issue 7) takes its place here.
+pub fn record_admin_action(admin: &str, action: &AdminAction, changed: u64) {
+    tracing::info!(
+        target: "audit",
+        event = "admin_action",
+        admin,
+        action = action.name(),
+        target_id = action.target(),
+        changed,
+        "admin action"
+    );
+}
+
+#[derive(Template)]
+#[template(path = "admin.html")]
+struct AdminPage {
+    login: String,
+    csrf_token: String,
+    notice: Option<&'static str>,
+    filter_user: String,
+    filter_client: String,
+    total_grants: usize,
+    grants: Vec<GrantRow>,
+    prev_page: Option<usize>,
+    next_page: Option<usize>,
+    clients: Vec<ClientRow>,
+}
+
+#[derive(Template)]
+#[template(path = "confirm.html")]
+struct ConfirmPage {
+    title: &'static str,
+    description: String,
+    button: &'static str,
+    action: &'static str,
+    target: String,
+    csrf_token: String,
+}
+
+#[derive(Debug, Deserialize, Default)]
+pub struct AdminQuery {
+    #[serde(default)]
+    user: String,
+    #[serde(default)]
+    client: String,
+    #[serde(default)]
+    page: Option<usize>,
+    #[serde(default)]
+    done: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ConfirmQuery {
+    #[serde(default)]
+    action: String,
+    #[serde(default)]
+    target: String,
+}
+
+fn forbidden() -> Response {
+    ErrorPage::new(
+        StatusCode::FORBIDDEN,
+        "Administrators only",
+        "This page is for Gitea site administrators. Nothing was changed.",
+    )
+    .into_response()
+}
+
+fn gone() -> Response {
+    ErrorPage::new(
+        StatusCode::NOT_FOUND,
+        "Already gone",
+        "That no longer exists. Nothing was changed.",
+    )
+    .into_response()
+}
+
+/// The signed-in administrator, or the page to show instead.
+async fn administrator(server: &OAuthServer, headers: &HeaderMap) -> Result<SignedIn, Response> {
+    let Some(person) = signed_in(server, headers).await else {
+        return Err(render_page(
+            StatusCode::OK,
+            &SignInPage::for_page(ReturnTo::Admin),
+        ));
+    };
+    if may_administer(server, &person) {
+        Ok(person)
+    } else {
+        Err(forbidden())
+    }
+}
+
+/// `GET /admin`.
+pub async fn admin(
+    State(server): State<Arc<OAuthServer>>,
+    Query(query): Query<AdminQuery>,
+    headers: HeaderMap,
+) -> Response {
+    let person = match administrator(&server, &headers).await {
+        Ok(person) => person,
+        Err(page) => return page,
+    };
+    let (grants, clients) = match (
+        server.store.list_grants().await,
+        server.store.list_clients().await,
+    ) {
+        (Ok(g), Ok(c)) => (g, c),
+        (Err(err), _) | (_, Err(err)) => return store_failure(err),
+    };
+    let user: String = query.user.trim().chars().take(MAX_FILTER).collect();
+    let client: String = query.client.trim().chars().take(MAX_FILTER).collect();
+    let matching: Vec<_> = grants
+        .iter()
+        .filter(|g| user.is_empty() || g.login.eq_ignore_ascii_case(&user))
+        .filter(|g| client.is_empty() || g.client_id == client)
+        .cloned()
+        .collect();
+    let pages = matching.len().div_ceil(PAGE_SIZE).max(1);
+    let page = query.page.unwrap_or(1).clamp(1, pages);
+    let shown: Vec<_> = matching
+        .iter()
+        .skip((page - 1) * PAGE_SIZE)
+        .take(PAGE_SIZE)
+        .cloned()
+        .collect();
+    let by_id = clients
+        .iter()
+        .map(|c| (c.client_id.clone(), c.clone()))
+        .collect();
+    let view = AdminPage {
+        login: person.login().to_owned(),
+        csrf_token: person.csrf_token.clone(),
+        notice: match query.done.as_deref() {
+            Some("revoke-grant") => Some("The grant was revoked."),
+            Some("revoke-user") => Some("Every grant of that user was revoked."),
+            Some("delete-client") => Some("The client and its grants were deleted."),
+            _ => None,
+        },
+        total_grants: matching.len(),
+        grants: grant_rows(&shown, &by_id),
+        prev_page: (page > 1).then(|| page - 1),
+        next_page: (page < pages).then(|| page + 1),
+        clients: client_rows(&clients, &grants),
+        filter_user: user,
+        filter_client: client,
+    };
+    render_page(StatusCode::OK, &view)
+}
+
+/// `GET /admin/confirm?action=…&target=…`: what is about to happen.
+pub async fn confirm(
+    State(server): State<Arc<OAuthServer>>,
+    Query(query): Query<ConfirmQuery>,
+    headers: HeaderMap,
+) -> Response {
+    let person = match administrator(&server, &headers).await {
+        Ok(person) => person,
+        Err(page) => return page,
+    };
+    let Some(action) = AdminAction::parse(&query.action, &query.target) else {
+        return gone();
+    };
+    let (title, description, button) = match &action {
+        AdminAction::RevokeGrant { grant_id } => match server.store.get_grant(grant_id).await {
+            Ok(Some(g)) if g.revoked_at.is_none() => (
+                "Revoke this grant?",
+                format!(
+                    "The client {} loses its access as {}.",
+                    g.client_id, g.login
+                ),
+                "Revoke",
+            ),
+            Ok(_) => return gone(),
+            Err(err) => return store_failure(err),
+        },
+        AdminAction::RevokeUser { login } => (
+            "Revoke every grant of this user?",
+            format!("Every client connected as {login} loses its access."),
+            "Revoke all",
+        ),
+        AdminAction::DeleteClient { client_id } => match server.store.get_client(client_id).await {
+            Ok(Some(c)) => (
+                "Delete this client?",
+                format!(
+                    "The client {} ({}) is deleted and every grant it holds is revoked.",
+                    c.client_name.unwrap_or_else(|| "unnamed".into()),
+                    c.client_id
+                ),
+                "Delete",
+            ),
+            Ok(None) => return gone(),
+            Err(err) => return store_failure(err),
+        },
+    };
+    render_page(
+        StatusCode::OK,
+        &ConfirmPage {
+            title,
+            description,
+            button,
+            action: action.name(),
+            target: action.target().to_owned(),
+            csrf_token: person.csrf_token,
+        },
+    )
+}
+
+/// `POST /admin/actions`: performs a confirmed action after asking Gitea
+/// again whether the person is still a site administrator.
+pub async fn perform(
+    State(server): State<Arc<OAuthServer>>,
+    CheckedForm { person, params }: CheckedForm,
+) -> Response {
+    if let Err(page) = recheck_administrator(&server, &person).await {
+        return page;
+    }
+    let Some(action) = AdminAction::parse(
+        params.get("action").unwrap_or_default(),
+        params.get("target").unwrap_or_default(),
+    ) else {
+        return gone();
+    };
+    let now = server.now();
+    let outcome = match &action {
+        AdminAction::RevokeGrant { grant_id } => server
+            .store
+            .revoke_grant(grant_id, now)
+            .await
+            .map(u64::from),
+        AdminAction::RevokeUser { login } => server.store.revoke_grants_for_login(login, now).await,
+        AdminAction::DeleteClient { client_id } => server
+            .store
+            .delete_client(client_id, now)
+            .await
+            .map(u64::from),
+    };
+    match outcome {
+        Ok(0) if !matches!(action, AdminAction::RevokeUser { .. }) => gone(),
+        Ok(changed) => {
+            record_admin_action(person.login(), &action, changed);
+            with_page_headers(
+                Redirect::to(&format!("/admin?done={}", action.name())).into_response(),
+            )
+        }
+        Err(err) => store_failure(err),
+    }
+}
+
+/// `ADMIN_LOGINS` pass; anyone else must still be a Gitea site admin, asked
+/// with the token from their sign-in.
+async fn recheck_administrator(server: &OAuthServer, person: &SignedIn) -> Result<(), Response> {
+    let listed = server
+        .config
+        .admin_logins
+        .iter()
+        .any(|l| l.eq_ignore_ascii_case(person.login()));
+    if listed {
+        return Ok(());
+    }
+    match server.upstream.user(&person.session.gitea_access_token).await {
+        Ok(user) if user.is_admin && user.login.eq_ignore_ascii_case(person.login()) => Ok(()),
+        Ok(_) => {
+            tracing::warn!(login = %person.login(), "admin action refused: no longer a Gitea site admin");
+            Err(forbidden())
+        }
+        Err(UpstreamAuthError::InvalidGrant) => Err(ErrorPage::new(
+            StatusCode::UNAUTHORIZED,
+            "Sign in again",
+            "Your Gitea sign-in has expired, so your administrator rights cannot be checked. Sign out, sign in again, and repeat the action. Nothing was changed.",
+        )
+        .into_response()),
+        Err(_) => Err(ErrorPage::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Try again later",
+            "Gitea could not be asked whether you are an administrator. Nothing was changed.",
+        )
+        .into_response()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_known_actions_with_a_target_parse() {
+        assert_eq!(
+            AdminAction::parse("revoke-user", "alice"),
+            Some(AdminAction::RevokeUser {
+                login: "alice".into()
+            })
+        );
+        assert_eq!(AdminAction::parse("drop-tables", "x"), None);
+        assert_eq!(AdminAction::parse("revoke-grant", ""), None);
+        assert_eq!(AdminAction::parse("revoke-grant", &"x".repeat(300)), None);
+    }
+}

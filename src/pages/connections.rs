@@ -1,0 +1,167 @@
+//! How grants and clients look on the pages: one row per grant with its
+//! client's name, redirect host and registration kind, and dates in UTC.
+//! Pure functions of store records.
+
+use std::collections::HashMap;
+
+use crate::store::{ClientRecord, GrantRecord, Registration, UnixTime};
+
+/// Longest client name shown (registration already bounds it; this keeps
+/// a page readable whatever the store holds).
+const MAX_SHOWN_NAME: usize = 200;
+
+/// One connected client of one person.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrantRow {
+    pub id: String,
+    pub login: String,
+    pub client_id: String,
+    pub client_name: String,
+    pub redirect_host: String,
+    pub registration: &'static str,
+    pub scope: String,
+    pub created: String,
+    pub last_used: String,
+}
+
+/// One registered client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientRow {
+    pub client_id: String,
+    pub client_name: String,
+    pub redirect_hosts: String,
+    pub registration: &'static str,
+    pub created: String,
+    pub grants: usize,
+}
+
+/// A unix time as `2026-11-29 22:38 UTC`.
+pub fn format_time(time: UnixTime) -> String {
+    chrono::DateTime::from_timestamp(time, 0)
+        .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn shown_name(client: Option<&ClientRecord>) -> String {
+    let name = client
+        .and_then(|c| c.client_name.clone())
+        .unwrap_or_else(|| "(unnamed client)".into());
+    name.chars().take(MAX_SHOWN_NAME).collect()
+}
+
+fn registration(client: Option<&ClientRecord>) -> &'static str {
+    match client.map(|c| c.registration) {
+        Some(Registration::Dynamic) => "dynamic registration",
+        Some(Registration::MetadataDocument) => "metadata document",
+        None => "deleted client",
+    }
+}
+
+/// The host a redirect URI sends people to (for a private-use scheme
+/// without a host, the scheme).
+pub fn host_of(uri: &str) -> String {
+    url::Url::parse(uri)
+        .ok()
+        .map(|u| {
+            u.host_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| format!("{}:", u.scheme()))
+        })
+        .unwrap_or_default()
+}
+
+/// Rows for `grants`, looking their clients up in `clients`.
+pub fn grant_rows(
+    grants: &[GrantRecord],
+    clients: &HashMap<String, ClientRecord>,
+) -> Vec<GrantRow> {
+    grants
+        .iter()
+        .map(|grant| {
+            let client = clients.get(&grant.client_id);
+            GrantRow {
+                id: grant.id.clone(),
+                login: grant.login.clone(),
+                client_id: grant.client_id.clone(),
+                client_name: shown_name(client),
+                redirect_host: client
+                    .and_then(|c| c.redirect_uris.first())
+                    .map(|u| host_of(u))
+                    .unwrap_or_default(),
+                registration: registration(client),
+                scope: grant.scope.clone(),
+                created: format_time(grant.created_at),
+                last_used: grant
+                    .last_used_at
+                    .map(format_time)
+                    .unwrap_or_else(|| "never".into()),
+            }
+        })
+        .collect()
+}
+
+/// Rows for `clients`, with how many of `grants` each holds.
+pub fn client_rows(clients: &[ClientRecord], grants: &[GrantRecord]) -> Vec<ClientRow> {
+    clients
+        .iter()
+        .map(|client| {
+            let mut hosts: Vec<String> = client.redirect_uris.iter().map(|u| host_of(u)).collect();
+            hosts.dedup();
+            ClientRow {
+                client_id: client.client_id.clone(),
+                client_name: shown_name(Some(client)),
+                redirect_hosts: hosts.join(", "),
+                registration: registration(Some(client)),
+                created: format_time(client.created_at),
+                grants: grants
+                    .iter()
+                    .filter(|g| g.client_id == client.client_id)
+                    .count(),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_shown_in_utc() {
+        assert_eq!(format_time(0), "1970-01-01 00:00 UTC");
+        assert_eq!(format_time(1_795_000_000), "2026-11-18 11:06 UTC");
+    }
+
+    #[test]
+    fn hosts_come_from_redirect_uris_or_their_scheme() {
+        assert_eq!(
+            host_of("https://claude.ai/api/mcp/auth_callback"),
+            "claude.ai"
+        );
+        assert_eq!(host_of("http://127.0.0.1:5000/cb"), "127.0.0.1");
+        assert_eq!(
+            host_of("cursor://anysphere.cursor-retrieval/cb"),
+            "anysphere.cursor-retrieval"
+        );
+        assert_eq!(host_of("com.example.app:/cb"), "com.example.app:");
+    }
+
+    #[test]
+    fn long_names_are_cut_for_display() {
+        let client = ClientRecord {
+            client_id: "c".into(),
+            client_name: Some("x".repeat(10_000)),
+            redirect_uris: vec![],
+            token_endpoint_auth_method: "none".into(),
+            grant_types: vec![],
+            response_types: vec![],
+            scope: None,
+            registration: Registration::Dynamic,
+            secret_hash: None,
+            metadata: serde_json::Value::Null,
+            created_at: 0,
+            expires_at: None,
+        };
+        assert_eq!(shown_name(Some(&client)).chars().count(), MAX_SHOWN_NAME);
+    }
+}

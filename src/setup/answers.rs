@@ -1,0 +1,634 @@
+//! What `setup` needs to know: the flags first; in a terminal, a prompt for
+//! each one the flags did not give (defaults in brackets, the admin token
+//! read without echo); otherwise the defaults, or a clear error for what
+//! has none. Each answer is checked with the gateway's own rules
+//! ([`Settings::from_source`]) as soon as it is given.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+
+use clap::Args;
+use secrecy::{ExposeSecret, SecretString};
+
+use crate::config::{ConfigError, Settings, SettingsSource};
+
+pub const DEFAULT_BIND: &str = "127.0.0.1";
+pub const DEFAULT_PORT: u16 = 8080;
+pub const DEFAULT_OUTPUT: &str = "./.env";
+pub const DEFAULT_OAUTH_APP_NAME: &str = "Aegis Gitea MCP";
+
+/// How often an interactive question is asked again after a bad answer.
+const MAX_TRIES: usize = 5;
+
+/// `aegis-gitea-mcp setup`: writes an env file for the gateway, checks
+/// Gitea and creates the OAuth2 application there.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SetupArgs {
+    /// Gitea base URL, e.g. https://gitea.example.com (GITEA_URL).
+    #[arg(long, value_name = "URL")]
+    pub gitea_url: Option<String>,
+    /// Admin token for Gitea (GITEA_TOKEN); needs read:user, and write:user to
+    /// create the OAuth2 application. Never echoed; prefer the environment
+    /// variable to the flag, which other users may see in the process list.
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "GITEA_TOKEN",
+        hide_env_values = true
+    )]
+    pub admin_token: Option<SecretString>,
+    /// External URL of the gateway (PUBLIC_BASE_URL); https unless loopback
+    /// [default: http://127.0.0.1:<port>].
+    #[arg(long, value_name = "URL")]
+    pub public_base_url: Option<String>,
+    /// Address the gateway binds (MCP_HOST): an IP address or `localhost`
+    /// [default: 127.0.0.1].
+    #[arg(long, value_name = "HOST")]
+    pub bind: Option<String>,
+    /// Port the gateway binds (MCP_PORT) [default: 8080].
+    #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+    pub port: Option<u16>,
+    /// Env file to write [default: ./.env].
+    #[arg(long, value_name = "PATH")]
+    pub output: Option<PathBuf>,
+    /// Replace the output file if it exists (never a symlink).
+    #[arg(long)]
+    pub force: bool,
+    /// Do not create the OAuth2 application in Gitea (no OAuth sign-in).
+    #[arg(long, conflicts_with = "oauth_app_name")]
+    pub no_oauth: bool,
+    /// Name of the OAuth2 application created in Gitea [default: Aegis Gitea MCP].
+    #[arg(long, value_name = "NAME")]
+    pub oauth_app_name: Option<String>,
+    /// Never prompt: fail naming what is missing (implied when stdin is not a
+    /// terminal).
+    #[arg(long)]
+    pub non_interactive: bool,
+}
+
+impl SetupArgs {
+    /// Prompts only when asked to and stdin is a terminal.
+    pub fn interactive(&self) -> bool {
+        !self.non_interactive && std::io::stdin().is_terminal()
+    }
+}
+
+/// Every answer, resolved and checked one by one.
+#[derive(Debug, Clone)]
+pub struct Answers {
+    /// As given, trimmed; normalised later by [`Settings`].
+    pub gitea_url: String,
+    pub admin_token: SecretString,
+    pub bind: String,
+    pub port: u16,
+    pub public_base_url: String,
+    pub output: PathBuf,
+    pub force: bool,
+    /// `None`: no OAuth2 application (`--no-oauth`).
+    pub oauth_app_name: Option<String>,
+}
+
+/// Where interactive answers come from.
+pub trait Prompt {
+    /// Asks `question`; an empty answer means `default` (or empty).
+    fn ask(&mut self, question: &str, default: Option<&str>) -> std::io::Result<String>;
+    /// Asks without echoing the answer.
+    fn ask_secret(&mut self, question: &str) -> std::io::Result<String>;
+    /// Tells something (a rule an answer broke).
+    fn tell(&mut self, text: &str);
+}
+
+/// Prompts on stderr, reads stdin; the secret is read from the terminal
+/// with echo off.
+pub struct TerminalPrompt;
+
+impl Prompt for TerminalPrompt {
+    fn ask(&mut self, question: &str, default: Option<&str>) -> std::io::Result<String> {
+        {
+            let mut err = std::io::stderr().lock();
+            match default {
+                Some(d) => write!(err, "{question} [{d}]: ")?,
+                None => write!(err, "{question}: ")?,
+            }
+            err.flush()?;
+        }
+        let mut line = String::new();
+        if std::io::stdin().lock().read_line(&mut line)? == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "end of input before an answer",
+            ));
+        }
+        let answer = line.trim();
+        Ok(match (answer.is_empty(), default) {
+            (true, Some(d)) => d.to_owned(),
+            _ => answer.to_owned(),
+        })
+    }
+
+    fn ask_secret(&mut self, question: &str) -> std::io::Result<String> {
+        rpassword::prompt_password(format!("{question} (input hidden): "))
+    }
+
+    fn tell(&mut self, text: &str) {
+        eprintln!("  {text}");
+    }
+}
+
+/// A question could not be answered.
+#[derive(Debug, thiserror::Error)]
+pub enum AnswerError {
+    /// Bad or missing value of a setting: the CLI reports it as a
+    /// configuration error (exit code 2).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("reading the answer to \"{question}\" failed: {why}")]
+    Prompt { question: &'static str, why: String },
+}
+
+/// Resolves every answer: flag, else prompt (when `prompt` is given), else
+/// default, else a [`ConfigError`] naming the flag.
+pub fn resolve(
+    args: SetupArgs,
+    mut prompt: Option<&mut dyn Prompt>,
+) -> Result<Answers, AnswerError> {
+    let gitea_url = match args.gitea_url {
+        Some(url) => url.trim().to_owned(),
+        None => match prompt.as_deref_mut() {
+            Some(p) => ask_checked(p, "Gitea URL", None, |url| {
+                check_setting("GITEA_URL", &[("GITEA_URL", url)])
+            })?,
+            None => return Err(missing("GITEA_URL", "--gitea-url")),
+        },
+    };
+
+    let admin_token = match args.admin_token {
+        Some(token) => SecretString::from(token.expose_secret().trim().to_owned()),
+        None => match prompt.as_deref_mut() {
+            Some(p) => ask_secret(p, "Gitea admin token")?,
+            None => {
+                return Err(missing(
+                    "GITEA_TOKEN",
+                    "--admin-token or the GITEA_TOKEN environment variable",
+                ));
+            }
+        },
+    };
+    check_token(&admin_token)?;
+
+    let bind = match args.bind {
+        Some(bind) => bind.trim().to_owned(),
+        None => match prompt.as_deref_mut() {
+            Some(p) => ask_checked(p, "Bind address (MCP_HOST)", Some(DEFAULT_BIND), |host| {
+                check_setting("MCP_HOST", &[("MCP_HOST", host)])
+            })?,
+            None => DEFAULT_BIND.to_owned(),
+        },
+    };
+    check_setting("MCP_HOST", &[("MCP_HOST", &bind)])?;
+
+    let port = match args.port {
+        Some(port) => port,
+        None => match prompt.as_deref_mut() {
+            Some(p) => {
+                let answer = ask_checked(
+                    p,
+                    "Port (MCP_PORT)",
+                    Some(&DEFAULT_PORT.to_string()),
+                    |port| parse_port(port).map(drop),
+                )?;
+                parse_port(&answer)?
+            }
+            None => DEFAULT_PORT,
+        },
+    };
+
+    let default_public = default_public_base_url(&bind, port);
+    let public_base_url = match args.public_base_url {
+        Some(url) => url.trim().to_owned(),
+        None => match prompt.as_deref_mut() {
+            Some(p) => ask_checked(
+                p,
+                "Public base URL of the gateway (PUBLIC_BASE_URL; https unless loopback)",
+                Some(&default_public),
+                |url| check_setting("PUBLIC_BASE_URL", &[("PUBLIC_BASE_URL", url)]),
+            )?,
+            None => default_public,
+        },
+    };
+
+    let oauth_app_name = if args.no_oauth {
+        None
+    } else {
+        match args.oauth_app_name {
+            Some(name) => Some(name.trim().to_owned()),
+            None => match prompt.as_deref_mut() {
+                Some(p) => {
+                    let create = ask_checked(
+                        p,
+                        "Create the OAuth2 application in Gitea, so people sign in as themselves? (y/n)",
+                        Some("y"),
+                        |yes| parse_yes_no(yes).map(drop),
+                    )?;
+                    if parse_yes_no(&create)? {
+                        Some(ask_checked(
+                            p,
+                            "Name of the OAuth2 application",
+                            Some(DEFAULT_OAUTH_APP_NAME),
+                            check_app_name,
+                        )?)
+                    } else {
+                        None
+                    }
+                }
+                None => Some(DEFAULT_OAUTH_APP_NAME.to_owned()),
+            },
+        }
+    };
+    if let Some(name) = &oauth_app_name {
+        check_app_name(name)?;
+    }
+
+    let output = match args.output {
+        Some(path) => path,
+        None => match prompt {
+            Some(p) => PathBuf::from(ask_checked(
+                p,
+                "Env file to write",
+                Some(DEFAULT_OUTPUT),
+                |path| {
+                    if path.is_empty() {
+                        Err(ConfigError::new("AEGIS_ENV_FILE", "must name a file"))
+                    } else {
+                        Ok(())
+                    }
+                },
+            )?),
+            None => PathBuf::from(DEFAULT_OUTPUT),
+        },
+    };
+
+    Ok(Answers {
+        gitea_url,
+        admin_token,
+        bind,
+        port,
+        public_base_url,
+        output,
+        force: args.force,
+        oauth_app_name,
+    })
+}
+
+/// `http://<bind>:<port>` when the bind is loopback (or unspecified, then
+/// 127.0.0.1); the gateway's own default for the default bind.
+pub fn default_public_base_url(bind: &str, port: u16) -> String {
+    let host = match bind.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(ip)) if ip.is_loopback() => ip.to_string(),
+        Ok(std::net::IpAddr::V6(ip)) if ip.is_loopback() => format!("[{ip}]"),
+        _ => DEFAULT_BIND.to_owned(),
+    };
+    format!("http://{host}:{port}")
+}
+
+fn missing(setting: &'static str, flag: &str) -> AnswerError {
+    AnswerError::Config(ConfigError::new(
+        setting,
+        format!(
+            "is required: pass {flag} (or run `setup` in a terminal without --non-interactive to be asked)"
+        ),
+    ))
+}
+
+/// Checks one setting with the gateway's rules: `pairs` plus a placeholder
+/// `GITEA_URL` when the check is not about it; only an error about
+/// `setting` counts.
+pub(super) fn check_setting(
+    setting: &'static str,
+    pairs: &[(&str, &str)],
+) -> Result<(), ConfigError> {
+    let mut all: Vec<(&str, &str)> = pairs.to_vec();
+    if !pairs.iter().any(|(k, _)| *k == "GITEA_URL") {
+        all.push(("GITEA_URL", "http://127.0.0.1:3000"));
+    }
+    match Settings::from_source(&SettingsSource::from_pairs(all)) {
+        Err(err) if err.setting == setting => Err(err),
+        _ => Ok(()),
+    }
+}
+
+fn check_token(token: &SecretString) -> Result<(), ConfigError> {
+    let value = token.expose_secret();
+    if value.is_empty() {
+        return Err(ConfigError::new("GITEA_TOKEN", "must not be empty"));
+    }
+    if value.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(ConfigError::new(
+            "GITEA_TOKEN",
+            "must not contain whitespace or control characters",
+        ));
+    }
+    Ok(())
+}
+
+fn check_app_name(name: &str) -> Result<(), ConfigError> {
+    if name.trim().is_empty() || name.chars().count() > 255 || name.chars().any(char::is_control) {
+        return Err(ConfigError::new(
+            "GITEA_OAUTH_CLIENT_ID",
+            "the OAuth2 application name (--oauth-app-name) must be 1-255 characters without control characters",
+        ));
+    }
+    Ok(())
+}
+
+fn parse_port(value: &str) -> Result<u16, ConfigError> {
+    match value.trim().parse::<u16>() {
+        Ok(port) if port > 0 => Ok(port),
+        _ => Err(ConfigError::new(
+            "MCP_PORT",
+            "must be a port number (1-65535)",
+        )),
+    }
+}
+
+fn parse_yes_no(value: &str) -> Result<bool, ConfigError> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Ok(true),
+        "n" | "no" => Ok(false),
+        _ => Err(ConfigError::new("GITEA_OAUTH_CLIENT_ID", "answer y or n")),
+    }
+}
+
+/// Asks until `check` passes (at most [`MAX_TRIES`] times), telling the
+/// rule each bad answer broke.
+fn ask_checked(
+    prompt: &mut dyn Prompt,
+    question: &'static str,
+    default: Option<&str>,
+    check: impl Fn(&str) -> Result<(), ConfigError>,
+) -> Result<String, AnswerError> {
+    let mut last = None;
+    for _ in 0..MAX_TRIES {
+        let answer = prompt
+            .ask(question, default)
+            .map_err(|err| AnswerError::Prompt {
+                question,
+                why: err.to_string(),
+            })?;
+        let answer = answer.trim().to_owned();
+        if answer.is_empty() && default.is_none() {
+            prompt.tell("an answer is required");
+            continue;
+        }
+        match check(&answer) {
+            Ok(()) => return Ok(answer),
+            Err(err) => {
+                prompt.tell(&err.to_string());
+                last = Some(err);
+            }
+        }
+    }
+    Err(AnswerError::Config(last.unwrap_or_else(|| {
+        ConfigError::new("GITEA_URL", format!("no answer to \"{question}\""))
+    })))
+}
+
+fn ask_secret(
+    prompt: &mut dyn Prompt,
+    question: &'static str,
+) -> Result<SecretString, AnswerError> {
+    for _ in 0..MAX_TRIES {
+        let answer = prompt
+            .ask_secret(question)
+            .map_err(|err| AnswerError::Prompt {
+                question,
+                why: err.to_string(),
+            })?;
+        let answer = SecretString::from(answer.trim().to_owned());
+        match check_token(&answer) {
+            Ok(()) => return Ok(answer),
+            // The rule only: the answer itself is never repeated.
+            Err(err) => prompt.tell(&err.to_string()),
+        }
+    }
+    Err(AnswerError::Config(ConfigError::new(
+        "GITEA_TOKEN",
+        "no usable admin token was given",
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+
+    use super::*;
+
+    /// Answers from a script; records what was asked and told.
+    #[derive(Default)]
+    struct Scripted {
+        answers: VecDeque<&'static str>,
+        secrets: VecDeque<&'static str>,
+        asked: Vec<String>,
+        told: Vec<String>,
+    }
+
+    impl Scripted {
+        fn new(answers: &[&'static str], secrets: &[&'static str]) -> Self {
+            Self {
+                answers: answers.iter().copied().collect(),
+                secrets: secrets.iter().copied().collect(),
+                ..Self::default()
+            }
+        }
+    }
+
+    impl Prompt for Scripted {
+        fn ask(&mut self, question: &str, default: Option<&str>) -> std::io::Result<String> {
+            self.asked.push(match default {
+                Some(d) => format!("{question} [{d}]"),
+                None => question.to_owned(),
+            });
+            let answer = self.answers.pop_front().ok_or_else(|| {
+                std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "script ran out")
+            })?;
+            Ok(match (answer.is_empty(), default) {
+                (true, Some(d)) => d.to_owned(),
+                _ => answer.to_owned(),
+            })
+        }
+
+        fn ask_secret(&mut self, question: &str) -> std::io::Result<String> {
+            self.asked.push(question.to_owned());
+            self.secrets.pop_front().map(str::to_owned).ok_or_else(|| {
+                std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "script ran out")
+            })
+        }
+
+        fn tell(&mut self, text: &str) {
+            self.told.push(text.to_owned());
+        }
+    }
+
+    fn flags() -> SetupArgs {
+        SetupArgs {
+            gitea_url: Some("https://gitea.example.com".into()),
+            admin_token: Some(SecretString::from("tok123".to_owned())),
+            ..SetupArgs::default()
+        }
+    }
+
+    #[test]
+    fn flags_alone_take_the_defaults() {
+        let a = resolve(flags(), None).unwrap();
+        assert_eq!(a.gitea_url, "https://gitea.example.com");
+        assert_eq!(a.admin_token.expose_secret(), "tok123");
+        assert_eq!(a.bind, "127.0.0.1");
+        assert_eq!(a.port, 8080);
+        assert_eq!(a.public_base_url, "http://127.0.0.1:8080");
+        assert_eq!(a.output, PathBuf::from("./.env"));
+        assert_eq!(a.oauth_app_name.as_deref(), Some("Aegis Gitea MCP"));
+        assert!(!a.force);
+    }
+
+    #[test]
+    fn without_a_terminal_a_missing_url_or_token_names_the_flag() {
+        let err = resolve(SetupArgs::default(), None).unwrap_err();
+        assert!(err.to_string().contains("--gitea-url"), "{err}");
+        let args = SetupArgs {
+            admin_token: None,
+            ..flags()
+        };
+        let err = resolve(args, None).unwrap_err().to_string();
+        assert!(
+            err.contains("GITEA_TOKEN") && err.contains("--admin-token"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn no_oauth_means_no_application() {
+        let args = SetupArgs {
+            no_oauth: true,
+            ..flags()
+        };
+        assert!(resolve(args, None).unwrap().oauth_app_name.is_none());
+    }
+
+    #[test]
+    fn the_default_public_url_follows_the_port_and_a_loopback_bind() {
+        assert_eq!(
+            default_public_base_url("127.0.0.1", 9000),
+            "http://127.0.0.1:9000"
+        );
+        assert_eq!(default_public_base_url("::1", 8080), "http://[::1]:8080");
+        assert_eq!(
+            default_public_base_url("0.0.0.0", 8080),
+            "http://127.0.0.1:8080"
+        );
+        assert_eq!(
+            default_public_base_url("localhost", 8080),
+            "http://127.0.0.1:8080"
+        );
+        let args = SetupArgs {
+            port: Some(9090),
+            ..flags()
+        };
+        assert_eq!(
+            resolve(args, None).unwrap().public_base_url,
+            "http://127.0.0.1:9090"
+        );
+    }
+
+    #[test]
+    fn a_terminal_is_asked_what_flags_did_not_give_with_defaults() {
+        let mut p = Scripted::new(
+            &["https://git.example.org/", "", "", "", "", "", ""],
+            &["  secret-token \n"],
+        );
+        let a = resolve(SetupArgs::default(), Some(&mut p)).unwrap();
+        assert_eq!(a.gitea_url, "https://git.example.org/");
+        assert_eq!(a.admin_token.expose_secret(), "secret-token");
+        assert_eq!(a.bind, "127.0.0.1");
+        assert_eq!(a.port, 8080);
+        assert_eq!(a.public_base_url, "http://127.0.0.1:8080");
+        assert_eq!(a.oauth_app_name.as_deref(), Some("Aegis Gitea MCP"));
+        assert_eq!(a.output, PathBuf::from("./.env"));
+        assert_eq!(p.asked.len(), 8, "{:?}", p.asked);
+        assert!(p.asked.contains(&"Port (MCP_PORT) [8080]".to_owned()));
+        assert!(p.asked.contains(&"Env file to write [./.env]".to_owned()));
+    }
+
+    #[test]
+    fn flags_are_not_asked_again() {
+        let mut p = Scripted::new(&["", "", "", "n", ""], &[]);
+        let a = resolve(flags(), Some(&mut p)).unwrap();
+        assert!(a.oauth_app_name.is_none());
+        assert!(
+            p.asked
+                .iter()
+                .all(|q| !q.contains("Gitea URL") && !q.contains("token"))
+        );
+    }
+
+    #[test]
+    fn bad_answers_are_explained_and_asked_again() {
+        let mut p = Scripted::new(
+            &[
+                "gitea.example.com",
+                "https://gitea.example.com",
+                "0.0.0.0",
+                "99999",
+                "8443",
+                "http://mcp.example.com",
+                "https://mcp.example.com",
+                "maybe",
+                "y",
+                "",
+                "/tmp/x.env",
+            ],
+            &["", "tok"],
+        );
+        let a = resolve(SetupArgs::default(), Some(&mut p)).unwrap();
+        assert_eq!(a.bind, "0.0.0.0");
+        assert_eq!(a.port, 8443);
+        assert_eq!(a.public_base_url, "https://mcp.example.com");
+        assert_eq!(a.output, PathBuf::from("/tmp/x.env"));
+        let told = p.told.join("\n");
+        assert!(
+            told.contains("GITEA_URL: must be an absolute http(s) URL"),
+            "{told}"
+        );
+        assert!(told.contains("GITEA_TOKEN: must not be empty"), "{told}");
+        assert!(told.contains("MCP_PORT"), "{told}");
+        assert!(told.contains("PUBLIC_BASE_URL: must use https"), "{told}");
+        assert!(told.contains("answer y or n"), "{told}");
+    }
+
+    #[test]
+    fn end_of_input_is_an_error_not_a_loop() {
+        let mut p = Scripted::new(&[], &[]);
+        let err = resolve(SetupArgs::default(), Some(&mut p)).unwrap_err();
+        assert!(matches!(err, AnswerError::Prompt { .. }), "{err}");
+    }
+
+    #[test]
+    fn a_token_with_whitespace_is_refused_without_repeating_it() {
+        let args = SetupArgs {
+            admin_token: Some(SecretString::from("two words".to_owned())),
+            ..flags()
+        };
+        let err = resolve(args, None).unwrap_err().to_string();
+        assert!(err.contains("GITEA_TOKEN"), "{err}");
+        assert!(!err.contains("two words"), "{err}");
+    }
+
+    #[test]
+    fn a_bad_bind_is_refused_with_the_gateways_rule() {
+        let args = SetupArgs {
+            bind: Some("example.com".into()),
+            ..flags()
+        };
+        let err = resolve(args, None).unwrap_err().to_string();
+        assert!(err.contains("MCP_HOST: must be an IP address"), "{err}");
+    }
+}
