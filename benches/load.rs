@@ -203,6 +203,9 @@ async fn spawn_gateway(upstream: SocketAddr, extra: &[(&str, &str)]) -> anyhow::
         ("MCP_BEARER_TOKEN".into(), BEARER.into()),
         ("MCP_HOST".into(), "127.0.0.1".into()),
         ("MCP_PORT".into(), addr.port().to_string()),
+        // The benchmark measures the gateway, not its rate limits.
+        ("RATE_LIMIT_PER_IP".into(), "0".into()),
+        ("RATE_LIMIT_PER_TOKEN".into(), "0".into()),
         (
             "DATA_DIR".into(),
             std::env::temp_dir()

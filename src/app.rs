@@ -5,6 +5,7 @@
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
+use crate::audit::{AuditError, AuditLog, AuditOptions};
 use crate::catalog::Catalog;
 use crate::config::{ConfigError, OpenApiSource, Settings};
 use crate::gitea::admin::AdminAccount;
@@ -27,6 +28,7 @@ pub struct App {
     dispatcher: Dispatcher,
     admin: Option<AdminAccount>,
     oauth: Option<Arc<OAuthServer>>,
+    audit: AuditLog,
 }
 
 /// Why the application could not be built.
@@ -42,6 +44,8 @@ pub enum BuildError {
     Cipher(#[from] crate::store::cipher::CipherError),
     #[error("the Gitea OAuth client could not be built: {0}")]
     Upstream(#[from] UpstreamAuthError),
+    #[error(transparent)]
+    Audit(#[from] AuditError),
 }
 
 impl App {
@@ -56,6 +60,8 @@ impl App {
         settings: Settings,
         clock: Arc<dyn Clock>,
     ) -> Result<Arc<Self>, BuildError> {
+        // First: a log that cannot be written stops startup.
+        let audit = open_audit(&settings).await?;
         let client = GiteaClient::new(settings.gitea_api_base(), &settings.limits)
             .map_err(|_| BuildError::HttpClient)?;
         let started = Instant::now();
@@ -86,13 +92,14 @@ impl App {
         let admin = settings.gitea_token.clone().map(AdminAccount::new);
         let oauth = match GiteaOAuth::from_settings(&settings) {
             None => None,
-            Some(upstream) => Some(build_oauth(&settings, upstream?, clock).await?),
+            Some(upstream) => Some(build_oauth(&settings, upstream?, clock, audit.clone()).await?),
         };
         Ok(Arc::new(Self {
             settings,
             dispatcher,
             admin,
             oauth,
+            audit,
         }))
     }
 
@@ -109,12 +116,26 @@ impl App {
         &self.dispatcher
     }
 
+    /// The audit log (`DATA_DIR/audit.log`).
+    pub fn audit(&self) -> &AuditLog {
+        &self.audit
+    }
+
     /// The admin-token identity for a caller authenticated by `mode`, when
     /// `GITEA_TOKEN` is configured.
     pub async fn admin_identity(&self, mode: IdentityMode) -> Option<Identity> {
         let admin = self.admin.as_ref()?;
         Some(admin.identity(self.dispatcher.client(), mode).await)
     }
+}
+
+/// Opens `DATA_DIR/audit.log` (the directory created 0700 when missing).
+async fn open_audit(settings: &Settings) -> Result<AuditLog, AuditError> {
+    let mut options = AuditOptions::new(&settings.data_dir, settings.audit_hmac_key.as_ref());
+    options.max_bytes = settings.audit_max_bytes;
+    let audit = AuditLog::open_with(options).await?;
+    tracing::info!(path = %audit.path().display(), keyed = audit.is_keyed(), "audit log opened");
+    Ok(audit)
 }
 
 async fn load_live_catalog(settings: &Settings, client: &GiteaClient) -> Catalog {
@@ -148,6 +169,7 @@ async fn build_oauth(
     settings: &Settings,
     upstream: GiteaOAuth,
     clock: Arc<dyn Clock>,
+    audit: AuditLog,
 ) -> Result<Arc<OAuthServer>, BuildError> {
     let cipher = TokenCipher::new(&settings.token_encryption_keys)?;
     let store = open_store(&store_location(settings), cipher, StoreLimits::default()).await?;
@@ -164,6 +186,7 @@ async fn build_oauth(
         upstream,
         metadata_documents: Default::default(),
         resolver: Default::default(),
+        audit,
     });
     spawn_pruning(Arc::downgrade(&server));
     Ok(server)

@@ -6,6 +6,7 @@
 //! database) and `pages` (what browser pages share).
 
 pub mod app;
+pub mod audit;
 pub mod bounded_body;
 pub mod catalog;
 pub mod cli;

@@ -20,6 +20,7 @@ fn gateway_command(gitea_url: &str) -> tokio::process::Command {
         .env("GITEA_URL", gitea_url)
         .env("GITEA_TOKEN", ADMIN_TOKEN)
         .env("RUST_LOG", "info")
+        .env("DATA_DIR", support::scratch_dir())
         .current_dir(std::env::temp_dir());
     cmd
 }

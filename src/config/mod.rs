@@ -93,6 +93,25 @@ impl Default for Limits {
     }
 }
 
+/// Request rate limits at the HTTP edge: requests per minute, counted in a
+/// sliding window before authentication. `0` switches a limit off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimits {
+    /// `RATE_LIMIT_PER_IP`: per client IP.
+    pub per_ip: u32,
+    /// `RATE_LIMIT_PER_TOKEN`: per SHA-256 of the `Authorization` value.
+    pub per_token: u32,
+}
+
+impl Default for RateLimits {
+    fn default() -> Self {
+        Self {
+            per_ip: 600,
+            per_token: 300,
+        }
+    }
+}
+
 /// The granular Gitea scopes requested when `OAUTH_SCOPES` is not set.
 pub const DEFAULT_OAUTH_SCOPES: &[&str] = &[
     "read:user",
@@ -144,7 +163,10 @@ pub struct Settings {
     pub limits: Limits,
     pub allowed_hosts: Vec<String>,
     pub forwarded_allow_ips: Vec<ipnet::IpNet>,
+    pub rate_limits: RateLimits,
     pub audit_hmac_key: Option<SecretString>,
+    /// `AUDIT_MAX_BYTES`: size at which `audit.log` is rotated.
+    pub audit_max_bytes: u64,
     pub admin_logins: Vec<String>,
     pub expose_error_details: bool,
 }
@@ -334,10 +356,33 @@ impl Settings {
             })
             .collect::<Result<Vec<_>, _>>()?;
 
+        let rate_defaults = RateLimits::default();
+        let rate_limits = RateLimits {
+            per_ip: parse_usize(
+                "RATE_LIMIT_PER_IP",
+                get("RATE_LIMIT_PER_IP"),
+                rate_defaults.per_ip as usize,
+                0..=1_000_000,
+            )? as u32,
+            per_token: parse_usize(
+                "RATE_LIMIT_PER_TOKEN",
+                get("RATE_LIMIT_PER_TOKEN"),
+                rate_defaults.per_token as usize,
+                0..=1_000_000,
+            )? as u32,
+        };
+
         let audit_hmac_key = parse_secret(get("AUDIT_HMAC_KEY"));
         if let Some(key) = &audit_hmac_key {
             require_key_length("AUDIT_HMAC_KEY", key)?;
         }
+
+        let audit_max_bytes = parse_usize(
+            "AUDIT_MAX_BYTES",
+            get("AUDIT_MAX_BYTES"),
+            crate::audit::DEFAULT_MAX_BYTES as usize,
+            4096..=(1 << 40),
+        )? as u64;
 
         Ok(Self {
             gitea_url,
@@ -364,7 +409,9 @@ impl Settings {
             limits,
             allowed_hosts: parse_list(get("ALLOWED_HOSTS")),
             forwarded_allow_ips,
+            rate_limits,
             audit_hmac_key,
+            audit_max_bytes,
             admin_logins: parse_list(get("ADMIN_LOGINS")),
             expose_error_details: parse_bool(
                 "EXPOSE_ERROR_DETAILS",

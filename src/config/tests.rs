@@ -182,6 +182,25 @@ fn numeric_bounds_are_range_checked() {
 }
 
 #[test]
+fn rate_limits_default_validate_and_zero_disables() {
+    let s = settings(&[]).unwrap();
+    assert_eq!(s.rate_limits, RateLimits::default());
+    assert!(s.rate_limits.per_ip > 0 && s.rate_limits.per_token > 0);
+    let s = settings(&[("RATE_LIMIT_PER_IP", "0"), ("RATE_LIMIT_PER_TOKEN", " 7 ")]).unwrap();
+    assert_eq!(s.rate_limits.per_ip, 0);
+    assert_eq!(s.rate_limits.per_token, 7);
+    for (name, value) in [
+        ("RATE_LIMIT_PER_IP", "-1"),
+        ("RATE_LIMIT_PER_IP", "many"),
+        ("RATE_LIMIT_PER_TOKEN", "1000001"),
+    ] {
+        let err = settings(&[(name, value)]).unwrap_err();
+        assert_eq!(err.setting, name);
+        assert!(!err.rule.contains(value.trim()), "never echoes the value");
+    }
+}
+
+#[test]
 fn forwarded_allow_ips_accepts_addresses_and_cidrs() {
     let s = settings(&[("FORWARDED_ALLOW_IPS", "10.0.0.1, 192.168.0.0/16")]).unwrap();
     assert_eq!(s.forwarded_allow_ips.len(), 2);
@@ -268,4 +287,14 @@ fn short_key_material_is_refused_by_name() {
     }
     let long = "k".repeat(32);
     assert!(settings(&[("TOKEN_ENCRYPTION_KEY", &format!("{long},{long}"))]).is_ok());
+}
+
+#[test]
+fn audit_max_bytes_defaults_to_64_mib_and_is_bounded() {
+    let s = settings(&[]).unwrap();
+    assert_eq!(s.audit_max_bytes, 64 * 1024 * 1024);
+    let s = settings(&[("AUDIT_MAX_BYTES", "1048576")]).unwrap();
+    assert_eq!(s.audit_max_bytes, 1_048_576);
+    let err = settings(&[("AUDIT_MAX_BYTES", "12")]).unwrap_err();
+    assert_eq!(err.setting, "AUDIT_MAX_BYTES");
 }

@@ -1,13 +1,16 @@
-//! Request guards that run before authentication on `/mcp`: the `Host`
-//! allowlist (421 otherwise) and the `Origin` check (403 for a foreign
-//! origin), the DNS-rebinding defence the MCP specification asks for.
-//! They run first so a rebinding attempt never reaches the token check or
-//! the admin login lookup.
+//! Request guards that run before rate limiting and authentication: the
+//! `Host` allowlist on every route (421 otherwise); on `/mcp` the `Origin`
+//! check (403 for a foreign origin, the DNS-rebinding defence the MCP
+//! specification asks for), `application/json` for `POST` (415) and the
+//! declared body size (413); on the pages the same-origin rule (`null` and
+//! our own origin pass, a foreign one is 403). They run first so a
+//! rebinding attempt never reaches the token check or the admin login
+//! lookup.
 
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -93,34 +96,126 @@ fn split_host_port(value: &str) -> (&str, Option<&str>) {
     }
 }
 
-/// Middleware: 421 for a foreign `Host`, 403 for a foreign `Origin`.
-pub async fn check_host_and_origin(
-    State(policy): State<Arc<HostPolicy>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let host = request
+/// The `Host` a request names: the header, or the URI's authority (HTTP/2).
+fn request_host(request: &Request) -> Option<String> {
+    request
         .headers()
         .get(header::HOST)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned)
-        .or_else(|| request.uri().authority().map(|a| a.to_string()));
-    if !host.as_deref().is_some_and(|h| policy.allows_host(h)) {
+        .or_else(|| request.uri().authority().map(|a| a.to_string()))
+}
+
+fn misdirected() -> Response {
+    (
+        StatusCode::MISDIRECTED_REQUEST,
+        "this server does not answer for that Host",
+    )
+        .into_response()
+}
+
+fn cross_origin_refused() -> Response {
+    (
+        StatusCode::FORBIDDEN,
+        "cross-origin requests are not allowed here",
+    )
+        .into_response()
+}
+
+/// Middleware on every route: 421 for a foreign `Host`.
+pub async fn check_host(
+    State(policy): State<Arc<HostPolicy>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if !request_host(&request).is_some_and(|h| policy.allows_host(&h)) {
+        return misdirected();
+    }
+    next.run(request).await
+}
+
+/// What `/mcp` checks before rate limiting and authentication.
+#[derive(Debug, Clone)]
+pub struct McpGuard {
+    pub policy: Arc<HostPolicy>,
+    /// `Limits::mcp_max_body_bytes`; a declared `Content-Length` above it
+    /// is refused before anything is read (rmcp enforces the same limit on
+    /// streamed bodies).
+    pub max_body_bytes: usize,
+}
+
+/// Middleware on `/mcp`: 403 for any `Origin` that is not ours (the
+/// DNS-rebinding defence), 415 for a `POST` that is not
+/// `application/json`, 413 for a declared body over the limit.
+pub async fn check_mcp_request(
+    State(guard): State<Arc<McpGuard>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if let Some(origin) = request.headers().get(header::ORIGIN)
+        && !origin.to_str().is_ok_and(|o| guard.policy.allows_origin(o))
+    {
+        return cross_origin_refused();
+    }
+    if request.method() == Method::POST && !is_json(request.headers()) {
         return (
-            StatusCode::MISDIRECTED_REQUEST,
-            "this server does not answer for that Host",
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "Content-Type must be application/json",
         )
             .into_response();
     }
-    if let Some(origin) = request.headers().get(header::ORIGIN) {
-        let allowed = origin.to_str().is_ok_and(|o| policy.allows_origin(o));
-        if !allowed {
-            return (
-                StatusCode::FORBIDDEN,
-                "cross-origin requests are not allowed here",
-            )
-                .into_response();
-        }
+    if declared_length(request.headers()).is_some_and(|n| n > guard.max_body_bytes as u64) {
+        return (StatusCode::PAYLOAD_TOO_LARGE, "request body too large").into_response();
+    }
+    next.run(request).await
+}
+
+/// True when `Content-Type`'s media type is `application/json`.
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .eq_ignore_ascii_case("application/json")
+        })
+}
+
+fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// The OAuth API routes: browser-based clients call them cross-origin, and
+/// they answer with CORS instead of an `Origin` check.
+pub fn is_oauth_api_path(path: &str) -> bool {
+    matches!(path, "/register" | "/token" | "/revoke") || path.starts_with("/.well-known/")
+}
+
+/// Middleware on the OAuth routes and the pages: on the pages (consent,
+/// `/authorize`, the callback, `/account`, `/admin`) an `Origin` must be
+/// absent, `null` (sent by browsers from our `no-referrer` pages) or ours;
+/// a foreign one is 403. The API routes are left to CORS.
+pub async fn check_page_origin(
+    State(policy): State<Arc<HostPolicy>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if !is_oauth_api_path(request.uri().path())
+        && let Some(origin) = request.headers().get(header::ORIGIN)
+        && !origin
+            .to_str()
+            .is_ok_and(|o| o == "null" || policy.allows_origin(o))
+    {
+        return cross_origin_refused();
     }
     next.run(request).await
 }
@@ -193,5 +288,45 @@ mod tests {
         assert!(!p.allows_origin("http://127.0.0.1:9999"));
         assert!(!p.allows_origin("null"));
         assert!(!p.allows_origin("file://"));
+    }
+
+    #[test]
+    fn json_content_types_are_recognised() {
+        let with = |v: &'static str| {
+            let mut h = HeaderMap::new();
+            h.insert(
+                header::CONTENT_TYPE,
+                axum::http::HeaderValue::from_static(v),
+            );
+            h
+        };
+        assert!(is_json(&with("application/json")));
+        assert!(is_json(&with("Application/JSON; charset=utf-8")));
+        assert!(!is_json(&with("text/plain")));
+        assert!(!is_json(&with("application/json-patch+json")));
+        assert!(!is_json(&with("application/x-www-form-urlencoded")));
+        assert!(!is_json(&HeaderMap::new()));
+    }
+
+    #[test]
+    fn only_the_oauth_api_routes_skip_the_page_origin_rule() {
+        for path in [
+            "/register",
+            "/token",
+            "/revoke",
+            "/.well-known/oauth-authorization-server",
+        ] {
+            assert!(is_oauth_api_path(path), "{path}");
+        }
+        for path in [
+            "/authorize",
+            "/authorize/consent",
+            "/oauth/callback",
+            "/account",
+            "/admin/actions",
+            "/tokens",
+        ] {
+            assert!(!is_oauth_api_path(path), "{path}");
+        }
     }
 }

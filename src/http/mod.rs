@@ -1,56 +1,110 @@
-//! The HTTP server: wires the `/mcp` endpoint, its guards and
-//! authentication, and the health check into one axum router. Holds no
-//! business rules.
+//! The HTTP server: wires the `/mcp` endpoint, the OAuth routes and pages,
+//! and the health check (`health`) into one axum router, each route group behind its
+//! guards, body limit, timeout and rate limit. Holds no business rules.
+//!
+//! Outside in, every request passes: panic catcher (500, no detail) →
+//! access log (path only, the query is `[redacted]`) → `Host` guard (421)
+//! → the group's timeout and body limit → its `Origin` rule → rate limit
+//! (429) → authentication (on `/mcp`) → handler.
 
 pub mod auth;
 pub mod guards;
+pub mod health;
+pub mod layers;
+pub mod rate_limit;
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use axum::extract::State;
 use axum::routing::get;
-use axum::{Json, Router, middleware};
-use serde_json::json;
+use axum::{Router, middleware};
+use tower_http::limit::RequestBodyLimitLayer;
 
 use crate::app::App;
 use crate::mcp::transport::streamable_http_service;
-use guards::HostPolicy;
+use guards::{HostPolicy, McpGuard};
+use rate_limit::RateLimiter;
 
-/// The application's router; the CLI serves it and the tests drive it.
-/// Layers on `/mcp` run outside in: Host/Origin guards, then
-/// authentication, then the MCP service.
+/// Body limit of everything but `/mcp`: the OAuth routes, the consent and
+/// page forms, the health check (SEC-01).
+pub const FORM_BODY_LIMIT: usize = crate::oauth::OAUTH_BODY_LIMIT;
+
+/// Timeout of the OAuth routes, pages and health check.
+pub const PAGE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Timeout of one `/mcp` request: room for a token refresh and the Gitea
+/// call (each up to `GITEA_TIMEOUT_SECONDS`), plus slack.
+pub fn mcp_timeout(gitea_timeout: Duration) -> Duration {
+    gitea_timeout * 2 + Duration::from_secs(30)
+}
+
+/// The application's router, its rate-limit refusals recorded in the audit
+/// log (once per window per key); the CLI serves it and the tests drive it.
 pub fn router(app: Arc<App>) -> Router {
-    let policy = Arc::new(HostPolicy::from_settings(app.settings()));
+    let audit = app.audit().clone();
+    let hook: rate_limit::RateLimitHook = Arc::new(move |event: &rate_limit::RateLimitEvent| {
+        rate_limit::tracing_hook()(event);
+        let audit = audit.clone();
+        let (kind, path) = (event.key_kind.as_str(), event.path.clone());
+        // The hook runs inside the limiter; the write happens beside it.
+        tokio::spawn(async move { audit.rate_limited(kind, None, Some(&path)).await });
+    });
+    let limiter = RateLimiter::from_settings(app.settings()).with_hook(hook);
+    router_with_limiter(app, Arc::new(limiter))
+}
+
+/// The router with a given rate limiter (one whose hook feeds the audit
+/// log, see [`RateLimiter::with_hook`]).
+pub fn router_with_limiter(app: Arc<App>, limiter: Arc<RateLimiter>) -> Router {
+    let settings = app.settings();
+    let policy = Arc::new(HostPolicy::from_settings(settings));
+    let mcp_guard = Arc::new(McpGuard {
+        policy: policy.clone(),
+        max_body_bytes: settings.limits.mcp_max_body_bytes,
+    });
+    let mcp_timeout = mcp_timeout(settings.limits.gitea_timeout);
+
     // rmcp checks Host too; it gets the same list as a second line.
     let mcp = streamable_http_service(app.clone(), policy.hosts().to_vec());
+    // Layers run bottom-up: the last one added runs first.
     let mcp_routes = Router::new()
         .route_service("/mcp", mcp)
-        .route_layer(middleware::from_fn_with_state(
+        .layer(middleware::from_fn_with_state(
             app.clone(),
             auth::authenticate,
         ))
-        .route_layer(middleware::from_fn_with_state(
-            policy,
-            guards::check_host_and_origin,
-        ));
+        .layer(middleware::from_fn_with_state(
+            limiter.clone(),
+            rate_limit::limit,
+        ))
+        .layer(middleware::from_fn_with_state(
+            mcp_guard,
+            guards::check_mcp_request,
+        ))
+        .layer(layers::timeout(mcp_timeout));
+
     let oauth = app.oauth().cloned();
-    let router = Router::new()
-        .route("/health", get(health))
+    let base = Router::new()
         .route("/static/aegis.css", get(crate::pages::stylesheet))
         .route("/favicon.ico", get(crate::pages::no_favicon))
-        .merge(mcp_routes)
-        .with_state(app);
-    match oauth {
-        Some(server) => router.merge(crate::oauth::router(server)),
-        None => router,
-    }
-}
+        .merge(health::routes(app))
+        .layer(RequestBodyLimitLayer::new(FORM_BODY_LIMIT))
+        .layer(layers::timeout(PAGE_TIMEOUT));
 
-/// Liveness and what is served: version and tool count, nothing secret.
-async fn health(State(app): State<Arc<App>>) -> Json<serde_json::Value> {
-    Json(json!({
-        "status": "ok",
-        "version": env!("CARGO_PKG_VERSION"),
-        "tools": app.dispatcher().tools().len(),
-    }))
+    let mut router = base.merge(mcp_routes);
+    if let Some(server) = oauth {
+        let oauth_routes = crate::oauth::router(server)
+            .layer(middleware::from_fn_with_state(limiter, rate_limit::limit))
+            .layer(middleware::from_fn_with_state(
+                policy.clone(),
+                guards::check_page_origin,
+            ))
+            .layer(RequestBodyLimitLayer::new(FORM_BODY_LIMIT))
+            .layer(layers::timeout(PAGE_TIMEOUT));
+        router = router.merge(oauth_routes);
+    }
+    router
+        .layer(middleware::from_fn_with_state(policy, guards::check_host))
+        .layer(layers::access_log())
+        .layer(layers::catch_panic())
 }

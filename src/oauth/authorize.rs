@@ -344,6 +344,13 @@ pub async fn consent(
                 return unavailable();
             }
             tracing::info!(client_id = %pending.client_id, "consent denied");
+            server
+                .audit
+                .record_best_effort(
+                    crate::audit::Event::new(crate::audit::EventKind::ConsentDenied)
+                        .detail("client_id", &pending.client_id),
+                )
+                .await;
             error_redirect(
                 &server.config.issuer,
                 &pending.redirect_uri,
@@ -379,5 +386,12 @@ async fn approve(
         }
     }
     tracing::info!(client_id = %pending.client_id, "consent approved");
+    server
+        .audit
+        .record_best_effort(
+            crate::audit::Event::new(crate::audit::EventKind::ConsentApproved)
+                .detail("client_id", &pending.client_id),
+        )
+        .await;
     start.redirect(server.config.secure_cookies)
 }

@@ -164,6 +164,14 @@ async fn complete_authorization(
         );
     }
     tracing::info!(login = %user.login, client_id = %pending.client_id, "authorization code issued");
+    server
+        .audit
+        .record_best_effort(
+            crate::audit::Event::new(crate::audit::EventKind::CodeIssued)
+                .oauth_login(&user.login)
+                .detail("client_id", &pending.client_id),
+        )
+        .await;
 
     let mut pairs = vec![("code", code.as_str())];
     if let Some(state) = &pending.state {

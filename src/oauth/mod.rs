@@ -108,6 +108,8 @@ pub struct OAuthServer {
     pub upstream: GiteaOAuth,
     pub metadata_documents: client_metadata::MetadataDocuments,
     pub resolver: resolver::RefreshFlights,
+    /// OAuth and admin events are recorded here (best effort).
+    pub audit: crate::audit::AuditLog,
 }
 
 impl OAuthServer {

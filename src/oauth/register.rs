@@ -85,6 +85,14 @@ async fn register_client(
         auth_method = %record.token_endpoint_auth_method,
         "client registered"
     );
+    server
+        .audit
+        .record_best_effort(
+            crate::audit::Event::new(crate::audit::EventKind::ClientRegistered)
+                .detail("client_id", &record.client_id)
+                .detail("auth_method", &record.token_endpoint_auth_method),
+        )
+        .await;
 
     let mut response = record.metadata.as_object().cloned().unwrap_or_default();
     response.insert("client_id".into(), json!(record.client_id));

@@ -139,6 +139,7 @@ async fn refresh_if_still_expired(
         }
         Err(err) => {
             tracing::warn!(error = %err, login = %grant.login, "Gitea session refresh failed");
+            audit_refresh_failure(server, &grant, None).await;
             Err(ResolveError::Unavailable)
         }
     }
@@ -146,9 +147,27 @@ async fn refresh_if_still_expired(
 
 async fn revoke(server: &OAuthServer, grant: &GrantRecord, now: i64, why: &'static str) {
     tracing::warn!(login = %grant.login, client_id = %grant.client_id, why, "grant revoked: upstream refresh failure");
+    audit_refresh_failure(server, grant, Some(why)).await;
     if let Err(err) = server.store.revoke_grant(&grant.id, now).await {
         tracing::error!(error = %err, "grant revocation failed");
     }
+}
+
+/// An `upstream_refresh_failed` audit entry; `revoked_because` is set when
+/// the failure ended our grant.
+async fn audit_refresh_failure(
+    server: &OAuthServer,
+    grant: &GrantRecord,
+    revoked_because: Option<&'static str>,
+) {
+    let mut event = crate::audit::Event::new(crate::audit::EventKind::UpstreamRefreshFailed)
+        .oauth_login(&grant.login)
+        .detail("client_id", &grant.client_id)
+        .detail("grant_revoked", revoked_because.is_some());
+    if let Some(why) = revoked_because {
+        event = event.detail("why", why);
+    }
+    server.audit.record_best_effort(event).await;
 }
 
 fn unavailable(err: crate::store::StoreError) -> ResolveError {

@@ -56,6 +56,14 @@ async fn revoke_token(
     let now = server.now();
     if server.store.revoke_grant(&grant.id, now).await? {
         tracing::info!(login = %grant.login, client_id = %grant.client_id, "grant revoked at /revoke");
+        server
+            .audit
+            .record_best_effort(
+                crate::audit::Event::new(crate::audit::EventKind::TokenRevoked)
+                    .oauth_login(&grant.login)
+                    .detail("client_id", &grant.client_id),
+            )
+            .await;
     }
     Ok(())
 }

@@ -98,6 +98,13 @@ async fn authorization_code(
             // RFC 6749 §4.1.2: a replayed code revokes what it issued.
             server.store.revoke_grant(&record.grant_id, now).await?;
             tracing::warn!(client_id = %record.client_id, "authorization code replayed; its grant is revoked");
+            server
+                .audit
+                .record_best_effort(
+                    crate::audit::Event::new(crate::audit::EventKind::CodeReplayed)
+                        .detail("client_id", &record.client_id),
+                )
+                .await;
             return Err(OAuthError::invalid_grant(
                 "the code was already used; the tokens it issued are revoked",
             ));
@@ -187,10 +194,25 @@ async fn refresh_token(
     {
         RefreshOutcome::Rotated { grant } => {
             tracing::info!(login = %grant.login, client_id = %client.client_id, "refresh token rotated");
+            server
+                .audit
+                .record_best_effort(
+                    crate::audit::Event::new(crate::audit::EventKind::TokenRefreshed)
+                        .oauth_login(&grant.login)
+                        .detail("client_id", &client.client_id),
+                )
+                .await;
             Ok(token_response(&access, &refresh, &scope))
         }
         RefreshOutcome::ReuseDetected { .. } => {
             tracing::warn!(client_id = %client.client_id, "refresh token reuse detected; grant revoked");
+            server
+                .audit
+                .record_best_effort(
+                    crate::audit::Event::new(crate::audit::EventKind::RefreshReuseDetected)
+                        .detail("client_id", &client.client_id),
+                )
+                .await;
             Err(OAuthError::invalid_grant(
                 "the refresh token was already rotated; the grant is revoked",
             ))
@@ -231,6 +253,13 @@ async fn issue(
         .insert_tokens(grant_id, &token_pair(&access, &refresh, scope, now), now)
         .await?;
     tracing::info!(grant = %grant_id, "tokens issued");
+    server
+        .audit
+        .record_best_effort(
+            crate::audit::Event::new(crate::audit::EventKind::TokenIssued)
+                .detail("grant", grant_id),
+        )
+        .await;
     Ok(token_response(&access, &refresh, scope))
 }
 

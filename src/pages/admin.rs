@@ -63,9 +63,23 @@ impl AdminAction {
     }
 }
 
-/// The record of an admin action. Today a structured log line on the
-/// `audit` target; the audit log (issue 7) takes its place here.
-pub fn record_admin_action(admin: &str, action: &AdminAction, changed: u64) {
+/// The record of an admin action: an `admin_action` entry in the audit log
+/// (best effort), and a structured log line on the `audit` target.
+pub async fn record_admin_action(
+    audit: &crate::audit::AuditLog,
+    admin: &str,
+    action: &AdminAction,
+    changed: u64,
+) {
+    audit
+        .record_best_effort(
+            crate::audit::Event::new(crate::audit::EventKind::AdminAction)
+                .oauth_login(admin)
+                .detail("action", action.name())
+                .detail("target_id", action.target())
+                .detail("changed", changed),
+        )
+        .await;
     tracing::info!(
         target: "audit",
         event = "admin_action",
@@ -303,7 +317,7 @@ pub async fn perform(
     match outcome {
         Ok(0) if !matches!(action, AdminAction::RevokeUser { .. }) => gone(),
         Ok(changed) => {
-            record_admin_action(person.login(), &action, changed);
+            record_admin_action(&server.audit, person.login(), &action, changed).await;
             with_page_headers(
                 Redirect::to(&format!("/admin?done={}", action.name())).into_response(),
             )

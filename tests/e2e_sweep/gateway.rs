@@ -20,6 +20,9 @@ impl LiveGateway {
             ("GITEA_URL".into(), fx.gitea_url()),
             ("GITEA_TOKEN".into(), gitea_token.into()),
             ("MCP_BEARER_TOKEN".into(), BEARER.into()),
+            // The sweep calls every tool as fast as it can.
+            ("RATE_LIMIT_PER_IP".into(), "0".into()),
+            ("RATE_LIMIT_PER_TOKEN".into(), "0".into()),
         ];
         pairs.extend(extra.iter().map(|(k, v)| ((*k).into(), (*v).into())));
         Self {

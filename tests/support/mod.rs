@@ -68,8 +68,12 @@ impl Gateway {
 
 /// Builds the gateway from `pairs` exactly as the CLI does and serves it on
 /// a loopback port; returns its base URL.
-pub async fn serve_gateway(pairs: Vec<(String, String)>) -> String {
+pub async fn serve_gateway(mut pairs: Vec<(String, String)>) -> String {
     aegis_gitea_mcp::tls::install_crypto_provider();
+    // Each gateway its own DATA_DIR (audit log), unless the test chose one.
+    if !pairs.iter().any(|(k, _)| k == "DATA_DIR") {
+        pairs.push(("DATA_DIR".into(), scratch_dir().display().to_string()));
+    }
     let settings = Settings::from_source(&SettingsSource::from_pairs(pairs)).unwrap();
     let app = App::build(settings).await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -84,6 +88,18 @@ pub async fn serve_gateway(pairs: Vec<(String, String)>) -> String {
         .unwrap();
     });
     format!("http://{addr}")
+}
+
+/// A fresh directory under the target's scratch space (kept after the test).
+pub fn scratch_dir() -> std::path::PathBuf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("gateways")
+        .join(format!("{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }
 
 /// An MCP client (official Rust SDK) for the endpoint `mcp_url`.

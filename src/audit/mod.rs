@@ -1,0 +1,204 @@
+//! The hash-chained audit log: `DATA_DIR/audit.log`, JSON lines, one writer.
+//! Format and chain in `entry` and `chain`, the writer (group commit,
+//! rotation, fault handling) in `writer`, `audit verify` in `verify`.
+//! See `docs/audit.md`. Knows no MCP: callers build [`Event`]s.
+//!
+//! Tool calls are strict (a call whose `tool_call_started` entry cannot be
+//! written is refused); OAuth and admin events are best effort
+//! ([`AuditLog::record_best_effort`] logs a warning when the write fails).
+
+pub mod chain;
+pub mod entry;
+pub mod verify;
+mod writer;
+
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use secrecy::{ExposeSecret, SecretString};
+use tokio::sync::{mpsc, oneshot};
+
+pub use chain::ChainKey;
+pub use entry::{AuditIdentity, Event, EventKind, Outcome};
+
+/// The log's file name inside `DATA_DIR`.
+pub const AUDIT_FILE_NAME: &str = "audit.log";
+/// Default size at which the file is rotated (`AUDIT_MAX_BYTES`).
+pub const DEFAULT_MAX_BYTES: u64 = 64 * 1024 * 1024;
+/// Rotated files kept (`audit.log.1` … `audit.log.10`).
+pub const KEEP_FILES: usize = 10;
+/// Entries that may wait for the writer before callers wait to enqueue.
+const QUEUE: usize = 16 * 1024;
+
+/// Why the audit log refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuditError {
+    /// The log could not be opened or its opening entries written (stops startup).
+    #[error("the audit log {path} cannot be written: {reason}")]
+    Open { path: String, reason: String },
+    /// A write or fsync failed; the entry is not in the log.
+    #[error("the audit log is unavailable: {0}")]
+    Unavailable(String),
+    /// The writer is gone.
+    #[error("the audit log writer has stopped")]
+    Stopped,
+}
+
+impl AuditError {
+    fn open(err: std::io::Error) -> Self {
+        Self::Open {
+            path: String::new(),
+            reason: err.to_string(),
+        }
+    }
+}
+
+/// Where and how the log is written.
+#[derive(Debug, Clone)]
+pub struct AuditOptions {
+    pub data_dir: PathBuf,
+    pub key: ChainKey,
+    pub max_bytes: u64,
+    pub keep_files: usize,
+}
+
+impl AuditOptions {
+    pub fn new(data_dir: &Path, key: Option<&SecretString>) -> Self {
+        Self {
+            data_dir: data_dir.to_path_buf(),
+            key: ChainKey::new(key.map(|k| k.expose_secret().as_bytes())),
+            max_bytes: DEFAULT_MAX_BYTES,
+            keep_files: KEEP_FILES,
+        }
+    }
+}
+
+/// A cheap handle to the one writer.
+#[derive(Clone)]
+pub struct AuditLog {
+    tx: mpsc::Sender<writer::Request>,
+    inner: Arc<Info>,
+}
+
+struct Info {
+    path: PathBuf,
+    keyed: bool,
+}
+
+impl std::fmt::Debug for AuditLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuditLog")
+            .field("path", &self.inner.path)
+            .field("keyed", &self.inner.keyed)
+            .finish()
+    }
+}
+
+impl AuditLog {
+    /// Opens `data_dir/audit.log` with the default rotation size.
+    pub async fn open(data_dir: &Path, key: Option<&SecretString>) -> Result<Self, AuditError> {
+        Self::open_with(AuditOptions::new(data_dir, key)).await
+    }
+
+    /// Creates `data_dir` (0700) when missing, opens the log, resumes its
+    /// chain and writes `log_opened` durably. Fails when the log cannot be
+    /// written: startup stops.
+    pub async fn open_with(options: AuditOptions) -> Result<Self, AuditError> {
+        let path = options.data_dir.join(AUDIT_FILE_NAME);
+        let display = path.display().to_string();
+        let with_path = |err: AuditError| match err {
+            AuditError::Open { reason, .. } => AuditError::Open {
+                path: display.clone(),
+                reason,
+            },
+            other => other,
+        };
+        if !options.key.is_keyed() {
+            tracing::warn!(
+                "AUDIT_HMAC_KEY is not set: the audit chain is plain SHA-256, which anyone able to edit the file can recompute"
+            );
+        }
+        let config = writer::WriterConfig {
+            path: path.clone(),
+            key: options.key.clone(),
+            max_bytes: options.max_bytes.max(1),
+            keep: options.keep_files.max(1),
+        };
+        let data_dir = options.data_dir.clone();
+        let started = tokio::task::spawn_blocking(move || {
+            if !data_dir.exists() {
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(&data_dir)
+                    .map_err(AuditError::open)?;
+            }
+            writer::Writer::start(config)
+        })
+        .await
+        .map_err(|_| AuditError::Stopped)?
+        .map_err(with_path)?;
+        let (tx, rx) = mpsc::channel(QUEUE);
+        std::thread::Builder::new()
+            .name("audit-writer".into())
+            .spawn(move || started.run(rx))
+            .map_err(|e| with_path(AuditError::open(e)))?;
+        Ok(Self {
+            tx,
+            inner: Arc::new(Info {
+                path,
+                keyed: options.key.is_keyed(),
+            }),
+        })
+    }
+
+    /// The current log file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    pub fn is_keyed(&self) -> bool {
+        self.inner.keyed
+    }
+
+    /// Masks the event's strings once more, hands it to the writer and
+    /// waits until its group is written and fsynced. `Ok` carries the
+    /// entry's sequence number; the entry is then durable.
+    pub async fn record(&self, event: Event) -> Result<u64, AuditError> {
+        let (reply, answer) = oneshot::channel();
+        let request = writer::Request {
+            event: event.masked(),
+            reply,
+        };
+        self.tx
+            .send(request)
+            .await
+            .map_err(|_| AuditError::Stopped)?;
+        answer.await.map_err(|_| AuditError::Stopped)?
+    }
+
+    /// As [`record`](Self::record), for events that must not stop what they
+    /// describe (OAuth, admin pages): a failure is logged as a warning.
+    pub async fn record_best_effort(&self, event: Event) {
+        let kind = event.event.as_str();
+        if let Err(err) = self.record(event).await {
+            tracing::warn!(event = kind, error = %err, "an audit entry could not be written");
+        }
+    }
+
+    /// A rate-limit hit, for the rate limiter to call (once per window and
+    /// key is the caller's business). `key_kind` says what was limited
+    /// (`ip`, `token`…), never the key itself; `route` a route template.
+    pub async fn rate_limited(
+        &self,
+        key_kind: &str,
+        identity: Option<AuditIdentity>,
+        route: Option<&str>,
+    ) {
+        let mut event = Event::new(EventKind::RateLimited).detail("key_kind", key_kind);
+        event.identity = identity;
+        event.route = route.map(str::to_owned);
+        self.record_best_effort(event).await;
+    }
+}

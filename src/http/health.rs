@@ -1,0 +1,107 @@
+//! `/health` and `/`: unauthenticated, and revealing no configuration.
+//! `/health` is for container health checks and monitors: the process
+//! answers, the OAuth store (when configured) answers a ping, and Gitea
+//! answers `GET /api/v1/version` (probed at most every 10 seconds, so a
+//! flood of health checks does not become a flood at Gitea). `/` names the
+//! service, its version and how many tools it serves.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::json;
+
+use crate::app::App;
+
+/// How long one Gitea probe result is reused.
+const GITEA_PROBE_TTL: Duration = Duration::from_secs(10);
+
+/// The health routes' state: the app and the cached Gitea probe.
+#[derive(Debug)]
+struct Health {
+    app: Arc<App>,
+    gitea: Mutex<Option<(Instant, bool)>>,
+}
+
+/// `/health` and `/`.
+pub fn routes(app: Arc<App>) -> Router {
+    let state = Arc::new(Health {
+        app,
+        gitea: Mutex::new(None),
+    });
+    Router::new()
+        .route("/health", get(health))
+        .route("/", get(root))
+        .with_state(state)
+}
+
+async fn root(State(health): State<Arc<Health>>) -> Json<serde_json::Value> {
+    Json(json!({
+        "name": env!("CARGO_PKG_NAME"),
+        "version": env!("CARGO_PKG_VERSION"),
+        "tools": health.app.dispatcher().tools().len(),
+        "mcp": "/mcp",
+    }))
+}
+
+/// 200 when every check passes, else 503; each check says `ok`,
+/// `unavailable` or `not_configured`, nothing more.
+async fn health(State(health): State<Arc<Health>>) -> Response {
+    let store = match health.app.oauth() {
+        None => "not_configured",
+        Some(server) => match server.store.ping().await {
+            Ok(()) => "ok",
+            Err(err) => {
+                tracing::warn!(error = %err, "health: the store does not answer");
+                "unavailable"
+            }
+        },
+    };
+    let gitea = if gitea_reachable(&health).await {
+        "ok"
+    } else {
+        "unavailable"
+    };
+    let healthy = store != "unavailable" && gitea == "ok";
+    let status = if healthy {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (
+        status,
+        Json(json!({
+            "status": if healthy { "ok" } else { "degraded" },
+            "version": env!("CARGO_PKG_VERSION"),
+            "tools": health.app.dispatcher().tools().len(),
+            "checks": {"store": store, "gitea": gitea},
+        })),
+    )
+        .into_response()
+}
+
+/// Gitea's `/api/v1/version` answers 2xx; cached for [`GITEA_PROBE_TTL`].
+async fn gitea_reachable(health: &Health) -> bool {
+    if let Some((at, ok)) = *health.gitea.lock().unwrap_or_else(|e| e.into_inner())
+        && at.elapsed() < GITEA_PROBE_TTL
+    {
+        return ok;
+    }
+    let url = format!("{}/version", health.app.settings().gitea_api_base());
+    let ok = health
+        .app
+        .dispatcher()
+        .client()
+        .get_json(&url, None)
+        .await
+        .is_ok();
+    if !ok {
+        tracing::warn!("health: Gitea does not answer /api/v1/version");
+    }
+    *health.gitea.lock().unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), ok));
+    ok
+}

@@ -1,0 +1,119 @@
+//! The generic layers around every route: request timeouts, the panic
+//! catcher and the access log.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::classify::{ServerErrorsAsFailures, SharedClassifier};
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::{DefaultOnResponse, TraceLayer};
+use tracing::Level;
+
+/// A request still running after `after` is answered `504`.
+pub fn timeout(after: Duration) -> TimeoutLayer {
+    TimeoutLayer::with_status_code(StatusCode::GATEWAY_TIMEOUT, after)
+}
+
+/// The answer to a panicking handler: it says nothing about the panic.
+pub fn panic_response(_panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    // The payload may quote request data; it is not logged either.
+    tracing::error!("a request handler panicked");
+    (
+        StatusCode::INTERNAL_SERVER_ERROR,
+        [
+            (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        "internal server error",
+    )
+        .into_response()
+}
+
+type PanicHandler = fn(Box<dyn std::any::Any + Send + 'static>) -> Response;
+
+/// Turns a panic into a bare `500`.
+pub fn catch_panic() -> CatchPanicLayer<PanicHandler> {
+    CatchPanicLayer::custom(panic_response as PanicHandler)
+}
+
+/// The path as logged: the query string, which may carry codes, states or
+/// tokens, is replaced with `[redacted]`.
+pub fn logged_path(uri: &Uri) -> String {
+    match uri.query() {
+        Some(_) => format!("{}?[redacted]", uri.path()),
+        None => uri.path().to_owned(),
+    }
+}
+
+fn request_span(request: &Request<Body>) -> tracing::Span {
+    tracing::info_span!(
+        "http",
+        method = %request.method(),
+        path = %logged_path(request.uri()),
+    )
+}
+
+type MakeSpan = fn(&Request<Body>) -> tracing::Span;
+
+/// The access log: one span per request with method and redacted path,
+/// and an `info` event with status and latency when it is answered.
+/// Headers are never logged.
+pub fn access_log() -> TraceLayer<SharedClassifier<ServerErrorsAsFailures>, MakeSpan> {
+    TraceLayer::new_for_http()
+        .make_span_with(request_span as MakeSpan)
+        .on_response(DefaultOnResponse::new().level(Level::INFO))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::Router;
+    use axum::routing::get;
+    use tower::ServiceExt;
+
+    #[test]
+    fn logged_paths_never_carry_the_query() {
+        let uri: Uri = "/oauth/callback?code=secret&state=s".parse().unwrap();
+        assert_eq!(logged_path(&uri), "/oauth/callback?[redacted]");
+        assert!(!logged_path(&uri).contains("secret"));
+        assert_eq!(logged_path(&"/mcp".parse().unwrap()), "/mcp");
+    }
+
+    #[tokio::test]
+    async fn a_panicking_handler_gets_a_bare_500() {
+        async fn boom() -> &'static str {
+            panic!("secret detail 0123456789abcdef")
+        }
+        let app = Router::new().route("/", get(boom)).layer(catch_panic());
+        let response = app
+            .oneshot(Request::builder().uri("/").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let body = axum::body::to_bytes(response.into_body(), 1024)
+            .await
+            .unwrap();
+        let body = String::from_utf8_lossy(&body);
+        assert_eq!(body, "internal server error");
+        assert!(!body.contains("secret"));
+    }
+
+    #[tokio::test]
+    async fn a_slow_handler_times_out() {
+        async fn slow() -> &'static str {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            "late"
+        }
+        let app = Router::new()
+            .route("/", get(slow))
+            .layer(timeout(Duration::from_millis(50)));
+        let response = app
+            .oneshot(Request::builder().uri("/").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT);
+    }
+}

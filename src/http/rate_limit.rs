@@ -1,0 +1,682 @@
+//! Rate limits at the HTTP edge, before authentication: a sliding window
+//! per client IP and per SHA-256 of the `Authorization` value (the value
+//! itself is never stored). Refusals are `429` with `Retry-After`.
+//!
+//! The window is a two-bucket sliding-window counter: the estimate is the
+//! previous minute's count weighted by how much of it still overlaps the
+//! window, plus the current minute's count. Refused requests are not
+//! counted, so `Retry-After` is exact for a client that waits.
+//!
+//! Key sets are bounded ([`MAX_KEYS`]). When a set is full, room is made by
+//! dropping keys whose window has expired and then the least recently seen
+//! keys that are *not* over their limit; a limited key is never evicted or
+//! reset, so a flood of fresh IPs or tokens cannot free a limited client
+//! (SEC-09). When every key is limited, new keys share one overflow window.
+//!
+//! A refusal is reported once per window per key through [`RateLimitHook`]
+//! (by default a `tracing` event with `target: "audit"`).
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use sha2::{Digest, Sha256};
+
+use crate::config::Settings;
+
+/// At most this many keys per key set (IPs, token hashes).
+pub const MAX_KEYS: usize = 10_000;
+
+/// The window the limits are expressed in.
+pub const WINDOW: Duration = Duration::from_secs(60);
+
+/// One key's two-bucket window.
+#[derive(Debug, Clone)]
+struct Window {
+    /// Start of the current bucket.
+    start: Instant,
+    previous: u32,
+    current: u32,
+    last_seen: Instant,
+    /// The bucket (its start) in which a refusal was last reported.
+    reported: Option<Instant>,
+}
+
+impl Window {
+    fn new(now: Instant) -> Self {
+        Self {
+            start: now,
+            previous: 0,
+            current: 0,
+            last_seen: now,
+            reported: None,
+        }
+    }
+
+    /// Moves the buckets forward so `now` falls in the current one.
+    fn roll(&mut self, now: Instant, window: Duration) {
+        let elapsed = now.saturating_duration_since(self.start);
+        if elapsed < window {
+            return;
+        }
+        let buckets = (elapsed.as_nanos() / window.as_nanos()) as u32;
+        self.previous = if buckets == 1 { self.current } else { 0 };
+        self.current = 0;
+        self.start += window * buckets;
+    }
+
+    /// Fraction of the current bucket elapsed at `now` (after `roll`).
+    fn fraction(&self, now: Instant, window: Duration) -> f64 {
+        now.saturating_duration_since(self.start).as_secs_f64() / window.as_secs_f64()
+    }
+
+    /// The sliding estimate of requests in the last `window`.
+    fn estimate(&self, now: Instant, window: Duration) -> f64 {
+        f64::from(self.previous) * (1.0 - self.fraction(now, window)) + f64::from(self.current)
+    }
+
+    /// True when a request now would be refused (the window is read, not
+    /// changed).
+    fn is_limited(&self, now: Instant, window: Duration, limit: u32) -> bool {
+        let mut w = self.clone();
+        w.roll(now, window);
+        w.estimate(now, window) + 1.0 > f64::from(limit)
+    }
+
+    /// True when nothing is left of the window: it may go.
+    fn is_expired(&self, now: Instant, window: Duration) -> bool {
+        now.saturating_duration_since(self.start) >= window * 2
+    }
+
+    /// Time until a request would be allowed again (after `roll`).
+    fn retry_after(&self, now: Instant, window: Duration, limit: u32) -> Duration {
+        let f = self.fraction(now, window);
+        let limit = f64::from(limit);
+        let w = window.as_secs_f64();
+        // Allowed once estimate + 1 <= limit.
+        let seconds = if f64::from(self.current) + 1.0 > limit {
+            // Not before this bucket ends; then the current count becomes
+            // the previous one and has to fade far enough.
+            let remaining = (1.0 - f) * w;
+            let fade = if self.current == 0 {
+                0.0
+            } else {
+                (1.0 - (limit - 1.0) / f64::from(self.current)).max(0.0) * w
+            };
+            remaining + fade
+        } else {
+            // The previous bucket's share has to fade.
+            let needed = 1.0 - (limit - 1.0 - f64::from(self.current)) / f64::from(self.previous);
+            (needed * w - f * w).max(0.0)
+        };
+        Duration::from_secs_f64(seconds.min(2.0 * w))
+    }
+}
+
+/// The outcome of one request against one key set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    Allowed,
+    Limited {
+        retry_after: Duration,
+        /// First refusal of this key in this window: report it.
+        report: bool,
+        /// The key had no room and was counted in the shared overflow window.
+        overflow: bool,
+    },
+}
+
+/// A bounded set of sliding windows, one per key. Pure logic: the caller
+/// passes the time.
+#[derive(Debug)]
+pub struct KeyedLimiter<K> {
+    limit: u32,
+    window: Duration,
+    max_keys: usize,
+    keys: HashMap<K, Window>,
+    overflow: Option<Window>,
+}
+
+impl<K: Hash + Eq + Clone> KeyedLimiter<K> {
+    /// `limit` requests per `window` per key; `limit == 0` allows everything.
+    pub fn new(limit: u32, window: Duration, max_keys: usize) -> Self {
+        Self {
+            limit,
+            window,
+            max_keys: max_keys.max(1),
+            keys: HashMap::new(),
+            overflow: None,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// True when `key` has its own window (it was not evicted).
+    pub fn contains(&self, key: &K) -> bool {
+        self.keys.contains_key(key)
+    }
+
+    /// Counts one request of `key` at `now`, or refuses it.
+    pub fn check(&mut self, key: &K, now: Instant) -> Decision {
+        if self.limit == 0 {
+            return Decision::Allowed;
+        }
+        let (limit, window) = (self.limit, self.window);
+        let overflow = !self.keys.contains_key(key) && !self.make_room(now);
+        let slot = if overflow {
+            self.overflow.get_or_insert_with(|| Window::new(now))
+        } else {
+            self.keys
+                .entry(key.clone())
+                .or_insert_with(|| Window::new(now))
+        };
+        slot.roll(now, window);
+        slot.last_seen = now;
+        if slot.estimate(now, window) + 1.0 > f64::from(limit) {
+            let report = slot.reported != Some(slot.start);
+            slot.reported = Some(slot.start);
+            return Decision::Limited {
+                retry_after: slot.retry_after(now, window, limit),
+                report,
+                overflow,
+            };
+        }
+        slot.current = slot.current.saturating_add(1);
+        Decision::Allowed
+    }
+
+    /// Makes room for one new key; false when every key is limited.
+    fn make_room(&mut self, now: Instant) -> bool {
+        if self.keys.len() < self.max_keys {
+            return true;
+        }
+        let (limit, window) = (self.limit, self.window);
+        self.keys.retain(|_, w| !w.is_expired(now, window));
+        if self.keys.len() < self.max_keys {
+            return true;
+        }
+        // Evict a batch of the least recently seen unlimited keys, so a
+        // flood costs one scan per batch, not per request.
+        let mut candidates: Vec<(Instant, K)> = self
+            .keys
+            .iter()
+            .filter(|(_, w)| !w.is_limited(now, window, limit))
+            .map(|(k, w)| (w.last_seen, k.clone()))
+            .collect();
+        if candidates.is_empty() {
+            return false;
+        }
+        let batch = (self.max_keys / 16).clamp(1, candidates.len());
+        if batch < candidates.len() {
+            candidates.select_nth_unstable_by_key(batch - 1, |(seen, _)| *seen);
+        }
+        for (_, key) in candidates.into_iter().take(batch) {
+            self.keys.remove(&key);
+        }
+        true
+    }
+}
+
+/// Which key set refused a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyKind {
+    Ip,
+    Token,
+}
+
+impl KeyKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KeyKind::Ip => "ip",
+            KeyKind::Token => "token",
+        }
+    }
+}
+
+/// A refusal, reported once per window per key.
+#[derive(Debug, Clone)]
+pub struct RateLimitEvent {
+    pub key_kind: KeyKind,
+    /// The client IP (for `Ip`), or the first 12 hex digits of the token
+    /// hash (for `Token`); `overflow` for the shared overflow window.
+    pub key: String,
+    pub path: String,
+    pub retry_after: Duration,
+}
+
+/// Receives rate-limit events; the audit log plugs in here.
+pub type RateLimitHook = Arc<dyn Fn(&RateLimitEvent) + Send + Sync>;
+
+/// The default hook: a `tracing` event on the `audit` target.
+pub fn tracing_hook() -> RateLimitHook {
+    Arc::new(|event: &RateLimitEvent| {
+        tracing::warn!(
+            target: "audit",
+            event = "rate_limited",
+            key_kind = event.key_kind.as_str(),
+            key = %event.key,
+            path = %event.path,
+            retry_after_secs = event.retry_after.as_secs(),
+            "rate limit exceeded"
+        );
+    })
+}
+
+/// The limiter shared by the rate-limited routes.
+pub struct RateLimiter {
+    per_ip: Mutex<KeyedLimiter<IpAddr>>,
+    per_token: Mutex<KeyedLimiter<[u8; 32]>>,
+    trusted_proxies: Vec<ipnet::IpNet>,
+    hook: RateLimitHook,
+}
+
+impl std::fmt::Debug for RateLimiter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RateLimiter")
+            .field("trusted_proxies", &self.trusted_proxies)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RateLimiter {
+    pub fn new(per_ip: u32, per_token: u32, trusted_proxies: Vec<ipnet::IpNet>) -> Self {
+        Self {
+            per_ip: Mutex::new(KeyedLimiter::new(per_ip, WINDOW, MAX_KEYS)),
+            per_token: Mutex::new(KeyedLimiter::new(per_token, WINDOW, MAX_KEYS)),
+            trusted_proxies,
+            hook: tracing_hook(),
+        }
+    }
+
+    pub fn from_settings(settings: &Settings) -> Self {
+        Self::new(
+            settings.rate_limits.per_ip,
+            settings.rate_limits.per_token,
+            settings.forwarded_allow_ips.clone(),
+        )
+    }
+
+    /// Replaces the event hook (the audit log).
+    pub fn with_hook(mut self, hook: RateLimitHook) -> Self {
+        self.hook = hook;
+        self
+    }
+
+    /// The client's address: the peer, or, when the peer is a trusted
+    /// proxy, the right-most `X-Forwarded-For` entry that is not one.
+    pub fn client_ip(&self, peer: IpAddr, headers: &HeaderMap) -> IpAddr {
+        client_ip(peer, headers, &self.trusted_proxies)
+    }
+
+    /// Checks one request; the refusal, if any.
+    pub fn check(
+        &self,
+        client: IpAddr,
+        authorization: Option<&[u8]>,
+        path: &str,
+        now: Instant,
+    ) -> Option<Duration> {
+        let decision = lock(&self.per_ip).check(&client, now);
+        if let Some(retry) = self.refusal(decision, KeyKind::Ip, || client.to_string(), path) {
+            return Some(retry);
+        }
+        let mut digest = [0u8; 32];
+        digest.copy_from_slice(&Sha256::digest(authorization?));
+        let decision = lock(&self.per_token).check(&digest, now);
+        self.refusal(decision, KeyKind::Token, || hex_prefix(&digest), path)
+    }
+
+    fn refusal(
+        &self,
+        decision: Decision,
+        key_kind: KeyKind,
+        key: impl FnOnce() -> String,
+        path: &str,
+    ) -> Option<Duration> {
+        let Decision::Limited {
+            retry_after,
+            report,
+            overflow,
+        } = decision
+        else {
+            return None;
+        };
+        if report {
+            (self.hook)(&RateLimitEvent {
+                key_kind,
+                key: if overflow { "overflow".into() } else { key() },
+                path: path.to_owned(),
+                retry_after,
+            });
+        }
+        Some(retry_after)
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic elsewhere cannot leave a window half-updated in a harmful way.
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn hex_prefix(digest: &[u8; 32]) -> String {
+    digest[..6].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// See [`RateLimiter::client_ip`].
+pub fn client_ip(peer: IpAddr, headers: &HeaderMap, trusted: &[ipnet::IpNet]) -> IpAddr {
+    let is_trusted = |ip: &IpAddr| trusted.iter().any(|net| net.contains(ip));
+    if !is_trusted(&peer) {
+        return peer;
+    }
+    let entries: Vec<&str> = headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .collect();
+    let mut client = peer;
+    for entry in entries.iter().rev() {
+        let Some(ip) = parse_forwarded_ip(entry) else {
+            // Garbage comes from the client side: trust the hop before it.
+            return client;
+        };
+        client = ip;
+        if !is_trusted(&ip) {
+            return ip;
+        }
+    }
+    client
+}
+
+/// An `X-Forwarded-For` entry: an address, maybe `[v6]` or `v4:port`.
+fn parse_forwarded_ip(entry: &str) -> Option<IpAddr> {
+    if let Ok(ip) = entry.parse::<IpAddr>() {
+        return Some(ip.to_canonical());
+    }
+    entry
+        .parse::<SocketAddr>()
+        .ok()
+        .map(|a| a.ip().to_canonical())
+        .or_else(|| {
+            entry
+                .strip_prefix('[')
+                .and_then(|e| e.strip_suffix(']'))
+                .and_then(|e| e.parse().ok())
+        })
+}
+
+/// Middleware: 429 with `Retry-After` for a client over its limit.
+pub async fn limit(
+    State(limiter): State<Arc<RateLimiter>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|ConnectInfo(addr)| addr.ip().to_canonical())
+        // Served without connection info (in-process tests): one shared key.
+        .unwrap_or(IpAddr::from([0, 0, 0, 0]));
+    let client = limiter.client_ip(peer, request.headers());
+    let authorization = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .map(HeaderValue::as_bytes);
+    let refusal = limiter.check(client, authorization, request.uri().path(), Instant::now());
+    match refusal {
+        None => next.run(request).await,
+        Some(retry_after) => too_many_requests(retry_after),
+    }
+}
+
+fn too_many_requests(retry_after: Duration) -> Response {
+    // Whole seconds, rounded up, at least 1.
+    let seconds = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
+    (
+        StatusCode::TOO_MANY_REQUESTS,
+        [
+            (header::RETRY_AFTER, seconds.max(1).to_string()),
+            (header::CACHE_CONTROL, "no-store".to_owned()),
+        ],
+        "too many requests; retry later",
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIN: Duration = Duration::from_secs(60);
+
+    fn secs(n: u64) -> Duration {
+        Duration::from_secs(n)
+    }
+
+    #[test]
+    fn allows_up_to_the_limit_then_refuses_with_retry_after() {
+        let t0 = Instant::now();
+        let mut l = KeyedLimiter::new(3, MIN, 10);
+        for _ in 0..3 {
+            assert_eq!(l.check(&"a", t0), Decision::Allowed);
+        }
+        let Decision::Limited {
+            retry_after,
+            report,
+            overflow,
+        } = l.check(&"a", t0 + secs(10))
+        else {
+            panic!("fourth request must be limited");
+        };
+        assert!(report && !overflow);
+        // The bucket ends in 50 s; then 3 previous requests must fade to 2.
+        assert!(
+            retry_after >= secs(50) && retry_after <= secs(71),
+            "{retry_after:?}"
+        );
+        // Other keys are unaffected.
+        assert_eq!(l.check(&"b", t0 + secs(10)), Decision::Allowed);
+    }
+
+    #[test]
+    fn the_window_slides_rather_than_resetting_at_the_minute() {
+        let t0 = Instant::now();
+        let mut l = KeyedLimiter::new(10, MIN, 10);
+        for _ in 0..10 {
+            assert_eq!(l.check(&"a", t0), Decision::Allowed);
+        }
+        // Just after the bucket boundary the previous ten still count.
+        assert!(matches!(
+            l.check(&"a", t0 + secs(61)),
+            Decision::Limited { .. }
+        ));
+        // Halfway through the next bucket, half of them do.
+        for _ in 0..5 {
+            assert_eq!(l.check(&"a", t0 + secs(90)), Decision::Allowed);
+        }
+        assert!(matches!(
+            l.check(&"a", t0 + secs(90)),
+            Decision::Limited { .. }
+        ));
+        // Two minutes on, all is forgotten.
+        assert_eq!(l.check(&"a", t0 + secs(200)), Decision::Allowed);
+    }
+
+    #[test]
+    fn retry_after_is_when_a_request_passes_again() {
+        let t0 = Instant::now();
+        let mut l = KeyedLimiter::new(4, MIN, 10);
+        for _ in 0..4 {
+            l.check(&"a", t0);
+        }
+        let Decision::Limited { retry_after, .. } = l.check(&"a", t0 + secs(30)) else {
+            panic!()
+        };
+        let at = t0 + secs(30) + retry_after;
+        assert!(matches!(
+            l.check(&"a", at - secs(1)),
+            Decision::Limited { .. }
+        ));
+        assert_eq!(
+            l.check(&"a", at + Duration::from_millis(10)),
+            Decision::Allowed
+        );
+    }
+
+    #[test]
+    fn refusals_are_reported_once_per_window() {
+        let t0 = Instant::now();
+        let mut l = KeyedLimiter::new(1, MIN, 10);
+        l.check(&"a", t0);
+        let reports = |l: &mut KeyedLimiter<&str>, at| match l.check(&"a", at) {
+            Decision::Limited { report, .. } => report,
+            Decision::Allowed => panic!("limited"),
+        };
+        assert!(reports(&mut l, t0 + secs(1)));
+        assert!(!reports(&mut l, t0 + secs(2)));
+        assert!(!reports(&mut l, t0 + secs(59)));
+    }
+
+    #[test]
+    fn zero_disables_the_limit() {
+        let t0 = Instant::now();
+        let mut l = KeyedLimiter::new(0, MIN, 1);
+        for _ in 0..1000 {
+            assert_eq!(l.check(&"a", t0), Decision::Allowed);
+        }
+        assert!(l.is_empty());
+    }
+
+    #[test]
+    fn a_flood_of_new_keys_never_evicts_or_resets_a_limited_key() {
+        let t0 = Instant::now();
+        let mut l = KeyedLimiter::new(2, MIN, 100);
+        l.check(&0u32, t0);
+        l.check(&0u32, t0);
+        assert!(matches!(l.check(&0u32, t0), Decision::Limited { .. }));
+        for k in 1..=10_000u32 {
+            l.check(&k, t0 + Duration::from_millis(u64::from(k)));
+            assert!(l.len() <= 100);
+        }
+        assert!(l.contains(&0));
+        assert!(matches!(
+            l.check(&0u32, t0 + secs(11)),
+            Decision::Limited {
+                overflow: false,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn expired_keys_are_dropped_before_anyone_is_evicted() {
+        let t0 = Instant::now();
+        let mut l = KeyedLimiter::new(5, MIN, 3);
+        l.check(&"old", t0);
+        l.check(&"recent", t0 + secs(100));
+        l.check(&"newer", t0 + secs(110));
+        l.check(&"new", t0 + secs(125));
+        assert!(!l.contains(&"old"));
+        assert!(l.contains(&"recent") && l.contains(&"newer") && l.contains(&"new"));
+    }
+
+    #[test]
+    fn when_every_key_is_limited_new_keys_share_the_overflow_window() {
+        let t0 = Instant::now();
+        let mut l = KeyedLimiter::new(1, MIN, 2);
+        for k in ["a", "b"] {
+            l.check(&k, t0);
+        }
+        assert_eq!(l.check(&"c", t0), Decision::Allowed);
+        assert!(matches!(
+            l.check(&"d", t0),
+            Decision::Limited { overflow: true, .. }
+        ));
+        assert!(l.contains(&"a") && l.contains(&"b"));
+        assert!(!l.contains(&"c"));
+    }
+
+    fn headers(xff: &[&str]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for v in xff {
+            h.append("x-forwarded-for", HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    fn nets(list: &[&str]) -> Vec<ipnet::IpNet> {
+        list.iter().map(|n| n.parse().unwrap()).collect()
+    }
+
+    #[test]
+    fn forwarded_for_is_ignored_from_untrusted_peers() {
+        let peer: IpAddr = "203.0.113.9".parse().unwrap();
+        let h = headers(&["1.2.3.4"]);
+        assert_eq!(client_ip(peer, &h, &[]), peer);
+        assert_eq!(client_ip(peer, &h, &nets(&["10.0.0.0/8"])), peer);
+    }
+
+    #[test]
+    fn forwarded_for_from_a_trusted_proxy_gives_the_rightmost_untrusted_entry() {
+        let peer: IpAddr = "10.0.0.2".parse().unwrap();
+        let trusted = nets(&["10.0.0.0/8"]);
+        let h = headers(&["6.6.6.6, 198.51.100.7, 10.0.0.5"]);
+        assert_eq!(
+            client_ip(peer, &h, &trusted),
+            "198.51.100.7".parse::<IpAddr>().unwrap()
+        );
+        // Several headers are one list.
+        let h = headers(&["6.6.6.6", "198.51.100.8:4711"]);
+        assert_eq!(
+            client_ip(peer, &h, &trusted),
+            "198.51.100.8".parse::<IpAddr>().unwrap()
+        );
+        // No header, or garbage: the last trusted hop.
+        assert_eq!(client_ip(peer, &HeaderMap::new(), &trusted), peer);
+        let h = headers(&["garbage, 10.0.0.9"]);
+        assert_eq!(
+            client_ip(peer, &h, &trusted),
+            "10.0.0.9".parse::<IpAddr>().unwrap()
+        );
+    }
+
+    #[test]
+    fn the_limiter_keys_tokens_by_hash_and_reports_once() {
+        let events = Arc::new(Mutex::new(Vec::<RateLimitEvent>::new()));
+        let sink = events.clone();
+        let limiter = RateLimiter::new(100, 2, vec![])
+            .with_hook(Arc::new(move |e| sink.lock().unwrap().push(e.clone())));
+        let ip: IpAddr = "127.0.0.1".parse().unwrap();
+        let t0 = Instant::now();
+        let token = b"Bearer secret-token".as_slice();
+        assert!(limiter.check(ip, Some(token), "/mcp", t0).is_none());
+        assert!(limiter.check(ip, Some(token), "/mcp", t0).is_none());
+        assert!(limiter.check(ip, Some(token), "/mcp", t0).is_some());
+        assert!(limiter.check(ip, Some(token), "/mcp", t0).is_some());
+        // Another token from the same IP is fine.
+        assert!(
+            limiter
+                .check(ip, Some(b"Bearer other"), "/mcp", t0)
+                .is_none()
+        );
+        let events = events.lock().unwrap();
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].key_kind, KeyKind::Token);
+        assert!(!events[0].key.contains("secret"));
+    }
+}

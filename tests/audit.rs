@@ -1,0 +1,528 @@
+//! The audit log over real files and the real binary: chain tamper tests,
+//! rotation, faults while running, startup refusal, write-ahead refusal of
+//! tool calls, and a `kill -9` under load.
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use aegis_gitea_mcp::audit::{AuditLog, AuditOptions, Event, EventKind};
+use secrecy::SecretString;
+use serde_json::{Value, json};
+use support::{ADMIN_TOKEN, BEARER, FakeGitea, Gateway, call};
+
+const BIN: &str = env!("CARGO_BIN_EXE_aegis-gitea-mcp");
+const KEY: &str = "audit-key-0123456789abcdef-0123456789";
+
+fn key() -> SecretString {
+    SecretString::from(KEY.to_owned())
+}
+
+/// `audit verify [files]` with the key (or not): (exit code, stdout).
+fn verify(data_dir: &Path, key: Option<&str>, files: &[&Path]) -> (i32, String) {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("audit")
+        .arg("verify")
+        .args(files)
+        .env_clear()
+        .env("DATA_DIR", data_dir)
+        .current_dir(data_dir);
+    if let Some(k) = key {
+        cmd.env("AUDIT_HMAC_KEY", k);
+    }
+    let out = cmd.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+async fn write_entries(dir: &Path, writers: usize, each: usize) {
+    let log = AuditLog::open(dir, Some(&key())).await.unwrap();
+    let tasks: Vec<_> = (0..writers)
+        .map(|w| {
+            let log = log.clone();
+            tokio::spawn(async move {
+                for i in 0..each {
+                    let mut event =
+                        Event::new(EventKind::ToolCallStarted).tool(&format!("tool_{w}_{i}"));
+                    event.args = Some(vec!["owner".into(), "repo".into()]);
+                    log.record(event).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+}
+
+fn lines_of(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn write_lines(path: &Path, lines: &[String]) {
+    std::fs::write(path, lines.join("\n") + "\n").unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_records_verify_and_every_tampered_copy_fails_at_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    write_entries(dir.path(), 16, 25).await;
+    let log = dir.path().join("audit.log");
+    let meta = std::fs::metadata(&log).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    let (code, out) = verify(dir.path(), Some(KEY), &[]);
+    assert_eq!(code, 0, "{out}");
+    // log_opened + 400 entries.
+    assert_eq!(out.trim(), "ok: 401 entries verified (keyed)");
+    let lines = lines_of(&log);
+    for (i, line) in lines.iter().enumerate() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["seq"], i as u64 + 1);
+    }
+
+    let copy = |name: &str, lines: &[String]| {
+        let p = dir.path().join(name);
+        write_lines(&p, lines);
+        p
+    };
+    // An edited field.
+    let mut edited = lines.clone();
+    edited[9] = edited[9].replacen("\"owner\"", "\"0wner\"", 1);
+    let p = copy("edited", &edited);
+    let (code, out) = verify(dir.path(), Some(KEY), &[&p]);
+    assert_eq!(code, 1);
+    assert!(
+        out.starts_with(&format!("line 10 of {}: chain mismatch", p.display())),
+        "{out}"
+    );
+    // A deleted line.
+    let mut deleted = lines.clone();
+    deleted.remove(20);
+    let p = copy("deleted", &deleted);
+    let (code, out) = verify(dir.path(), Some(KEY), &[&p]);
+    assert_eq!(code, 1);
+    assert!(
+        out.starts_with(&format!("line 21 of {}", p.display())),
+        "{out}"
+    );
+    // Two lines swapped.
+    let mut swapped = lines.clone();
+    swapped.swap(30, 31);
+    let p = copy("swapped", &swapped);
+    let (code, out) = verify(dir.path(), Some(KEY), &[&p]);
+    assert_eq!(code, 1);
+    assert!(
+        out.starts_with(&format!("line 31 of {}", p.display())),
+        "{out}"
+    );
+    // Truncated in the middle of the last line, no recovery.
+    let text = std::fs::read(&log).unwrap();
+    let p = dir.path().join("truncated");
+    std::fs::write(&p, &text[..text.len() - 20]).unwrap();
+    let (code, out) = verify(dir.path(), Some(KEY), &[&p]);
+    assert_eq!(code, 1);
+    assert!(
+        out.starts_with(&format!("line 401 of {}", p.display())),
+        "{out}"
+    );
+    assert!(out.contains("torn"), "{out}");
+    // The wrong key, and no key.
+    let (code, out) = verify(
+        dir.path(),
+        Some("another-key-0123456789abcdef-012345678"),
+        &[&log],
+    );
+    assert_eq!(code, 1);
+    assert!(
+        out.starts_with(&format!("line 1 of {}", log.display())),
+        "{out}"
+    );
+    let (code, _) = verify(dir.path(), None, &[&log]);
+    assert_eq!(code, 1);
+}
+
+#[tokio::test]
+async fn a_reopened_log_continues_its_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    write_entries(dir.path(), 1, 3).await;
+    write_entries(dir.path(), 1, 3).await;
+    let (code, out) = verify(dir.path(), Some(KEY), &[]);
+    assert_eq!((code, out.trim()), (0, "ok: 8 entries verified (keyed)"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn rotation_keeps_verification_green_across_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = AuditOptions::new(dir.path(), Some(&key()));
+    options.max_bytes = 4096;
+    options.keep_files = 50;
+    let log = AuditLog::open_with(options).await.unwrap();
+    for i in 0..300 {
+        log.record(Event::new(EventKind::RateLimited).detail("n", i))
+            .await
+            .unwrap();
+    }
+    drop(log);
+    let rotated: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("audit.log."))
+        .collect();
+    assert!(rotated.len() >= 3, "{} rotated files", rotated.len());
+    let (code, out) = verify(dir.path(), Some(KEY), &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.starts_with("ok: "), "{out}");
+    // The newest file alone verifies from its log_rotated anchor.
+    let current = dir.path().join("audit.log");
+    assert_eq!(verify(dir.path(), Some(KEY), &[&current]).0, 0);
+    let first: Value = serde_json::from_str(&lines_of(&current)[0]).unwrap();
+    assert_eq!(first["event"], "log_rotated");
+    // Files out of order fail.
+    let one = dir.path().join("audit.log.1");
+    let two = dir.path().join("audit.log.2");
+    assert_eq!(verify(dir.path(), Some(KEY), &[&one, &two]).0, 1);
+}
+
+#[tokio::test]
+async fn rotation_drops_the_oldest_file_beyond_keep_and_still_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = AuditOptions::new(dir.path(), None);
+    options.max_bytes = 4096;
+    options.keep_files = 2;
+    let log = AuditLog::open_with(options).await.unwrap();
+    for i in 0..200 {
+        log.record(Event::new(EventKind::RateLimited).detail("n", i))
+            .await
+            .unwrap();
+    }
+    assert!(!dir.path().join("audit.log.3").exists());
+    let (code, out) = verify(dir.path(), None, &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.ends_with("(unkeyed)\n"), "{out}");
+}
+
+#[tokio::test]
+async fn a_log_made_unwritable_refuses_records_and_recovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = AuditLog::open(dir.path(), Some(&key())).await.unwrap();
+    let path = dir.path().join("audit.log");
+    log.record(Event::new(EventKind::RateLimited))
+        .await
+        .unwrap();
+
+    // Read-only: refused (even for root), then writable again.
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o400)).unwrap();
+    assert!(
+        log.record(Event::new(EventKind::RateLimited))
+            .await
+            .is_err()
+    );
+    assert!(
+        log.record(Event::new(EventKind::RateLimited))
+            .await
+            .is_err()
+    );
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    log.record(Event::new(EventKind::RateLimited))
+        .await
+        .unwrap();
+
+    // Replaced by something that cannot be written: refused; then gone: recreated.
+    std::fs::rename(&path, dir.path().join("moved-away")).unwrap();
+    std::fs::create_dir(&path).unwrap();
+    assert!(
+        log.record(Event::new(EventKind::RateLimited))
+            .await
+            .is_err()
+    );
+    std::fs::remove_dir(&path).unwrap();
+    log.record(Event::new(EventKind::RateLimited))
+        .await
+        .unwrap();
+    log.record(Event::new(EventKind::RateLimited))
+        .await
+        .unwrap();
+
+    let moved = dir.path().join("moved-away");
+    let (code, out) = verify(dir.path(), Some(KEY), &[&moved, &path]);
+    assert_eq!(code, 0, "{out}");
+    let events: Vec<String> = lines_of(&path)
+        .iter()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["event"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(events[0], "log_reopened");
+    let text = std::fs::read_to_string(&moved).unwrap();
+    assert!(
+        text.contains("log_reopened"),
+        "the read-only spell is recorded"
+    );
+}
+
+#[tokio::test]
+async fn a_deleted_log_is_recreated_and_verifies_from_its_anchor() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = AuditLog::open(dir.path(), None).await.unwrap();
+    log.record(Event::new(EventKind::RateLimited))
+        .await
+        .unwrap();
+    std::fs::remove_file(dir.path().join("audit.log")).unwrap();
+    log.record(Event::new(EventKind::RateLimited))
+        .await
+        .unwrap();
+    let (code, out) = verify(dir.path(), None, &[]);
+    assert_eq!((code, out.trim()), (0, "ok: 2 entries verified (unkeyed)"));
+}
+
+#[tokio::test]
+async fn an_unwritable_data_dir_stops_startup() {
+    let dir = tempfile::tempdir().unwrap();
+    let not_a_dir = dir.path().join("file");
+    std::fs::write(&not_a_dir, "x").unwrap();
+    let fake = FakeGitea::start().await;
+    let settings = aegis_gitea_mcp::config::Settings::from_source(
+        &aegis_gitea_mcp::config::SettingsSource::from_pairs([
+            ("GITEA_URL", fake.url.as_str()),
+            ("GITEA_TOKEN", ADMIN_TOKEN),
+            ("DATA_DIR", not_a_dir.to_str().unwrap()),
+        ]),
+    )
+    .unwrap();
+    let err = aegis_gitea_mcp::app::App::build(settings)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("audit log"), "{err}");
+    // The binary refuses to serve too.
+    let out = Command::new(BIN)
+        .arg("serve")
+        .env_clear()
+        .env("GITEA_URL", &fake.url)
+        .env("GITEA_TOKEN", ADMIN_TOKEN)
+        .env("MCP_PORT", "0")
+        .env("DATA_DIR", &not_a_dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("audit log"));
+}
+
+#[tokio::test]
+async fn tool_calls_write_ahead_and_are_refused_when_the_log_is_unavailable() {
+    let data = support::scratch_dir();
+    let gw = Gateway::start(&[
+        ("DATA_DIR", data.to_str().unwrap()),
+        ("AUDIT_HMAC_KEY", KEY),
+    ])
+    .await;
+    let client = gw.client().await;
+    let (is_error, env) = call(
+        &client,
+        "gitea_issue_list_issues",
+        json!({"owner": "acme", "repo": "secret-repo-name"}),
+    )
+    .await;
+    assert!(!is_error, "{env}");
+    let path = data.join("audit.log");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        !text.contains("secret-repo-name") && !text.contains("acme"),
+        "no argument values"
+    );
+    assert!(
+        !text.contains(ADMIN_TOKEN) && !text.contains(BEARER),
+        "no tokens"
+    );
+    let entries: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let started = &entries[entries.len() - 2];
+    let finished = &entries[entries.len() - 1];
+    assert_eq!(started["event"], "tool_call_started");
+    assert_eq!(started["args"], json!(["owner", "repo"]));
+    assert_eq!(started["route"], "/repos/{owner}/{repo}/issues");
+    assert_eq!(started["identity"]["mode"], "bearer");
+    assert_eq!(finished["event"], "tool_call_finished");
+    assert_eq!(finished["outcome"], "ok");
+    assert_eq!(finished["status"], 200);
+    assert_eq!(
+        finished["detail"]["started_seq"],
+        started["seq"].to_string()
+    );
+
+    // The log becomes unwritable: the call is refused, nothing reaches Gitea.
+    let before = gw.fake.tool_requests().len();
+    std::fs::rename(&path, data.join("audit.log.old")).unwrap();
+    std::fs::create_dir(&path).unwrap();
+    let (is_error, env) = call(
+        &client,
+        "gitea_issue_list_issues",
+        json!({"owner": "acme", "repo": "app"}),
+    )
+    .await;
+    assert!(is_error);
+    assert_eq!(env["error"]["kind"], "audit_unavailable");
+    assert_eq!(
+        gw.fake.tool_requests().len(),
+        before,
+        "nothing was sent to Gitea"
+    );
+    // Writable again: calls go through, and the chain verifies.
+    std::fs::remove_dir(&path).unwrap();
+    let (is_error, _) = call(
+        &client,
+        "gitea_issue_list_issues",
+        json!({"owner": "a", "repo": "b"}),
+    )
+    .await;
+    assert!(!is_error);
+    let old = data.join("audit.log.old");
+    let (code, out) = verify(&data, Some(KEY), &[&old, &path]);
+    assert_eq!(code, 0, "{out}");
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn spawn_serve(fake: &FakeGitea, data: &Path, port: u16) -> std::process::Child {
+    Command::new(BIN)
+        .arg("serve")
+        .env_clear()
+        .env("GITEA_URL", &fake.url)
+        .env("GITEA_TOKEN", ADMIN_TOKEN)
+        .env("MCP_BEARER_TOKEN", BEARER)
+        .env("MCP_PORT", port.to_string())
+        .env("DATA_DIR", data)
+        .env("AUDIT_HMAC_KEY", KEY)
+        .env("RUST_LOG", "error")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+async fn wait_ready(port: u16) {
+    for _ in 0..200 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the gateway did not start");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kill_9_under_load_leaves_a_log_that_verifies_up_to_its_last_complete_line() {
+    aegis_gitea_mcp::tls::install_crypto_provider();
+    let fake = FakeGitea::start().await;
+    let data: PathBuf = support::scratch_dir();
+    let port = free_port();
+    let mut child = spawn_serve(&fake, &data, port);
+    wait_ready(port).await;
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let mut load = Vec::new();
+    for _ in 0..8 {
+        let url = url.clone();
+        load.push(tokio::spawn(async move {
+            let client = support::mcp_client(&url, Some(BEARER)).await;
+            loop {
+                let params = rmcp::model::CallToolRequestParams::new("gitea_issue_list_issues")
+                    .with_arguments(
+                        json!({"owner": "acme", "repo": "app"})
+                            .as_object()
+                            .unwrap()
+                            .clone(),
+                    );
+                if client.call_tool(params).await.is_err() {
+                    return;
+                }
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    for l in load {
+        let _ = l.await;
+    }
+    let path = data.join("audit.log");
+    let bytes = std::fs::read(&path).unwrap();
+    let complete = bytes.iter().filter(|&&b| b == b'\n').count();
+    assert!(complete > 20, "load produced {complete} entries");
+    let (code, out) = verify(&data, Some(KEY), &[]);
+    if bytes.last() == Some(&b'\n') {
+        assert_eq!(code, 0, "{out}");
+    } else {
+        // Only the torn last line is named.
+        assert_eq!(code, 1);
+        assert!(
+            out.starts_with(&format!("line {} of", complete + 1)),
+            "{out}"
+        );
+    }
+    // Every started call that reached Gitea has its write-ahead entry.
+    let text = String::from_utf8_lossy(&bytes);
+    let started = text.matches("\"tool_call_started\"").count();
+    assert!(
+        started >= fake.tool_requests().len(),
+        "{started} started entries, {} upstream requests",
+        fake.tool_requests().len()
+    );
+
+    // A restarted gateway recovers; the whole log verifies.
+    let mut child = spawn_serve(&fake, &data, port);
+    wait_ready(port).await;
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (code, out) = verify(&data, Some(KEY), &[]);
+    assert_eq!(code, 0, "{out}");
+}
+
+#[tokio::test]
+async fn a_torn_last_line_fails_verification_until_a_restart_records_the_recovery() {
+    let dir = tempfile::tempdir().unwrap();
+    write_entries(dir.path(), 2, 5).await;
+    let path = dir.path().join("audit.log");
+    // What a kill -9 in the middle of a write leaves.
+    let mut text = std::fs::read(&path).unwrap();
+    text.extend_from_slice(br#"{"v":1,"seq":12,"ts":"2026-01-01T00:00:00.000Z","event":"tool_ca"#);
+    std::fs::write(&path, &text).unwrap();
+    let (code, out) = verify(dir.path(), Some(KEY), &[]);
+    assert_eq!(code, 1);
+    assert!(
+        out.starts_with(&format!("line 12 of {}", path.display())),
+        "{out}"
+    );
+    // The next start ends the torn line and records log_recovered.
+    let log = AuditLog::open(dir.path(), Some(&key())).await.unwrap();
+    log.record(Event::new(EventKind::RateLimited))
+        .await
+        .unwrap();
+    let (code, out) = verify(dir.path(), Some(KEY), &[]);
+    assert_eq!((code, out.trim()), (0, "ok: 14 entries verified (keyed)"));
+    let lines = lines_of(&path);
+    let recovered: Value = serde_json::from_str(&lines[12]).unwrap();
+    assert_eq!(recovered["event"], "log_recovered");
+    assert_eq!(recovered["seq"], 12);
+}

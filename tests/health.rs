@@ -1,0 +1,77 @@
+//! `/health` and `/` over real HTTP: what they check, what they reveal,
+//! and that the Gitea probe is cached.
+
+mod support;
+
+use reqwest::StatusCode;
+use serde_json::Value;
+use support::Gateway;
+use support::oauth_client::{Backend, OAuthGateway};
+
+async fn get(url: &str) -> (StatusCode, Value) {
+    let response = reqwest::get(url).await.unwrap();
+    (response.status(), response.json().await.unwrap())
+}
+
+#[tokio::test]
+async fn health_is_ok_when_gitea_answers() {
+    let gw = Gateway::start(&[]).await;
+    let (status, body) = get(&format!("{}/health", gw.url)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["status"], "ok");
+    assert_eq!(body["checks"]["gitea"], "ok");
+    assert_eq!(body["checks"]["store"], "not_configured");
+    assert_eq!(body["tools"], 486);
+}
+
+#[tokio::test]
+async fn health_reports_the_store_when_oauth_is_on() {
+    let gw = OAuthGateway::start(Backend::Sqlite, &[]).await.unwrap();
+    let (status, body) = get(&format!("{}/health", gw.url)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["checks"]["store"], "ok");
+}
+
+#[tokio::test]
+async fn health_is_503_when_gitea_does_not_answer() {
+    // A port nothing listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let gw = Gateway::start(&[("GITEA_URL", url.as_str())]).await;
+    let (status, body) = get(&format!("{}/health", gw.url)).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(body["status"], "degraded");
+    assert_eq!(body["checks"]["gitea"], "unavailable");
+    assert!(
+        !body.to_string().contains(&url),
+        "no configuration revealed"
+    );
+}
+
+#[tokio::test]
+async fn the_gitea_probe_is_cached() {
+    let gw = Gateway::start(&[]).await;
+    for _ in 0..5 {
+        let (status, _) = get(&format!("{}/health", gw.url)).await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    let probes = gw
+        .fake
+        .requests()
+        .iter()
+        .filter(|r| r.uri == "/api/v1/version")
+        .count();
+    assert_eq!(probes, 1);
+}
+
+#[tokio::test]
+async fn the_root_names_the_service_and_nothing_else() {
+    let gw = Gateway::start(&[]).await;
+    let (status, body) = get(&format!("{}/", gw.url)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["name"], "aegis-gitea-mcp");
+    assert_eq!(body["tools"], 486);
+    let text = body.to_string();
+    assert!(!text.contains(&gw.fake.url) && !text.contains(support::BEARER));
+}
