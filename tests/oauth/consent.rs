@@ -7,7 +7,8 @@ use reqwest::header::{CONTENT_SECURITY_POLICY, LOCATION};
 use serde_json::json;
 
 use crate::{
-    Browser, CLIENT_REDIRECT, OAuthGateway, Pkce, TestClient, location, on_both_backends, param,
+    Browser, CLIENT_REDIRECT, ConsentForm, OAuthGateway, Pkce, TestClient, location,
+    on_both_backends, param,
 };
 
 fn assert_page_headers(response: &reqwest::Response) {
@@ -18,6 +19,20 @@ fn assert_page_headers(response: &reqwest::Response) {
     let csp = h[CONTENT_SECURITY_POLICY].to_str().unwrap();
     assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
     assert!(!csp.contains("unsafe-inline"), "{csp}");
+}
+
+/// A public client's authorization parked at the consent page, in a
+/// browser that holds its CSRF cookie.
+async fn at_consent(gateway: &OAuthGateway) -> (TestClient, Browser, ConsentForm) {
+    let client = gateway.public_client().await;
+    let mut browser = Browser::default();
+    let form = gateway
+        .consent_page(
+            &mut browser,
+            &gateway.authorize_params(&client, &Pkce::new(), "st-1"),
+        )
+        .await;
+    (client, browser, form)
 }
 
 /// #31
@@ -82,14 +97,7 @@ on_both_backends!(every_page_has_anti_framing_and_no_store_headers);
 
 /// #30: the form token alone, or the cookie alone, is not enough.
 async fn consent_needs_both_the_csrf_cookie_and_the_form_token(gateway: OAuthGateway) {
-    let client = gateway.public_client().await;
-    let mut browser = Browser::default();
-    let form = gateway
-        .consent_page(
-            &mut browser,
-            &gateway.authorize_params(&client, &Pkce::new(), "st-1"),
-        )
-        .await;
+    let (_, mut browser, form) = at_consent(&gateway).await;
     // An attacker's page posts the form without the victim's cookie.
     let response = gateway
         .decide(&mut Browser::default(), &form, "approve")
@@ -108,14 +116,7 @@ async fn consent_needs_both_the_csrf_cookie_and_the_form_token(gateway: OAuthGat
 on_both_backends!(consent_needs_both_the_csrf_cookie_and_the_form_token);
 
 async fn a_cross_site_consent_post_is_refused(gateway: OAuthGateway) {
-    let client = gateway.public_client().await;
-    let mut browser = Browser::default();
-    let form = gateway
-        .consent_page(
-            &mut browser,
-            &gateway.authorize_params(&client, &Pkce::new(), "st-1"),
-        )
-        .await;
+    let (_, browser, form) = at_consent(&gateway).await;
     let response = gateway
         .http
         .post(format!("{}/authorize/consent", gateway.url))
@@ -135,14 +136,7 @@ on_both_backends!(a_cross_site_consent_post_is_refused);
 
 /// #30: the callback completes only in the browser that approved.
 async fn the_callback_needs_the_binding_cookie(gateway: OAuthGateway) {
-    let client = gateway.public_client().await;
-    let mut browser = Browser::default();
-    let form = gateway
-        .consent_page(
-            &mut browser,
-            &gateway.authorize_params(&client, &Pkce::new(), "st-1"),
-        )
-        .await;
+    let (_, mut browser, form) = at_consent(&gateway).await;
     let approval = gateway.decide(&mut browser, &form, "approve").await;
     assert!(browser.cookies.contains_key("aegis_binding"));
     let callback_url = gateway.through_gitea(&approval, "alice").await;
@@ -154,14 +148,7 @@ async fn the_callback_needs_the_binding_cookie(gateway: OAuthGateway) {
 on_both_backends!(the_callback_needs_the_binding_cookie);
 
 async fn a_replayed_callback_shows_an_error_page(gateway: OAuthGateway) {
-    let client = gateway.public_client().await;
-    let mut browser = Browser::default();
-    let form = gateway
-        .consent_page(
-            &mut browser,
-            &gateway.authorize_params(&client, &Pkce::new(), "st-1"),
-        )
-        .await;
+    let (_, mut browser, form) = at_consent(&gateway).await;
     let approval = gateway.decide(&mut browser, &form, "approve").await;
     let callback_url = gateway.through_gitea(&approval, "alice").await;
     let first = gateway.callback(&mut browser, &callback_url).await;
@@ -173,14 +160,7 @@ async fn a_replayed_callback_shows_an_error_page(gateway: OAuthGateway) {
 on_both_backends!(a_replayed_callback_shows_an_error_page);
 
 async fn an_expired_sign_in_shows_an_error_page(gateway: OAuthGateway) {
-    let client = gateway.public_client().await;
-    let mut browser = Browser::default();
-    let form = gateway
-        .consent_page(
-            &mut browser,
-            &gateway.authorize_params(&client, &Pkce::new(), "st-1"),
-        )
-        .await;
+    let (_, mut browser, form) = at_consent(&gateway).await;
     let approval = gateway.decide(&mut browser, &form, "approve").await;
     let callback_url = gateway.through_gitea(&approval, "alice").await;
     gateway.clock.advance(601);
@@ -191,14 +171,7 @@ async fn an_expired_sign_in_shows_an_error_page(gateway: OAuthGateway) {
 on_both_backends!(an_expired_sign_in_shows_an_error_page);
 
 async fn an_expired_consent_form_is_refused(gateway: OAuthGateway) {
-    let client = gateway.public_client().await;
-    let mut browser = Browser::default();
-    let form = gateway
-        .consent_page(
-            &mut browser,
-            &gateway.authorize_params(&client, &Pkce::new(), "st-1"),
-        )
-        .await;
+    let (_, mut browser, form) = at_consent(&gateway).await;
     gateway.clock.advance(601);
     let response = gateway.decide(&mut browser, &form, "approve").await;
     assert_eq!(response.status(), StatusCode::BAD_REQUEST);
@@ -207,14 +180,7 @@ async fn an_expired_consent_form_is_refused(gateway: OAuthGateway) {
 on_both_backends!(an_expired_consent_form_is_refused);
 
 async fn denying_redirects_access_denied_with_state_and_iss(gateway: OAuthGateway) {
-    let client = gateway.public_client().await;
-    let mut browser = Browser::default();
-    let form = gateway
-        .consent_page(
-            &mut browser,
-            &gateway.authorize_params(&client, &Pkce::new(), "st-1"),
-        )
-        .await;
+    let (_, mut browser, form) = at_consent(&gateway).await;
     let response = gateway.decide(&mut browser, &form, "deny").await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
     let to = location(&response);
@@ -230,14 +196,7 @@ on_both_backends!(denying_redirects_access_denied_with_state_and_iss);
 
 /// A denial at Gitea reaches the client as `access_denied`.
 async fn a_denial_at_gitea_reaches_the_client(gateway: OAuthGateway) {
-    let client = gateway.public_client().await;
-    let mut browser = Browser::default();
-    let form = gateway
-        .consent_page(
-            &mut browser,
-            &gateway.authorize_params(&client, &Pkce::new(), "st-1"),
-        )
-        .await;
+    let (_, mut browser, form) = at_consent(&gateway).await;
     let approval = gateway.decide(&mut browser, &form, "approve").await;
     gateway.fake.deny_next_authorization();
     let callback_url = gateway.through_gitea(&approval, "alice").await;
