@@ -64,20 +64,7 @@ impl App {
         let audit = open_audit(&settings).await?;
         let client = GiteaClient::new(settings.gitea_api_base(), &settings.limits)
             .map_err(|_| BuildError::HttpClient)?;
-        let started = Instant::now();
-        let catalog = match settings.gitea_openapi {
-            OpenApiSource::Bundled => Catalog::bundled(),
-            OpenApiSource::Live => load_live_catalog(&settings, &client).await,
-        };
-        tracing::info!(
-            tools = catalog.len(),
-            skipped = catalog.skipped(),
-            gitea_api = catalog.api_version(),
-            elapsed_ms = started.elapsed().as_millis() as u64,
-            "catalog built"
-        );
-        let exposure = Exposure::new(settings.exposure.clone());
-        exposure.check_against(&catalog)?;
+        let (catalog, exposure) = load_catalog(&settings, &client).await?;
         let dispatcher = Dispatcher::new(
             catalog,
             exposure,
@@ -136,6 +123,30 @@ async fn open_audit(settings: &Settings) -> Result<AuditLog, AuditError> {
     let audit = AuditLog::open_with(options).await?;
     tracing::info!(path = %audit.path().display(), keyed = audit.is_keyed(), "audit log opened");
     Ok(audit)
+}
+
+/// The catalog the settings select (bundled, or the instance's own document
+/// with `GITEA_OPENAPI=live`) and the exposure that filters it, checked
+/// against each other. Opens nothing but (with `live`) one request to Gitea.
+pub async fn load_catalog(
+    settings: &Settings,
+    client: &GiteaClient,
+) -> Result<(Catalog, Exposure), ConfigError> {
+    let started = Instant::now();
+    let catalog = match settings.gitea_openapi {
+        OpenApiSource::Bundled => Catalog::bundled(),
+        OpenApiSource::Live => load_live_catalog(settings, client).await,
+    };
+    tracing::info!(
+        tools = catalog.len(),
+        skipped = catalog.skipped(),
+        gitea_api = catalog.api_version(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "catalog built"
+    );
+    let exposure = Exposure::new(settings.exposure.clone());
+    exposure.check_against(&catalog)?;
+    Ok((catalog, exposure))
 }
 
 async fn load_live_catalog(settings: &Settings, client: &GiteaClient) -> Catalog {

@@ -13,7 +13,7 @@ use clap::{Parser, Subcommand};
 use crate::app::{App, BuildError};
 use crate::catalog::Catalog;
 use crate::config::{ConfigError, EnvFileChoice, Settings, SettingsSource, select_env_file};
-use crate::mcp::exposure::Exposure;
+use crate::gitea::GiteaClient;
 
 #[derive(Debug, Parser)]
 #[command(name = "aegis-gitea-mcp", version, about = "An MCP gateway to Gitea")]
@@ -178,11 +178,11 @@ async fn run_command(cli: Cli) -> Result<(), CliError> {
                 }
                 Err(err) => return Err(err.into()),
                 Ok(settings) => {
-                    let exposure = Exposure::new(settings.exposure.clone());
-                    let app = App::build(settings).await?;
-                    app.dispatcher()
-                        .catalog()
-                        .filtered(|op| exposure.exposes(op))
+                    // Only the catalog: no audit log, store or OAuth client.
+                    let client = GiteaClient::new(settings.gitea_api_base(), &settings.limits)
+                        .map_err(|_| BuildError::HttpClient)?;
+                    let (catalog, exposure) = crate::app::load_catalog(&settings, &client).await?;
+                    catalog.filtered(|op| exposure.exposes(op))
                 }
             };
             print_catalog(&catalog, json, toolsets);
@@ -343,18 +343,24 @@ fn print_catalog(catalog: &Catalog, json: bool, toolsets: bool) {
     );
 }
 
-/// Logs go to stderr only: stdout belongs to JSON-RPC under stdio.
+/// Logs go to stderr only: stdout belongs to JSON-RPC under stdio. JSON
+/// lines by default (what a log pipeline parses); `LOG_FORMAT=text` for
+/// people reading a terminal.
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("RUST_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let json = std::env::var("LOG_FORMAT").is_ok_and(|v| v.eq_ignore_ascii_case("json"));
+    let format = std::env::var("LOG_FORMAT").unwrap_or_default();
+    let text = format.eq_ignore_ascii_case("text");
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(false);
-    if json {
-        builder.json().init();
-    } else {
+    if text {
         builder.init();
+    } else {
+        builder.json().flatten_event(true).init();
+    }
+    if !text && !format.is_empty() && !format.eq_ignore_ascii_case("json") {
+        tracing::warn!(setting = "LOG_FORMAT", "unknown value: logging JSON lines");
     }
 }

@@ -1,43 +1,24 @@
 //! The audit log over real files and the real binary: chain tamper tests,
-//! rotation, faults while running, startup refusal, write-ahead refusal of
-//! tool calls, and a `kill -9` under load.
+//! rotation, faults while running, startup refusal and write-ahead refusal
+//! of tool calls. (The faults that need a process: `tests/audit_process.rs`.)
 
 mod support;
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
 
 use aegis_gitea_mcp::audit::{AuditLog, AuditOptions, Event, EventKind};
 use secrecy::SecretString;
 use serde_json::{Value, json};
+use support::gateway_process::audit_verify as verify;
 use support::{ADMIN_TOKEN, BEARER, FakeGitea, Gateway, call};
 
-const BIN: &str = env!("CARGO_BIN_EXE_aegis-gitea-mcp");
+use support::gateway_process::BIN;
 const KEY: &str = "audit-key-0123456789abcdef-0123456789";
 
 fn key() -> SecretString {
     SecretString::from(KEY.to_owned())
-}
-
-/// `audit verify [files]` with the key (or not): (exit code, stdout).
-fn verify(data_dir: &Path, key: Option<&str>, files: &[&Path]) -> (i32, String) {
-    let mut cmd = Command::new(BIN);
-    cmd.arg("audit")
-        .arg("verify")
-        .args(files)
-        .env_clear()
-        .env("DATA_DIR", data_dir)
-        .current_dir(data_dir);
-    if let Some(k) = key {
-        cmd.env("AUDIT_HMAC_KEY", k);
-    }
-    let out = cmd.output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
 }
 
 async fn write_entries(dir: &Path, writers: usize, each: usize) {
@@ -391,111 +372,6 @@ async fn tool_calls_write_ahead_and_are_refused_when_the_log_is_unavailable() {
     assert!(!is_error);
     let old = data.join("audit.log.old");
     let (code, out) = verify(&data, Some(KEY), &[&old, &path]);
-    assert_eq!(code, 0, "{out}");
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn spawn_serve(fake: &FakeGitea, data: &Path, port: u16) -> std::process::Child {
-    Command::new(BIN)
-        .arg("serve")
-        .env_clear()
-        .env("GITEA_URL", &fake.url)
-        .env("GITEA_TOKEN", ADMIN_TOKEN)
-        .env("MCP_BEARER_TOKEN", BEARER)
-        .env("MCP_PORT", port.to_string())
-        .env("DATA_DIR", data)
-        .env("AUDIT_HMAC_KEY", KEY)
-        .env("RUST_LOG", "error")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap()
-}
-
-async fn wait_ready(port: u16) {
-    for _ in 0..200 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the gateway did not start");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn kill_9_under_load_leaves_a_log_that_verifies_up_to_its_last_complete_line() {
-    aegis_gitea_mcp::tls::install_crypto_provider();
-    let fake = FakeGitea::start().await;
-    let data: PathBuf = support::scratch_dir();
-    let port = free_port();
-    let mut child = spawn_serve(&fake, &data, port);
-    wait_ready(port).await;
-    let url = format!("http://127.0.0.1:{port}/mcp");
-    let mut load = Vec::new();
-    for _ in 0..8 {
-        let url = url.clone();
-        load.push(tokio::spawn(async move {
-            let client = support::mcp_client(&url, Some(BEARER)).await;
-            loop {
-                let params = rmcp::model::CallToolRequestParams::new("gitea_issue_list_issues")
-                    .with_arguments(
-                        json!({"owner": "acme", "repo": "app"})
-                            .as_object()
-                            .unwrap()
-                            .clone(),
-                    );
-                if client.call_tool(params).await.is_err() {
-                    return;
-                }
-            }
-        }));
-    }
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
-    for l in load {
-        let _ = l.await;
-    }
-    let path = data.join("audit.log");
-    let bytes = std::fs::read(&path).unwrap();
-    let complete = bytes.iter().filter(|&&b| b == b'\n').count();
-    assert!(complete > 20, "load produced {complete} entries");
-    let (code, out) = verify(&data, Some(KEY), &[]);
-    if bytes.last() == Some(&b'\n') {
-        assert_eq!(code, 0, "{out}");
-    } else {
-        // Only the torn last line is named.
-        assert_eq!(code, 1);
-        assert!(
-            out.starts_with(&format!("line {} of", complete + 1)),
-            "{out}"
-        );
-    }
-    // Every started call that reached Gitea has its write-ahead entry.
-    let text = String::from_utf8_lossy(&bytes);
-    let started = text.matches("\"tool_call_started\"").count();
-    assert!(
-        started >= fake.tool_requests().len(),
-        "{started} started entries, {} upstream requests",
-        fake.tool_requests().len()
-    );
-
-    // A restarted gateway recovers; the whole log verifies.
-    let mut child = spawn_serve(&fake, &data, port);
-    wait_ready(port).await;
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let (code, out) = verify(&data, Some(KEY), &[]);
     assert_eq!(code, 0, "{out}");
 }
 

@@ -106,6 +106,65 @@ fn catalog_applies_the_configured_exposure() {
     ));
 }
 
+#[test]
+fn catalog_opens_no_audit_log_or_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let out = Command::new(BIN)
+        .args(["catalog", "--json"])
+        .env_clear()
+        .current_dir(dir.path())
+        .env("GITEA_URL", "http://127.0.0.1:9")
+        .env("DATA_DIR", &data)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !data.exists(),
+        "listing the catalog created {}",
+        data.display()
+    );
+}
+
+#[test]
+fn logs_are_json_lines_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data").display().to_string();
+    let env = [
+        ("GITEA_URL", "http://127.0.0.1:9"),
+        ("GITEA_TOKEN", "admin-token-never-logged"),
+        ("DATA_DIR", data.as_str()),
+    ];
+    // stdio with stdin closed: starts, logs, and ends at once.
+    let out = gateway(&["stdio"], &env);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let events: Vec<serde_json::Value> = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let opened = events
+        .iter()
+        .find(|e| e["message"] == "audit log opened")
+        .unwrap_or_else(|| panic!("no JSON event in {stderr}"));
+    assert_eq!(opened["level"], "INFO");
+    assert!(opened["timestamp"].is_string());
+    assert!(!stderr.contains("admin-token-never-logged"));
+
+    let text = gateway(
+        &["stdio"],
+        &[env.as_slice(), &[("LOG_FORMAT", "text")]].concat(),
+    );
+    let stderr = String::from_utf8_lossy(&text.stderr);
+    assert!(
+        stderr.contains(" INFO ") && stderr.contains("audit log opened"),
+        "{stderr}"
+    );
+}
+
 const OAUTH_KEY: &str = "cli-test-encryption-key-0123456789abcdef";
 
 #[test]

@@ -39,18 +39,23 @@ impl HostPolicy {
         if let Some(host) = settings.public_base_url.host_str() {
             hosts.push(strip_brackets(host).to_ascii_lowercase());
         }
-        hosts.extend(
-            settings
-                .allowed_hosts
-                .iter()
-                .map(|h| strip_brackets(h).to_ascii_lowercase()),
-        );
-        hosts.sort();
-        hosts.dedup();
         let mut ports = vec![settings.mcp_port];
         if let Some(port) = settings.public_base_url.port_or_known_default() {
             ports.push(port);
         }
+        // An entry may carry a port (`alias.example:8443`): the name joins the
+        // hosts (any port in `Host`), the port joins the ports an `Origin` may name.
+        for entry in &settings.allowed_hosts {
+            let (host, port) = split_host_port(entry);
+            hosts.push(strip_brackets(host).to_ascii_lowercase());
+            if let Some(port) = port.and_then(|p| p.parse::<u16>().ok()) {
+                ports.push(port);
+            }
+        }
+        hosts.sort();
+        hosts.dedup();
+        ports.sort_unstable();
+        ports.dedup();
         Self { hosts, ports }
     }
 
@@ -194,23 +199,16 @@ fn declared_length(headers: &HeaderMap) -> Option<u64> {
         .ok()
 }
 
-/// The OAuth API routes: browser-based clients call them cross-origin, and
-/// they answer with CORS instead of an `Origin` check.
-pub fn is_oauth_api_path(path: &str) -> bool {
-    matches!(path, "/register" | "/token" | "/revoke") || path.starts_with("/.well-known/")
-}
-
-/// Middleware on the OAuth routes and the pages: on the pages (consent,
-/// `/authorize`, the callback, `/account`, `/admin`) an `Origin` must be
-/// absent, `null` (sent by browsers from our `no-referrer` pages) or ours;
-/// a foreign one is 403. The API routes are left to CORS.
+/// Middleware on the pages (consent, `/authorize`, the callback,
+/// `/account`, `/admin`): an `Origin` must be absent, `null` (sent by
+/// browsers from our `no-referrer` pages) or ours; a foreign one is 403.
+/// The OAuth API routes do not get it: they answer with CORS instead.
 pub async fn check_page_origin(
     State(policy): State<Arc<HostPolicy>>,
     request: Request,
     next: Next,
 ) -> Response {
-    if !is_oauth_api_path(request.uri().path())
-        && let Some(origin) = request.headers().get(header::ORIGIN)
+    if let Some(origin) = request.headers().get(header::ORIGIN)
         && !origin
             .to_str()
             .is_ok_and(|o| o == "null" || policy.allows_origin(o))
@@ -271,6 +269,16 @@ mod tests {
     }
 
     #[test]
+    fn allowed_hosts_entries_may_carry_a_port() {
+        let p = policy(&[("ALLOWED_HOSTS", "alias.example.com:8443,[fd00::1]:9000")]);
+        assert!(p.allows_host("alias.example.com:8443"));
+        assert!(p.allows_host("alias.example.com"));
+        assert!(p.allows_host("[fd00::1]:9000"));
+        assert!(p.allows_origin("https://alias.example.com:8443"));
+        assert!(!p.allows_origin("https://alias.example.com:9443"));
+    }
+
+    #[test]
     fn wildcard_bind_address_is_not_a_host() {
         let p = policy(&[
             ("MCP_HOST", "0.0.0.0"),
@@ -306,27 +314,5 @@ mod tests {
         assert!(!is_json(&with("application/json-patch+json")));
         assert!(!is_json(&with("application/x-www-form-urlencoded")));
         assert!(!is_json(&HeaderMap::new()));
-    }
-
-    #[test]
-    fn only_the_oauth_api_routes_skip_the_page_origin_rule() {
-        for path in [
-            "/register",
-            "/token",
-            "/revoke",
-            "/.well-known/oauth-authorization-server",
-        ] {
-            assert!(is_oauth_api_path(path), "{path}");
-        }
-        for path in [
-            "/authorize",
-            "/authorize/consent",
-            "/oauth/callback",
-            "/account",
-            "/admin/actions",
-            "/tokens",
-        ] {
-            assert!(!is_oauth_api_path(path), "{path}");
-        }
     }
 }

@@ -93,12 +93,24 @@ pub fn router_with_limiter(app: Arc<App>, limiter: Arc<RateLimiter>) -> Router {
 
     let mut router = base.merge(mcp_routes);
     if let Some(server) = oauth {
-        let oauth_routes = crate::oauth::router(server)
+        let routes = crate::oauth::router(server);
+        // The limiter sits inside the CORS layer: a 429 carries CORS headers.
+        let api = routes
+            .api
+            .layer(middleware::from_fn_with_state(
+                limiter.clone(),
+                rate_limit::limit,
+            ))
+            .layer(crate::oauth::api_cors());
+        let pages = routes
+            .pages
             .layer(middleware::from_fn_with_state(limiter, rate_limit::limit))
             .layer(middleware::from_fn_with_state(
                 policy.clone(),
                 guards::check_page_origin,
-            ))
+            ));
+        let oauth_routes = api
+            .merge(pages)
             .layer(RequestBodyLimitLayer::new(FORM_BODY_LIMIT))
             .layer(layers::timeout(PAGE_TIMEOUT));
         router = router.merge(oauth_routes);

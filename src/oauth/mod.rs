@@ -118,13 +118,22 @@ impl OAuthServer {
     }
 }
 
-/// The OAuth routes, and the people's pages that sign in through them.
-/// Discovery, registration, token and revocation answer cross-origin
-/// requests (browser-based clients such as MCP Inspector); `/authorize`,
-/// the consent form, the callback and the pages do not. Every body is
-/// limited to [`OAUTH_BODY_LIMIT`].
-pub fn router(server: Arc<OAuthServer>) -> Router {
-    let cors = CorsLayer::new()
+/// The OAuth routes in two groups, for the HTTP layer to put its rate
+/// limiter inside the CORS layer of `api` (so a 429 still carries CORS
+/// headers a browser-based client can read).
+pub struct OAuthRoutes {
+    /// Discovery, registration, token and revocation: they answer
+    /// cross-origin requests (browser-based clients such as MCP Inspector)
+    /// once wrapped in [`api_cors`].
+    pub api: Router,
+    /// `/authorize`, the consent form, the callback and the people's pages:
+    /// same-origin only.
+    pub pages: Router,
+}
+
+/// The CORS policy of the OAuth API routes: any origin, no credentials.
+pub fn api_cors() -> CorsLayer {
+    CorsLayer::new()
         .allow_origin(AllowOrigin::any())
         .allow_methods([Method::GET, Method::POST, Method::OPTIONS])
         .allow_headers([
@@ -132,7 +141,13 @@ pub fn router(server: Arc<OAuthServer>) -> Router {
             header::CONTENT_TYPE,
             header::HeaderName::from_static("mcp-protocol-version"),
         ])
-        .max_age(std::time::Duration::from_secs(3600));
+        .expose_headers([header::RETRY_AFTER, header::WWW_AUTHENTICATE])
+        .max_age(std::time::Duration::from_secs(3600))
+}
+
+/// The OAuth routes, and the people's pages that sign in through them.
+/// Every body is limited to [`OAUTH_BODY_LIMIT`].
+pub fn router(server: Arc<OAuthServer>) -> OAuthRoutes {
     let api = Router::new()
         .route(
             "/.well-known/oauth-protected-resource",
@@ -153,15 +168,16 @@ pub fn router(server: Arc<OAuthServer>) -> Router {
         .route("/register", post(register::register))
         .route("/token", post(token::token))
         .route("/revoke", post(revoke::revoke))
-        .layer(cors);
+        .with_state(server.clone())
+        .layer(DefaultBodyLimit::max(OAUTH_BODY_LIMIT));
     let pages = Router::new()
         .route("/authorize", get(authorize::authorize))
         .route("/authorize/consent", post(authorize::consent))
-        .route("/oauth/callback", get(callback::callback));
-    api.merge(pages)
+        .route("/oauth/callback", get(callback::callback))
         .with_state(server.clone())
         .merge(crate::pages::router(server))
-        .layer(DefaultBodyLimit::max(OAUTH_BODY_LIMIT))
+        .layer(DefaultBodyLimit::max(OAUTH_BODY_LIMIT));
+    OAuthRoutes { api, pages }
 }
 
 async fn protected_resource(State(server): State<Arc<OAuthServer>>) -> Response {

@@ -21,16 +21,12 @@ Needs: `pip install playwright` (never `playwright install`: the browser is
 """
 
 import base64
-import glob
 import hashlib
-import html
-import http.server
 import json
 import os
 import secrets
 import sys
 import tempfile
-import threading
 import time
 import traceback
 import urllib.error
@@ -41,27 +37,34 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.dont_write_bytecode = True  # no __pycache__ in the work tree
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
+sys.path.insert(0, HERE)
 
-from gateway import check, gateway_log, load_fixture, mcp_tool_call, start_gateway, stepper, stop_gateway  # noqa: E402
+from common import (  # noqa: E402
+    ARTIFACTS,
+    CHROMIUM,
+    FIXTURE,
+    GATEWAY,
+    GITEA,
+    REVOKED_NOTICE,
+    Browser,
+    ClientListener,
+    account_row,
+    assert_acts_as,
+    assert_dead,
+    close_listeners,
+    consent_and_sign_in,
+    consent_deny,
+    is_gateway_path,
+    prepare_artifacts,
+    revoke_on_account,
+    sign_in_to_pages,
+    visible_text,
+)
+from gateway import check, gateway_log, start_gateway, stepper, stop_gateway  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 
-FIXTURE = load_fixture()
-GATEWAY = FIXTURE["gateway_url"].rstrip("/")
-GITEA = FIXTURE["gitea_url"].rstrip("/")
 ALICE = FIXTURE["user"]
 ADMIN = FIXTURE["admin"]
-ARTIFACTS = os.environ.get("AEGIS_ARTIFACTS_DIR") or os.path.join(ROOT, "target", "browser-artifacts")
-CHROMIUM = os.environ.get("AEGIS_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 # Client names are unique per run, so a page is checked for this run's rows.
 RUN = secrets.token_hex(3)
 XSS_NAME = "<script>alert(1)</script>"
@@ -95,54 +98,6 @@ def gateway_request(method, path, form=None, body=None):
         return status, response_headers, json.loads(text)
     except ValueError:
         return status, response_headers, text
-
-
-class ClientListener:
-    """The client's loopback redirect listener (RFC 8252, what native MCP
-    clients run): a one-route HTTP server on a port of its own that records
-    the query of the browser's visit and answers with a small page.
-
-    (Playwright's `route()` cannot stand in for it: it never sees the
-    target of a redirect, and the browser reaches the client only through
-    303s from the gateway.)"""
-
-    def __init__(self):
-        captured = self.captured = {}
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):
-                parsed = urllib.parse.urlparse(self.path)
-                if parsed.path != "/callback":
-                    self.send_error(404)
-                    return
-                query = dict(urllib.parse.parse_qsl(parsed.query))
-                captured.update(query)
-                captured["url"] = self.path
-                shown = {k: (v[:12] + "…" if k == "code" else v) for k, v in query.items()}
-                body = (
-                    "<!doctype html><meta charset=utf-8><title>Client callback</title>"
-                    "<h1>The client received its redirect</h1><pre>%s</pre>" % html.escape(json.dumps(shown, indent=2, ensure_ascii=False))
-                ).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.redirect_uri = "http://127.0.0.1:%d/callback" % self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        LISTENERS.append(self)
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
-LISTENERS = []
 
 
 class Client:
@@ -204,132 +159,6 @@ class Client:
         return answer["access_token"]
 
 
-def assert_acts_as(token, login):
-    status, envelope = mcp_tool_call(GATEWAY, token, "gitea_user_get_current")
-    check(status == 200, "/mcp answered %s (%s)" % (status, envelope))
-    check(envelope["identity"]["login"] == login, "identity %s" % envelope["identity"])
-    check(envelope["identity"]["mode"] == "oauth", "identity %s" % envelope["identity"])
-    check(envelope["data"]["login"] == login, "Gitea answered as %s" % envelope["data"].get("login"))
-
-
-def assert_dead(token):
-    status, challenge = mcp_tool_call(GATEWAY, token, "gitea_user_get_current")
-    check(status == 401, "a revoked token got %s at /mcp" % status)
-    check(challenge and "resource_metadata=" in challenge, "the 401 names the resource metadata: %s" % challenge)
-
-
-# ------------------------------------------------------------- browser side
-
-
-class Browser:
-    """The one Chromium of the run, fresh contexts for every test, the
-    screenshot counter, and what every page reported (dialogs, console
-    errors on our pages)."""
-
-    def __init__(self, playwright):
-        self.browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        self.shots = []
-        self.dialogs = []
-        self.console_errors = []
-        self.current = None  # the last page used, for a screenshot on failure
-
-    def context(self, **options):
-        context = self.browser.new_context(**options)
-        context.set_default_timeout(30_000)
-        context.set_default_navigation_timeout(30_000)
-        context.on("page", self._watch)
-        return context
-
-    def page(self, context):
-        page = context.new_page()
-        self._watch(page)
-        self.current = page
-        return page
-
-    def _watch(self, page):
-        if getattr(page, "_aegis_watched", False):
-            return
-        page._aegis_watched = True
-
-        def on_dialog(dialog):
-            self.dialogs.append((page.url, dialog.type, dialog.message))
-            dialog.dismiss()
-
-        def on_console(message):
-            # "Failed to load resource" repeats a response seen below (and
-            # a page's own 403/404 status is intended).
-            if message.type == "error" and page.url.startswith(GATEWAY) and "Failed to load resource" not in message.text:
-                self.console_errors.append((page.url, message.text))
-
-        def on_response(response):
-            request = response.request
-            if (
-                response.status >= 400
-                and request.resource_type != "document"
-                and response.url.startswith(GATEWAY)
-                and urllib.parse.urlparse(response.url).path != "/favicon.ico"
-            ):
-                self.console_errors.append((page.url, "%s %s" % (response.status, response.url)))
-
-        def on_page_error(error):
-            if page.url.startswith(GATEWAY):
-                self.console_errors.append((page.url, str(error)))
-
-        page.on("dialog", on_dialog)
-        page.on("console", on_console)
-        page.on("pageerror", on_page_error)
-        page.on("response", on_response)
-
-    def shot(self, page, what):
-        name = "%02d-%s.png" % (len(self.shots) + 1, what)
-        page.screenshot(path=os.path.join(ARTIFACTS, name), full_page=True)
-        self.shots.append((name, page.url))
-        step("  screenshot %s  (%s)" % (name, page.url.split("?")[0]))
-        return name
-
-    def close(self):
-        self.browser.close()
-
-
-def visible_text(page):
-    return page.inner_text("body")
-
-
-def is_gateway_path(page, path):
-    parsed = urllib.parse.urlparse(page.url)
-    return page.url.startswith(GATEWAY) and parsed.path == path
-
-
-def through_gitea(browser, page, person, label, done):
-    """From wherever the last click led: Gitea's login page (filled as
-    `person`), Gitea's grant page (shown only until the person has granted
-    the application once), until `done()`. Returns the Gitea pages seen."""
-    seen = []
-    for _ in range(6):
-        page.wait_for_load_state("load")
-        if done():
-            return seen
-        on_gitea = page.url.startswith(GITEA)
-        if on_gitea and page.locator("#user_name").count():
-            check("login" not in seen, "Gitea showed its login page again: %s" % visible_text(page)[:300])
-            page.fill("#user_name", person["login"])
-            page.fill("#password", person["password"])
-            browser.shot(page, "%s-gitea-login" % label)
-            with page.expect_navigation():
-                page.locator("form:has(#user_name) button.primary").click()
-            seen.append("login")
-        elif on_gitea and page.locator("#authorize-app").count():
-            check("grant" not in seen, "Gitea showed its grant page again")
-            browser.shot(page, "%s-gitea-grant" % label)
-            with page.expect_navigation():
-                page.click("#authorize-app")
-            seen.append("grant")
-        else:
-            browser.shot(page, "%s-unexpected" % label)
-            raise AssertionError("unexpected page %s: %s" % (page.url, visible_text(page)[:500]))
-    raise AssertionError("too many steps through Gitea: %s" % seen)
-
-
 def approve(browser, context, person, label, client_name, on_consent=None):
     """The whole consent flow in `context`: a new client, our consent page
     (approve; `on_consent(page)` checks it first), Gitea, the client's
@@ -338,17 +167,7 @@ def approve(browser, context, person, label, client_name, on_consent=None):
     client = Client(client_name)
     captured = client.captured
     page = browser.page(context)
-    response = page.goto(client.authorize_url())
-    check(response.status == 200, "consent page answered %s" % response.status)
-    check(client_name in page.inner_text("h1"), "the consent page names the client: %s" % page.inner_text("h1"))
-    if on_consent:
-        on_consent(page)
-    browser.shot(page, "%s-consent" % label)
-    with page.expect_navigation():
-        page.get_by_role("button", name="Approve and sign in with Gitea").click()
-    seen = through_gitea(browser, page, person, label, lambda: "url" in captured)
-    step("  Gitea pages: %s" % (" → ".join(seen) or "none (already signed in and granted)"))
-    browser.shot(page, "%s-client-callback" % label)
+    seen = consent_and_sign_in(browser, page, client.authorize_url(), client_name, person, label, client.listener, on_consent)
     check(captured.get("state") == client.state, "state came back: %s" % captured)
     check(captured.get("iss") == GATEWAY, "iss is our issuer: %s" % captured.get("iss"))
     check(captured.get("code", "").startswith("agm_"), "a code: %s" % captured)
@@ -356,23 +175,6 @@ def approve(browser, context, person, label, client_name, on_consent=None):
     token = client.redeem(captured["code"])
     page.close()
     return client, token, seen
-
-
-def sign_in_to_pages(browser, context, person, label, path):
-    """Opens `path` (/account or /admin) signed out, clicks "Sign in with
-    Gitea", goes through Gitea, lands on `path`. Returns the page."""
-    page = browser.page(context)
-    response = page.goto(GATEWAY + path)
-    check(response.status == 200, "%s signed out answered %s" % (path, response.status))
-    button = page.get_by_role("button", name="Sign in with Gitea")
-    check(button.count() == 1, "a sign-in button on %s" % path)
-    browser.shot(page, "%s-sign-in" % label)
-    with page.expect_navigation():
-        button.click()
-    seen = through_gitea(browser, page, person, label, lambda: is_gateway_path(page, path))
-    step("  Gitea pages: %s" % (" → ".join(seen) or "none (already signed in and granted)"))
-    check("Signed in as %s" % person["login"] in visible_text(page), "signed in as %s" % person["login"])
-    return page
 
 
 def check_page_headers(response, what):
@@ -418,14 +220,7 @@ def test_consent_deny(browser):
     context = browser.context()
     client = Client("Browser E2E deny %s" % RUN)
     captured = client.captured
-    page = browser.page(context)
-    check(page.goto(client.authorize_url()).status == 200, "consent page")
-    browser.shot(page, "deny-consent")
-    with page.expect_navigation():
-        page.get_by_role("button", name="Deny").click()
-    page.wait_for_load_state("load")
-    check("url" in captured, "the browser went back to the client: %s" % page.url)
-    browser.shot(page, "deny-client-callback")
+    consent_deny(browser, browser.page(context), client.authorize_url(), "deny", client.listener)
     check(captured.get("error") == "access_denied", "error: %s" % captured)
     check(captured.get("state") == client.state, "state came back: %s" % captured)
     check(captured.get("iss") == GATEWAY, "iss: %s" % captured)
@@ -456,17 +251,11 @@ def test_account_revoke(browser):
     client = need("approve_client", "test_consent_approve")
     token = need("approve_token", "test_consent_approve")
     context = browser.context()
-    page = sign_in_to_pages(browser, context, ALICE, "account", "/account")
-    row = page.locator("tbody tr", has=page.locator("td.client-name", has_text=client.name))
+    page, _ = sign_in_to_pages(browser, context, ALICE, "account", "/account")
+    row = account_row(page, client.name)
     check(row.count() == 1, "the approved client is listed on /account (%d rows)" % row.count())
     check("127.0.0.1" in row.inner_text(), "its redirect host is shown: %s" % row.inner_text())
-    browser.shot(page, "account")
-    with page.expect_navigation():
-        row.get_by_role("button", name="Revoke").click()
-    check(is_gateway_path(page, "/account") and "done=revoked" in page.url, "back on /account: %s" % page.url)
-    check("The client was revoked. Its tokens no longer work." in visible_text(page), "the notice is shown")
-    check(page.locator("td.client-name", has_text=client.name).count() == 0, "the row is gone")
-    browser.shot(page, "account-revoked")
+    revoke_on_account(browser, page, client.name, "account")
     assert_dead(token)
     step("  the revoked client's access token gets 401 at /mcp")
     STATE["alice_session"] = context.storage_state()
@@ -507,7 +296,7 @@ def test_admin_revoke_all(browser):
     step("  alice's fresh grant works")
 
     context = browser.context()
-    page = sign_in_to_pages(browser, context, ADMIN, "admin", "/admin")
+    page, _ = sign_in_to_pages(browser, context, ADMIN, "admin", "/admin")
     text = visible_text(page)
     check("(administrator)" in text, "signed in as an administrator")
     grants_table = page.locator("section.card").nth(0)
@@ -563,8 +352,8 @@ def test_phone_account(browser):
 
     client, token, _ = approve(browser, context, ALICE, "phone", "Browser E2E phone %s" % RUN, on_consent=fits)
     assert_acts_as(token, ALICE["login"])
-    page = sign_in_to_pages(browser, context, ALICE, "phone-account", "/account")
-    row = page.locator("tbody tr", has=page.locator("td.client-name", has_text=client.name))
+    page, _ = sign_in_to_pages(browser, context, ALICE, "phone-account", "/account")
+    row = account_row(page, client.name)
     check(row.count() == 1, "the phone's client is listed")
     check(page_width(page) <= PHONE["width"], "/account is %d px wide on a %d px phone" % (page_width(page), PHONE["width"]))
     browser.shot(page, "phone-account")
@@ -575,7 +364,7 @@ def test_phone_account(browser):
     step("  the row's Revoke button starts at x=%d px on a %d px screen" % (box["x"], PHONE["width"]))
     with page.expect_navigation():
         revoke.tap()
-    check("The client was revoked. Its tokens no longer work." in visible_text(page), "the notice is shown")
+    check(REVOKED_NOTICE in visible_text(page), "the notice is shown")
     check(page_width(page) <= PHONE["width"], "/account after revoking is %d px wide" % page_width(page))
     browser.shot(page, "phone-account-revoked")
     assert_dead(token)
@@ -601,9 +390,7 @@ TESTS = [
 
 
 def main(selected):
-    os.makedirs(ARTIFACTS, exist_ok=True)
-    for old in glob.glob(os.path.join(ARTIFACTS, "[0-9][0-9]-*.png")):
-        os.remove(old)
+    prepare_artifacts(ARTIFACTS)
     tests = [t for t in TESTS if not selected or t.__name__ in selected]
     check(tests, "no test named %s" % selected)
     data_dir = tempfile.mkdtemp(prefix="aegis-browser-e2e.")
@@ -612,7 +399,7 @@ def main(selected):
     results = []
     try:
         with sync_playwright() as playwright:
-            browser = Browser(playwright)
+            browser = Browser(playwright, ARTIFACTS, step)
             step("Chromium %s (%s)" % (browser.browser.version, CHROMIUM))
             for test in tests:
                 step("%s: %s" % (test.__name__, test.__doc__.strip()))
@@ -622,17 +409,12 @@ def main(selected):
                     results.append((test.__name__, "PASS", time.monotonic() - began, ""))
                 except Exception as err:  # noqa: BLE001 - every failure is reported
                     traceback.print_exc()
-                    try:
-                        if browser.current and not browser.current.is_closed():
-                            browser.shot(browser.current, "FAILED-%s" % test.__name__)
-                    except Exception:  # noqa: BLE001
-                        pass
+                    browser.shot_on_failure(test.__name__)
                     results.append((test.__name__, "FAIL", time.monotonic() - began, "%s: %s" % (type(err).__name__, err)))
             browser.close()
     finally:
         stop_gateway(gateway)
-        for listener in LISTENERS:
-            listener.close()
+        close_listeners()
     print()
     print("Summary (screenshots in %s):" % ARTIFACTS)
     for name, verdict, seconds, why in results:

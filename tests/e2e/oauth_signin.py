@@ -21,7 +21,6 @@ redirect URI of the seeded Gitea application). Needs `pip install mcp`.
 
 import asyncio
 import html.parser
-import json
 import os
 import sys
 import tempfile
@@ -31,16 +30,12 @@ import httpx2
 from mcp import ClientSession
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.auth import (
-    AuthorizationCodeResult,
-    OAuthClientInformationFull,
-    OAuthClientMetadata,
-    OAuthToken,
-)
+from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
 
 sys.dont_write_bytecode = True  # no __pycache__ in the work tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gateway import check, gateway_log, load_fixture, mcp_tool_call, start_gateway, stepper, stop_gateway  # noqa: E402
+from sdk_common import MemoryStorage, assert_refresh_dead, check_session_as, token_endpoint  # noqa: E402
 
 FIXTURE = load_fixture()
 GATEWAY = FIXTURE["gateway_url"].rstrip("/")
@@ -122,29 +117,6 @@ class Person:
         raise AssertionError("no form to submit at %s" % url)
 
 
-class MemoryStorage:
-    def __init__(self):
-        self.tokens = None
-        self.client_info = None
-
-    async def get_tokens(self):
-        return self.tokens
-
-    async def set_tokens(self, tokens: OAuthToken):
-        self.tokens = tokens
-
-    async def get_client_info(self):
-        return self.client_info
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull):
-        self.client_info = client_info
-
-
-def envelope(result):
-    check(len(result.content) == 1, "one content item")
-    return json.loads(result.content[0].text)
-
-
 def raw_call(token, name):
     """A stateless JSON-RPC tools/call with `token`: (status, envelope)."""
     return mcp_tool_call(GATEWAY, token, name)
@@ -188,32 +160,14 @@ async def main():
                 check(person.pages[:2] == ["gateway consent", "gitea login"], "pages: %s" % person.pages)
                 step("signed in through: %s" % " → ".join(person.pages))
                 check(captured.get("iss") == GATEWAY, "iss is our issuer")
-                tools = await session.list_tools()
-                step("tools/list: %d tools" % len(tools.tools))
-                check(len(tools.tools) > 400, "the whole catalog is listed")
-                me = envelope(await session.call_tool("gitea_user_get_current", {}))
-                check(me["identity"] == {"login": USER["login"], "mode": "oauth", "sudo": None}, "identity %s" % me["identity"])
-                check(me["data"]["login"] == USER["login"], "Gitea answered as the user")
-                step("tools/call gitea_user_get_current: identity %s (%s)" % (me["identity"]["login"], me["identity"]["mode"]))
-                admin_only = await session.call_tool("gitea_admin_search_users", {})
-                denied = envelope(admin_only)
-                check(admin_only.is_error and denied["error"]["status"] == 403, "admin-only call: %s" % denied)
-                step("tools/call gitea_admin_search_users: Gitea's %d for the user" % denied["error"]["status"])
+                await check_session_as(session, USER, step)
 
     client = storage.client_info
     first = storage.tokens
     check(client.client_secret, "client_secret_post registration got a secret")
     check(first.access_token.startswith("agm_") and first.refresh_token.startswith("agm_"), "our tokens")
 
-    refreshed = httpx2.post(
-        GATEWAY + "/token",
-        data={
-            "grant_type": "refresh_token",
-            "refresh_token": first.refresh_token,
-            "client_id": client.client_id,
-            "client_secret": client.client_secret,
-        },
-    )
+    refreshed = token_endpoint(GATEWAY, "/token", client, grant_type="refresh_token", refresh_token=first.refresh_token)
     check(refreshed.status_code == 200, "refresh: %s %s" % (refreshed.status_code, refreshed.text))
     second = refreshed.json()
     check(second["refresh_token"] != first.refresh_token, "the refresh token rotated")
@@ -221,14 +175,13 @@ async def main():
     check(status == 200 and me["identity"]["login"] == USER["login"], "the refreshed token works")
     step("refresh: rotated, the new access token acts as %s" % me["identity"]["login"])
 
-    revoked = httpx2.post(GATEWAY + "/revoke", data={"token": second["access_token"], "client_id": client.client_id, "client_secret": client.client_secret})
+    revoked = token_endpoint(GATEWAY, "/revoke", client, token=second["access_token"])
     check(revoked.status_code == 200, "revoke answered %s" % revoked.status_code)
     for label, token in (("new access", second["access_token"]), ("first access", first.access_token)):
         status, challenge = raw_call(token, "gitea_user_get_current")
         check(status == 401, "%s token after revoke: %s" % (label, status))
         check(challenge and "resource_metadata=" in challenge, "the 401 names the resource metadata")
-    again = httpx2.post(GATEWAY + "/token", data={"grant_type": "refresh_token", "refresh_token": second["refresh_token"], "client_id": client.client_id, "client_secret": client.client_secret})
-    check(again.status_code == 400 and again.json()["error"] == "invalid_grant", "the refresh token died with the grant")
+    assert_refresh_dead(GATEWAY, second["refresh_token"], client)
     step("revoke: every token of the grant gets 401 / invalid_grant")
 
 

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod fake_gitea;
+pub mod gateway_process;
 pub mod oauth_client;
 pub mod postgres;
 

@@ -1,0 +1,182 @@
+//! Audit-log faults that need the gateway as a process: a `kill -9` under
+//! load, and a log that can no longer grow (a full disk).
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rmcp::model::CallToolRequestParams;
+use serde_json::{Value, json};
+use support::gateway_process::{ServeProcess, audit_verify, free_port, wait_ready};
+use support::{BEARER, FakeGitea, call};
+
+const KEY: &str = "audit-key-0123456789abcdef-0123456789";
+
+fn serve<'a>(fake: &'a FakeGitea, data: &'a Path, port: u16) -> ServeProcess<'a> {
+    ServeProcess {
+        fake,
+        data,
+        port,
+        audit_key: KEY,
+        max_file_bytes: None,
+    }
+}
+
+fn entries(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kill_9_under_load_leaves_a_log_that_verifies_up_to_its_last_complete_line() {
+    aegis_gitea_mcp::tls::install_crypto_provider();
+    let fake = FakeGitea::start().await;
+    let data: PathBuf = support::scratch_dir();
+    let port = free_port();
+    let mut child = serve(&fake, &data, port).spawn();
+    wait_ready(port).await;
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let mut load = Vec::new();
+    for _ in 0..8 {
+        let url = url.clone();
+        load.push(tokio::spawn(async move {
+            let client = support::mcp_client(&url, Some(BEARER)).await;
+            loop {
+                let params = CallToolRequestParams::new("gitea_issue_list_issues").with_arguments(
+                    json!({"owner": "acme", "repo": "app"})
+                        .as_object()
+                        .unwrap()
+                        .clone(),
+                );
+                if client.call_tool(params).await.is_err() {
+                    return;
+                }
+            }
+        }));
+    }
+    // Kill once the load is well under way (however slow the machine is).
+    let path = data.join("audit.log");
+    let lines = || std::fs::read(&path).map_or(0, |b| b.iter().filter(|&&c| c == b'\n').count());
+    for _ in 0..3000 {
+        if lines() > 60 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    for l in load {
+        let _ = l.await;
+    }
+    let bytes = std::fs::read(&path).unwrap();
+    let complete = bytes.iter().filter(|&&b| b == b'\n').count();
+    assert!(complete > 20, "load produced {complete} entries");
+    let (code, out) = audit_verify(&data, Some(KEY), &[]);
+    if bytes.last() == Some(&b'\n') {
+        assert_eq!(code, 0, "{out}");
+    } else {
+        // Only the torn last line is named.
+        assert_eq!(code, 1);
+        assert!(
+            out.starts_with(&format!("line {} of", complete + 1)),
+            "{out}"
+        );
+    }
+    // Every started call that reached Gitea has its write-ahead entry.
+    let text = String::from_utf8_lossy(&bytes);
+    let started = text.matches("\"tool_call_started\"").count();
+    assert!(
+        started >= fake.tool_requests().len(),
+        "{started} started entries, {} upstream requests",
+        fake.tool_requests().len()
+    );
+
+    // A restarted gateway recovers; the whole log verifies.
+    let mut child = serve(&fake, &data, port).spawn();
+    wait_ready(port).await;
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (code, out) = audit_verify(&data, Some(KEY), &[]);
+    assert_eq!(code, 0, "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_refuses_calls_and_leaves_a_log_that_verifies() {
+    aegis_gitea_mcp::tls::install_crypto_provider();
+    let fake = FakeGitea::start().await;
+    let data: PathBuf = support::scratch_dir();
+    let port = free_port();
+    const LIMIT: u64 = 16 * 1024;
+    let mut child = ServeProcess {
+        max_file_bytes: Some(LIMIT),
+        ..serve(&fake, &data, port)
+    }
+    .spawn();
+    wait_ready(port).await;
+    let client = support::mcp_client(&format!("http://127.0.0.1:{port}/mcp"), Some(BEARER)).await;
+    let args = json!({"owner": "acme", "repo": "app"});
+
+    // Calls run until the log cannot grow; the first refused one is the
+    // first whose write-ahead entry did not fit.
+    let mut succeeded = 0;
+    let refusal = loop {
+        let (is_error, env) = call(&client, "gitea_issue_list_issues", args.clone()).await;
+        if is_error {
+            break env;
+        }
+        succeeded += 1;
+        assert!(succeeded < 200, "the file-size limit never bit");
+    };
+    assert!(succeeded > 0);
+    assert_eq!(refusal["error"]["kind"], "audit_unavailable", "{refusal}");
+
+    // While the disk stays full, every call is refused before Gitea.
+    let upstream = fake.tool_requests().len();
+    for _ in 0..3 {
+        let (is_error, env) = call(&client, "gitea_issue_list_issues", args.clone()).await;
+        assert!(is_error);
+        assert_eq!(env["error"]["kind"], "audit_unavailable");
+    }
+    assert_eq!(
+        fake.tool_requests().len(),
+        upstream,
+        "nothing reached Gitea"
+    );
+
+    // The failed writes were cut back: no partial line, the chain verifies,
+    // and every call that reached Gitea has its write-ahead entry.
+    let path = data.join("audit.log");
+    let bytes = std::fs::read(&path).unwrap();
+    assert!(bytes.len() as u64 <= LIMIT);
+    assert_eq!(bytes.last(), Some(&b'\n'), "no torn line");
+    let (code, out) = audit_verify(&data, Some(KEY), &[]);
+    assert_eq!(code, 0, "{out}");
+    let started = entries(&path)
+        .iter()
+        .filter(|e| e["event"] == "tool_call_started")
+        .count();
+    assert!(
+        started >= upstream,
+        "{started} started, {upstream} upstream"
+    );
+    drop(client);
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    // Space again (a restart without the limit): calls run, the log goes on
+    // from where it stopped, and the whole file verifies.
+    let mut child = serve(&fake, &data, port).spawn();
+    wait_ready(port).await;
+    let client = support::mcp_client(&format!("http://127.0.0.1:{port}/mcp"), Some(BEARER)).await;
+    let (is_error, env) = call(&client, "gitea_issue_list_issues", args).await;
+    assert!(!is_error, "{env}");
+    drop(client);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (code, out) = audit_verify(&data, Some(KEY), &[]);
+    assert_eq!(code, 0, "{out}");
+}

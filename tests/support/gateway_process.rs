@@ -1,0 +1,103 @@
+//! The gateway binary as a child process, for tests that need what only a
+//! process has: `kill -9`, a file-size limit standing in for a full disk,
+//! and the `audit verify` command.
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use super::{ADMIN_TOKEN, BEARER, FakeGitea};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_aegis-gitea-mcp");
+
+/// A free loopback port (free when asked; the gateway binds it next).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// How to start `serve`: in front of `fake`, with `data` as `DATA_DIR` and
+/// `audit_key` as `AUDIT_HMAC_KEY`.
+pub struct ServeProcess<'a> {
+    pub fake: &'a FakeGitea,
+    pub data: &'a Path,
+    pub port: u16,
+    pub audit_key: &'a str,
+    /// `RLIMIT_FSIZE` in bytes: a write past it fails with `EFBIG`, the
+    /// way a full disk fails a write with `ENOSPC`.
+    pub max_file_bytes: Option<u64>,
+}
+
+impl ServeProcess<'_> {
+    pub fn spawn(&self) -> Child {
+        let mut cmd = Command::new(BIN);
+        cmd.arg("serve")
+            .env_clear()
+            .env("GITEA_URL", &self.fake.url)
+            .env("GITEA_TOKEN", ADMIN_TOKEN)
+            .env("MCP_BEARER_TOKEN", BEARER)
+            .env("MCP_PORT", self.port.to_string())
+            .env("DATA_DIR", self.data)
+            .env("AUDIT_HMAC_KEY", self.audit_key)
+            .env("RUST_LOG", "error")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if let Some(limit) = self.max_file_bytes {
+            // SAFETY: between fork and exec only async-signal-safe calls
+            // (setrlimit, signal) run, and nothing is allocated.
+            unsafe {
+                cmd.pre_exec(move || {
+                    // Ignored, SIGXFSZ would otherwise kill the process
+                    // instead of failing the write; the setting survives exec.
+                    libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                    let rlimit = libc::rlimit {
+                        rlim_cur: limit as libc::rlim_t,
+                        rlim_max: limit as libc::rlim_t,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_FSIZE, &rlimit) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        cmd.spawn().unwrap()
+    }
+}
+
+/// Waits until the gateway accepts connections on `port`.
+pub async fn wait_ready(port: u16) {
+    for _ in 0..200 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the gateway did not start");
+}
+
+/// `audit verify [files]` with the key (or not): (exit code, stdout).
+pub fn audit_verify(data_dir: &Path, key: Option<&str>, files: &[&Path]) -> (i32, String) {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("audit")
+        .arg("verify")
+        .args(files)
+        .env_clear()
+        .env("DATA_DIR", data_dir)
+        .current_dir(data_dir);
+    if let Some(k) = key {
+        cmd.env("AUDIT_HMAC_KEY", k);
+    }
+    let out = cmd.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
