@@ -12,6 +12,7 @@ use crate::gitea::admin::AdminAccount;
 use crate::gitea::{GiteaClient, Identity, IdentityMode};
 use crate::mcp::Dispatcher;
 use crate::mcp::exposure::Exposure;
+use crate::metrics::Metrics;
 use crate::oauth::clock::{Clock, SystemClock};
 use crate::oauth::upstream::{GiteaOAuth, UpstreamAuthError};
 use crate::oauth::{OAuthConfig, OAuthServer};
@@ -29,6 +30,7 @@ pub struct App {
     admin: Option<AdminAccount>,
     oauth: Option<Arc<OAuthServer>>,
     audit: AuditLog,
+    metrics: Arc<Metrics>,
 }
 
 /// Why the application could not be built.
@@ -60,8 +62,9 @@ impl App {
         settings: Settings,
         clock: Arc<dyn Clock>,
     ) -> Result<Arc<Self>, BuildError> {
+        let metrics = Arc::new(Metrics::new());
         // First: a log that cannot be written stops startup.
-        let audit = open_audit(&settings).await?;
+        let audit = open_audit(&settings, metrics.clone()).await?;
         let client = GiteaClient::new(settings.gitea_api_base(), &settings.limits)
             .map_err(|_| BuildError::HttpClient)?;
         let (catalog, exposure) = load_catalog(&settings, &client).await?;
@@ -87,6 +90,7 @@ impl App {
             admin,
             oauth,
             audit,
+            metrics,
         }))
     }
 
@@ -108,6 +112,11 @@ impl App {
         &self.audit
     }
 
+    /// What `/metrics` exports.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
     /// The admin-token identity for a caller authenticated by `mode`, when
     /// `GITEA_TOKEN` is configured.
     pub async fn admin_identity(&self, mode: IdentityMode) -> Option<Identity> {
@@ -117,9 +126,10 @@ impl App {
 }
 
 /// Opens `DATA_DIR/audit.log` (the directory created 0700 when missing).
-async fn open_audit(settings: &Settings) -> Result<AuditLog, AuditError> {
+async fn open_audit(settings: &Settings, metrics: Arc<Metrics>) -> Result<AuditLog, AuditError> {
     let mut options = AuditOptions::new(&settings.data_dir, settings.audit_hmac_key.as_ref());
     options.max_bytes = settings.audit_max_bytes;
+    options.metrics = Some(metrics);
     let audit = AuditLog::open_with(options).await?;
     tracing::info!(path = %audit.path().display(), keyed = audit.is_keyed(), "audit log opened");
     Ok(audit)

@@ -239,6 +239,9 @@ async fn serve_http(app: Arc<App>, addr: SocketAddr) -> Result<(), CliError> {
         tools = app.dispatcher().tools().len(),
         "serving MCP at /mcp"
     );
+    if let Some(metrics_addr) = app.settings().metrics_bind {
+        serve_metrics(app.clone(), metrics_addr).await?;
+    }
     let router = crate::http::router(app);
     axum::serve(
         listener,
@@ -246,6 +249,27 @@ async fn serve_http(app: Arc<App>, addr: SocketAddr) -> Result<(), CliError> {
     )
     .with_graceful_shutdown(shutdown_signal())
     .await?;
+    Ok(())
+}
+
+/// `/metrics` on its own listener (`METRICS_BIND`), in the background; a
+/// bind failure stops startup like the main listener's.
+async fn serve_metrics(app: Arc<App>, addr: SocketAddr) -> Result<(), CliError> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    if !bound.ip().is_loopback() {
+        tracing::warn!(address = %bound, "METRICS_BIND is not a loopback address: keep it off the public network");
+    }
+    tracing::info!(address = %bound, "serving Prometheus metrics at /metrics");
+    let router = crate::http::metrics::router(app);
+    tokio::spawn(async move {
+        if let Err(err) = axum::serve(listener, router)
+            .with_graceful_shutdown(shutdown_signal())
+            .await
+        {
+            tracing::error!(error = %err, "the metrics listener stopped");
+        }
+    });
     Ok(())
 }
 

@@ -3,7 +3,10 @@
 //! authentication) → `mcp` (dispatch, validation, exposure) → `catalog`
 //! (tool definitions) → `gitea` (encoding, executor, envelope); beside them
 //! `oauth` (the authorization server and the token resolver), `store` (its
-//! database) and `pages` (what browser pages share).
+//! database), `pages` (what browser pages share), `audit` (the hash-chained
+//! log) and `metrics` (what Prometheus scrapes).
+
+#![forbid(unsafe_code)]
 
 pub mod app;
 pub mod audit;
@@ -14,6 +17,7 @@ pub mod config;
 pub mod gitea;
 pub mod http;
 pub mod mcp;
+pub mod metrics;
 pub mod oauth;
 pub mod pages;
 pub mod setup;

@@ -504,6 +504,33 @@ async fn loopback_without_a_bearer_acts_with_the_admin_token() {
 }
 
 #[tokio::test]
+async fn loopback_mode_does_not_answer_a_request_a_proxy_forwarded() {
+    let gw = Gateway::start(&[("MCP_BEARER_TOKEN", "")]).await;
+    let http = reqwest::Client::new();
+    for header in ["x-forwarded-for", "forwarded", "x-real-ip"] {
+        let value = if header == "forwarded" {
+            "for=203.0.113.9"
+        } else {
+            "203.0.113.9"
+        };
+        let response = http
+            .post(gw.mcp_url())
+            .header(header, value)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            response.status(),
+            reqwest::StatusCode::UNAUTHORIZED,
+            "{header}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn gitea_unreachable_is_an_upstream_unreachable_error() {
     let gw = Gateway::start(&[("GITEA_URL", "http://127.0.0.1:9")]).await;
     let client = gw.client().await;

@@ -91,6 +91,43 @@ async fn send(gw: &OAuthGateway, route: Route, headers: &[(&str, &str)]) -> (Sta
 }
 
 #[tokio::test]
+async fn an_unknown_path_is_404_not_an_authentication_challenge() {
+    let gw = gateway().await;
+    for (method, path) in [(Method::GET, "/nowhere"), (Method::POST, "/metrics")] {
+        let response = gw
+            .http
+            .request(method, format!("{}{path}", gw.url))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::NOT_FOUND, "{path}");
+        assert!(!response.headers().contains_key("www-authenticate"));
+    }
+}
+
+#[tokio::test]
+async fn a_refusal_before_the_body_arrives_closes_the_connection_cleanly() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let gw = gateway().await;
+    let addr = gw.url.trim_start_matches("http://").to_owned();
+    // Headers only: the body is announced but not yet sent, as when a
+    // client's body is still on the way when the 401 goes out.
+    let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer agm_not-a-token\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Length: 104\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer)).await;
+    let answer = String::from_utf8_lossy(&answer).to_ascii_lowercase();
+    assert!(answer.starts_with("http/1.1 401"), "{answer}");
+    // The client is told not to reuse the connection the server closes.
+    assert!(answer.contains("\r\nconnection: close\r\n"), "{answer}");
+}
+
+#[tokio::test]
 async fn a_foreign_host_is_421_on_every_route() {
     let gw = gateway().await;
     let before = gw.fake.requests().len();

@@ -61,6 +61,8 @@ pub struct AuditOptions {
     pub key: ChainKey,
     pub max_bytes: u64,
     pub keep_files: usize,
+    /// Where write latencies are observed, when set.
+    pub metrics: Option<Arc<crate::metrics::Metrics>>,
 }
 
 impl AuditOptions {
@@ -70,6 +72,7 @@ impl AuditOptions {
             key: ChainKey::new(key.map(|k| k.expose_secret().as_bytes())),
             max_bytes: DEFAULT_MAX_BYTES,
             keep_files: KEEP_FILES,
+            metrics: None,
         }
     }
 }
@@ -84,6 +87,7 @@ pub struct AuditLog {
 struct Info {
     path: PathBuf,
     keyed: bool,
+    metrics: Option<Arc<crate::metrics::Metrics>>,
 }
 
 impl std::fmt::Debug for AuditLog {
@@ -149,6 +153,7 @@ impl AuditLog {
             inner: Arc::new(Info {
                 path,
                 keyed: options.key.is_keyed(),
+                metrics: options.metrics.clone(),
             }),
         })
     }
@@ -166,6 +171,7 @@ impl AuditLog {
     /// waits until its group is written and fsynced. `Ok` carries the
     /// entry's sequence number; the entry is then durable.
     pub async fn record(&self, event: Event) -> Result<u64, AuditError> {
+        let began = std::time::Instant::now();
         let (reply, answer) = oneshot::channel();
         let request = writer::Request {
             event: event.masked(),
@@ -175,7 +181,11 @@ impl AuditLog {
             .send(request)
             .await
             .map_err(|_| AuditError::Stopped)?;
-        answer.await.map_err(|_| AuditError::Stopped)?
+        let written = answer.await.map_err(|_| AuditError::Stopped)?;
+        if let (Ok(_), Some(metrics)) = (&written, &self.inner.metrics) {
+            metrics.observe_audit_write(began.elapsed());
+        }
+        written
     }
 
     /// As [`record`](Self::record), for events that must not stop what they

@@ -143,6 +143,8 @@ pub struct Settings {
     pub gitea_token: Option<SecretString>,
     pub mcp_host: IpAddr,
     pub mcp_port: u16,
+    /// Where `/metrics` is served (its own listener), when set.
+    pub metrics_bind: Option<std::net::SocketAddr>,
     pub mcp_bearer_token: Option<SecretString>,
     pub public_base_url: Url,
     pub data_dir: PathBuf,
@@ -195,6 +197,18 @@ impl Settings {
                 .parse::<u16>()
                 .map_err(|_| ConfigError::new("MCP_PORT", "must be a port number (0-65535)"))?,
         };
+        let metrics_bind = get("METRICS_BIND")
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(|v| {
+                v.parse::<std::net::SocketAddr>().map_err(|_| {
+                    ConfigError::new(
+                        "METRICS_BIND",
+                        "must be an address and port, e.g. 127.0.0.1:9464",
+                    )
+                })
+            })
+            .transpose()?;
         let mcp_bearer_token = parse_secret(get("MCP_BEARER_TOKEN"));
         if let Some(bearer) = &mcp_bearer_token {
             let value = bearer.expose_secret();
@@ -389,6 +403,7 @@ impl Settings {
             gitea_token: parse_secret(get("GITEA_TOKEN")),
             mcp_host,
             mcp_port,
+            metrics_bind,
             mcp_bearer_token,
             public_base_url,
             data_dir: PathBuf::from(get("DATA_DIR").unwrap_or("./data")),
@@ -446,6 +461,28 @@ impl Settings {
                 "MCP_HOST",
                 "a non-loopback bind needs MCP_BEARER_TOKEN or OAuth (GITEA_OAUTH_CLIENT_ID) to authenticate callers",
             ));
+        }
+        // Loopback mode answers without authentication with the admin token:
+        // only for a person on this machine, never behind a proxy.
+        if self.mcp_bearer_token.is_none() && !oauth {
+            let public_url_is_loopback = match self.public_base_url.host() {
+                Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+                Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+                Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+                None => false,
+            };
+            if !public_url_is_loopback {
+                return Err(ConfigError::new(
+                    "PUBLIC_BASE_URL",
+                    "names a non-loopback host, but without MCP_BEARER_TOKEN or OAuth every caller would act with the admin token: configure authentication",
+                ));
+            }
+            if !self.forwarded_allow_ips.is_empty() {
+                return Err(ConfigError::new(
+                    "FORWARDED_ALLOW_IPS",
+                    "names a proxy, but without MCP_BEARER_TOKEN or OAuth every caller through it would act with the admin token: configure authentication",
+                ));
+            }
         }
         if self.gitea_token.is_none() {
             if self.mcp_bearer_token.is_some() {

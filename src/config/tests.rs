@@ -82,6 +82,37 @@ fn non_loopback_bind_without_bearer_fails_serve_check() {
     assert!(s.check_for_serve().is_ok());
 }
 
+#[test]
+fn loopback_mode_is_refused_behind_a_public_url_or_a_proxy() {
+    let s = settings(&[
+        ("GITEA_TOKEN", "t"),
+        ("PUBLIC_BASE_URL", "https://mcp.example.com"),
+    ])
+    .unwrap();
+    assert_eq!(s.check_for_serve().unwrap_err().setting, "PUBLIC_BASE_URL");
+    let s = settings(&[("GITEA_TOKEN", "t"), ("FORWARDED_ALLOW_IPS", "127.0.0.1")]).unwrap();
+    assert_eq!(
+        s.check_for_serve().unwrap_err().setting,
+        "FORWARDED_ALLOW_IPS"
+    );
+    // Authentication configured: both are fine.
+    let s = settings(&[
+        ("GITEA_TOKEN", "t"),
+        ("MCP_BEARER_TOKEN", BEARER),
+        ("PUBLIC_BASE_URL", "https://mcp.example.com"),
+        ("FORWARDED_ALLOW_IPS", "127.0.0.1"),
+    ])
+    .unwrap();
+    assert!(s.check_for_serve().is_ok());
+    // The development default still starts.
+    assert!(
+        settings(&[("GITEA_TOKEN", "t")])
+            .unwrap()
+            .check_for_serve()
+            .is_ok()
+    );
+}
+
 const OAUTH: &[(&str, &str)] = &[
     ("GITEA_OAUTH_CLIENT_ID", "id"),
     ("GITEA_OAUTH_CLIENT_SECRET", "secret"),

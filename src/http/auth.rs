@@ -3,7 +3,8 @@
 //!   Gitea session (never the admin token);
 //! - the static bearer (`MCP_BEARER_TOKEN`): the admin token;
 //! - no credentials, on a loopback bind with neither a bearer nor OAuth
-//!   configured: the admin token (development mode).
+//!   configured, from a caller no proxy forwarded: the admin token
+//!   (development mode; startup refuses it with a public URL or proxies).
 //!
 //! Anything else is a 401 whose challenge, once OAuth is configured, names
 //! the protected-resource metadata so clients discover the sign-in. The
@@ -155,7 +156,8 @@ pub async fn authenticate(
         // token fails closed (startup already refuses a public bind).
         None if settings.mcp_bearer_token.is_none()
             && oauth.is_none()
-            && settings.binds_loopback() =>
+            && settings.binds_loopback()
+            && !forwarded_by_a_proxy(request.headers()) =>
         {
             IdentityMode::Loopback
         }
@@ -170,6 +172,19 @@ pub async fn authenticate(
     };
     request.extensions_mut().insert(identity);
     next.run(request).await
+}
+
+/// True when a proxy says it forwarded the request: then the caller is not
+/// a person on this machine, and loopback mode does not apply.
+fn forwarded_by_a_proxy(headers: &axum::http::HeaderMap) -> bool {
+    [
+        "forwarded",
+        "x-forwarded-for",
+        "x-real-ip",
+        "x-forwarded-host",
+    ]
+    .iter()
+    .any(|name| headers.contains_key(*name))
 }
 
 #[cfg(test)]

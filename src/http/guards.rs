@@ -23,6 +23,9 @@ pub struct HostPolicy {
     hosts: Vec<String>,
     /// Ports an `Origin` may name: the bind port and the public URL's port.
     ports: Vec<u16>,
+    /// Whether any IP literal passes the `Host` check too (the metrics
+    /// listener, which a scraper reaches by address).
+    addresses: bool,
 }
 
 impl HostPolicy {
@@ -56,17 +59,31 @@ impl HostPolicy {
         hosts.dedup();
         ports.sort_unstable();
         ports.dedup();
-        Self { hosts, ports }
+        Self {
+            hosts,
+            ports,
+            addresses: false,
+        }
     }
 
     pub fn hosts(&self) -> &[String] {
         &self.hosts
     }
 
+    /// The same names, and any IP literal: for the metrics listener, which
+    /// a scraper reaches by address. (DNS rebinding needs a name.)
+    pub fn accepting_addresses(mut self) -> Self {
+        self.addresses = true;
+        self
+    }
+
     /// True when a `Host` value (`name`, `name:port`, `[v6]:port`) names us.
     pub fn allows_host(&self, host_header: &str) -> bool {
-        let host = split_host_port(host_header).0.to_ascii_lowercase();
-        self.hosts.contains(&host)
+        let host = split_host_port(host_header).0;
+        if self.addresses && strip_brackets(host).parse::<std::net::IpAddr>().is_ok() {
+            return true;
+        }
+        self.hosts.contains(&host.to_ascii_lowercase())
     }
 
     /// True when an `Origin` is one of ours: our host and one of our ports.
@@ -276,6 +293,16 @@ mod tests {
         assert!(p.allows_host("[fd00::1]:9000"));
         assert!(p.allows_origin("https://alias.example.com:8443"));
         assert!(!p.allows_origin("https://alias.example.com:9443"));
+    }
+
+    #[test]
+    fn the_metrics_listener_also_accepts_addresses() {
+        assert!(!policy(&[]).allows_host("10.0.0.5:9464"));
+        let p = policy(&[]).accepting_addresses();
+        assert!(p.allows_host("10.0.0.5:9464"));
+        assert!(p.allows_host("[fd00::5]:9464"));
+        assert!(p.allows_host("localhost:9464"));
+        assert!(!p.allows_host("rebind.evil.example:9464"));
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! The generic layers around every route: request timeouts, the panic
-//! catcher and the access log.
+//! catcher, the access log, and `Connection: close` on early refusals.
 
 use std::time::Duration;
 
@@ -11,6 +11,45 @@ use tower_http::classify::{ServerErrorsAsFailures, SharedClassifier};
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use tracing::Level;
+
+/// The refusals our guards, limiter and authentication send before a
+/// request's body is read.
+const EARLY_REFUSALS: [StatusCode; 6] = [
+    StatusCode::UNAUTHORIZED,
+    StatusCode::FORBIDDEN,
+    StatusCode::PAYLOAD_TOO_LARGE,
+    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+    StatusCode::MISDIRECTED_REQUEST,
+    StatusCode::TOO_MANY_REQUESTS,
+];
+
+/// Middleware: an HTTP/1 request that declared a body and got an early
+/// refusal is answered with `Connection: close`. Its body may be unread,
+/// and hyper then closes the connection; without the header a keep-alive
+/// client would send its next request into a closing socket (seen with
+/// httpx: "Server disconnected without sending a response" right after the
+/// 401 that starts every OAuth sign-in). Reading unauthenticated bodies
+/// instead would spend work on requests we refuse.
+pub async fn close_after_early_refusal(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let http1 = request.version() <= axum::http::Version::HTTP_11;
+    let headers = request.headers();
+    let declares_body = headers.contains_key(header::TRANSFER_ENCODING)
+        || headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim() != "0");
+    let mut response = next.run(request).await;
+    if http1 && declares_body && EARLY_REFUSALS.contains(&response.status()) {
+        response.headers_mut().insert(
+            header::CONNECTION,
+            axum::http::HeaderValue::from_static("close"),
+        );
+    }
+    response
+}
 
 /// A request still running after `after` is answered `504`.
 pub fn timeout(after: Duration) -> TimeoutLayer {

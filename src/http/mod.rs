@@ -2,7 +2,8 @@
 //! and the health check (`health`) into one axum router, each route group behind its
 //! guards, body limit, timeout and rate limit. Holds no business rules.
 //!
-//! Outside in, every request passes: panic catcher (500, no detail) →
+//! Outside in, every request passes: metrics (counted and timed by route
+//! template; `/metrics` itself is on its own listener) → panic catcher (500, no detail) →
 //! access log (path only, the query is `[redacted]`) → `Host` guard (421)
 //! → the group's timeout and body limit → its `Origin` rule → rate limit
 //! (429) → authentication (on `/mcp`) → handler.
@@ -11,6 +12,7 @@ pub mod auth;
 pub mod guards;
 pub mod health;
 pub mod layers;
+pub mod metrics;
 pub mod rate_limit;
 
 use std::sync::Arc;
@@ -84,6 +86,7 @@ pub fn router_with_limiter(app: Arc<App>, limiter: Arc<RateLimiter>) -> Router {
         .layer(layers::timeout(mcp_timeout));
 
     let oauth = app.oauth().cloned();
+    let metrics = app.metrics().clone();
     let base = Router::new()
         .route("/static/aegis.css", get(crate::pages::stylesheet))
         .route("/favicon.ico", get(crate::pages::no_favicon))
@@ -115,8 +118,18 @@ pub fn router_with_limiter(app: Arc<App>, limiter: Arc<RateLimiter>) -> Router {
             .layer(layers::timeout(PAGE_TIMEOUT));
         router = router.merge(oauth_routes);
     }
+    // An explicit fallback: otherwise a merged group's layered default
+    // fallback (say `/mcp`'s authentication) would answer unknown paths.
     router
+        .fallback(not_found)
         .layer(middleware::from_fn_with_state(policy, guards::check_host))
         .layer(layers::access_log())
         .layer(layers::catch_panic())
+        .layer(middleware::from_fn(layers::close_after_early_refusal))
+        .layer(middleware::from_fn_with_state(metrics, metrics::observe))
+}
+
+/// Every path no route claims: 404, through the global layers only.
+async fn not_found() -> (axum::http::StatusCode, &'static str) {
+    (axum::http::StatusCode::NOT_FOUND, "not found")
 }

@@ -245,6 +245,14 @@ impl KeyKind {
     }
 }
 
+/// Why a request was refused: which key set, and when to retry. Put into
+/// the 429 response's extensions, where the metrics layer counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refusal {
+    pub key_kind: KeyKind,
+    pub retry_after: Duration,
+}
+
 /// A refusal, reported once per window per key.
 #[derive(Debug, Clone)]
 pub struct RateLimitEvent {
@@ -327,9 +335,10 @@ impl RateLimiter {
         authorization: Option<&[u8]>,
         path: &str,
         now: Instant,
-    ) -> Option<Duration> {
-        let decision = lock(&self.per_ip).check(&client, now);
-        if let Some(retry) = self.refusal(decision, KeyKind::Ip, || client.to_string(), path) {
+    ) -> Option<Refusal> {
+        let key = address_key(client);
+        let decision = lock(&self.per_ip).check(&key, now);
+        if let Some(retry) = self.refusal(decision, KeyKind::Ip, || address_key_label(key), path) {
             return Some(retry);
         }
         let mut digest = [0u8; 32];
@@ -344,7 +353,7 @@ impl RateLimiter {
         key_kind: KeyKind,
         key: impl FnOnce() -> String,
         path: &str,
-    ) -> Option<Duration> {
+    ) -> Option<Refusal> {
         let Decision::Limited {
             retry_after,
             report,
@@ -361,7 +370,30 @@ impl RateLimiter {
                 retry_after,
             });
         }
-        Some(retry_after)
+        Some(Refusal {
+            key_kind,
+            retry_after,
+        })
+    }
+}
+
+/// The per-IP key of a client: an IPv4 address, or the /64 an IPv6
+/// address is in. One host on IPv6 usually holds a whole /64, and keying by
+/// address would give it as many windows as it has addresses.
+pub fn address_key(client: IpAddr) -> IpAddr {
+    match client {
+        IpAddr::V4(_) => client,
+        IpAddr::V6(v6) => {
+            let bits = u128::from(v6) & !((1u128 << 64) - 1);
+            IpAddr::V6(std::net::Ipv6Addr::from(bits))
+        }
+    }
+}
+
+fn address_key_label(key: IpAddr) -> String {
+    match key {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => format!("{v6}/64"),
     }
 }
 
@@ -440,12 +472,13 @@ pub async fn limit(
     let refusal = limiter.check(client, authorization, request.uri().path(), Instant::now());
     match refusal {
         None => next.run(request).await,
-        Some(retry_after) => too_many_requests(retry_after),
+        Some(refusal) => too_many_requests(refusal),
     }
 }
 
-fn too_many_requests(retry_after: Duration) -> Response {
+fn too_many_requests(refusal: Refusal) -> Response {
     // Whole seconds, rounded up, at least 1.
+    let retry_after = refusal.retry_after;
     let seconds = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
     (
         StatusCode::TOO_MANY_REQUESTS,
@@ -453,6 +486,7 @@ fn too_many_requests(retry_after: Duration) -> Response {
             (header::RETRY_AFTER, seconds.max(1).to_string()),
             (header::CACHE_CONTROL, "no-store".to_owned()),
         ],
+        axum::Extension(refusal),
         "too many requests; retry later",
     )
         .into_response()
@@ -652,6 +686,32 @@ mod tests {
         assert_eq!(
             client_ip(peer, &h, &trusted),
             "10.0.0.9".parse::<IpAddr>().unwrap()
+        );
+    }
+
+    #[test]
+    fn ipv6_clients_are_limited_by_their_64() {
+        let limiter = RateLimiter::new(2, 100, vec![]);
+        let t0 = Instant::now();
+        let host = |i: u16| -> IpAddr { format!("2001:db8:1:2::{i:x}").parse().unwrap() };
+        assert!(limiter.check(host(1), None, "/register", t0).is_none());
+        assert!(limiter.check(host(2), None, "/register", t0).is_none());
+        // A third address of the same /64 shares its window.
+        assert!(limiter.check(host(3), None, "/register", t0).is_some());
+        // Another /64 does not.
+        let other: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert!(limiter.check(other, None, "/register", t0).is_none());
+        // IPv4 addresses stay apart.
+        let v4 = |s: &str| -> IpAddr { s.parse().unwrap() };
+        assert!(
+            limiter
+                .check(v4("192.0.2.1"), None, "/register", t0)
+                .is_none()
+        );
+        assert!(
+            limiter
+                .check(v4("192.0.2.2"), None, "/register", t0)
+                .is_none()
         );
     }
 

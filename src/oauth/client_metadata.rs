@@ -111,9 +111,11 @@ async fn fetch(
     if !allow_private && addrs.iter().any(|a| !is_public_address(a.ip())) {
         return Err(MetadataDocumentError::PrivateAddress);
     }
-    // Connect to exactly the checked addresses: no second lookup.
+    // Connect to exactly the checked addresses: no second lookup, and no
+    // proxy (which would resolve the name again, unchecked).
     let client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
         .timeout(FETCH_TIMEOUT)
         .resolve_to_addrs(host, &addrs)
         .build()
@@ -265,7 +267,9 @@ pub fn is_public_address(ip: IpAddr) -> bool {
                 || v6.is_multicast()
                 || (first & 0xfe00) == 0xfc00 // unique local
                 || (first & 0xffc0) == 0xfe80 // link-local
-                || first == 0x2001 && v6.segments()[1] == 0x0db8) // documentation
+                || first == 0x2001 && v6.segments()[1] == 0x0db8 // documentation
+                || first == 0x0064 && v6.segments()[1] == 0xff9b // NAT64: an IPv4 inside
+                || first == 0x2002) // 6to4: an IPv4 inside
         }
     }
 }
@@ -288,6 +292,8 @@ mod tests {
             "fe80::1",
             "fd00::1",
             "::ffff:10.0.0.1",
+            "64:ff9b::a9fe:a9fe", // NAT64 of 169.254.169.254
+            "2002:7f00:1::1",     // 6to4 of 127.0.0.1
         ] {
             assert!(!is_public_address(ip.parse().unwrap()), "{ip}");
         }

@@ -80,8 +80,11 @@ impl GiteaOAuth {
             // Gitea reads credentials from the body or Basic; the body form
             // avoids any disagreement on how Basic values are URL-encoded.
             .set_auth_type(AuthType::RequestBody);
+        // No proxy from the environment: the client secret and people's
+        // tokens go to Gitea directly, as the tool calls do.
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
             .timeout(settings.limits.gitea_timeout.min(Duration::from_secs(30)))
             .build()
             .map_err(|_| UpstreamAuthError::Unavailable)?;

@@ -406,6 +406,8 @@ pub trait OAuthStore: Send + Sync + std::fmt::Debug {
     async fn list_grants_for_login(&self, login: &str) -> Result<Vec<GrantRecord>, StoreError>;
     /// Every unrevoked, activated grant, newest first.
     async fn list_grants(&self) -> Result<Vec<GrantRecord>, StoreError>;
+    /// How many grants are unrevoked and activated (the metrics gauge).
+    async fn count_active_grants(&self) -> Result<u64, StoreError>;
     /// Records that `login` approved `client_id` for `scope`.
     async fn record_consent(
         &self,

@@ -168,6 +168,7 @@ pub async fn lists_show_activated_unrevoked_grants_newest_first(f: &Fixture) {
     let all = ids(store.list_grants().await.unwrap());
     assert_eq!(all[0], "g2");
     assert_eq!(all.len(), 3);
+    assert_eq!(store.count_active_grants().await.unwrap(), 3);
 }
 
 pub async fn gitea_tokens_can_be_replaced(f: &Fixture) {

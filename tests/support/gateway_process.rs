@@ -30,6 +30,8 @@ pub struct ServeProcess<'a> {
     /// `RLIMIT_FSIZE` in bytes: a write past it fails with `EFBIG`, the
     /// way a full disk fails a write with `ENOSPC`.
     pub max_file_bytes: Option<u64>,
+    /// More settings.
+    pub extra: &'a [(&'a str, &'a str)],
 }
 
 impl ServeProcess<'_> {
@@ -46,6 +48,7 @@ impl ServeProcess<'_> {
             .env("RUST_LOG", "error")
             .stdout(Stdio::null())
             .stderr(Stdio::null());
+        cmd.envs(self.extra.iter().copied());
         if let Some(limit) = self.max_file_bytes {
             // SAFETY: between fork and exec only async-signal-safe calls
             // (setrlimit, signal) run, and nothing is allocated.

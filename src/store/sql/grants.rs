@@ -161,6 +161,18 @@ impl<DB: Backend> SqlStore<DB> {
     }
 
     /// Unrevoked, activated grants, newest first; of one login when given.
+    pub(super) async fn count_active_grants_impl(&self) -> Result<u64, StoreError> {
+        let mut conn = self.conn().await?;
+        let n = stmt::<DB>(
+            "SELECT COUNT(*) AS n FROM grants WHERE revoked_at IS NULL AND activated_at IS NOT NULL",
+        )
+        .fetch_optional(&mut conn)
+        .await?
+        .ok_or(StoreError::Corrupt("grant count"))?
+        .int("n")?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
     pub(super) async fn list_grants_impl(
         &self,
         login: Option<&str>,

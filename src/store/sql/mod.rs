@@ -248,6 +248,10 @@ impl<DB: Backend> OAuthStore for SqlStore<DB> {
         self.list_grants_impl(None).await
     }
 
+    async fn count_active_grants(&self) -> Result<u64, StoreError> {
+        self.count_active_grants_impl().await
+    }
+
     async fn record_consent(
         &self,
         login: &str,
