@@ -49,6 +49,7 @@ use tokio::net::TcpListener;
 use tokio::time::Instant;
 
 const GITEA_TOKEN: &str = "bench-admin-token-0123456789abcdef";
+const AUDIT_KEY: &str = "load-bench-audit-key-0123456789abcdef";
 const BEARER: &str = "bench-bearer-token-0123456789abcdef-0123";
 const PROTOCOL_VERSION: &str = "2025-11-25";
 const TOOL: &str = "gitea_issue_list_issues";
@@ -195,7 +196,11 @@ async fn spawn_upstream() -> anyhow::Result<(SocketAddr, usize)> {
 
 /// Builds an App against `upstream` with `extra` settings and serves its
 /// router on a loopback port.
-async fn spawn_gateway(upstream: SocketAddr, extra: &[(&str, &str)]) -> anyhow::Result<SocketAddr> {
+async fn spawn_gateway(
+    upstream: SocketAddr,
+    data_dir: &std::path::Path,
+    extra: &[(&str, &str)],
+) -> anyhow::Result<SocketAddr> {
     let (listener, addr) = loopback_listener().await?;
     let mut pairs: Vec<(String, String)> = vec![
         ("GITEA_URL".into(), format!("http://{upstream}")),
@@ -206,13 +211,9 @@ async fn spawn_gateway(upstream: SocketAddr, extra: &[(&str, &str)]) -> anyhow::
         // The benchmark measures the gateway, not its rate limits.
         ("RATE_LIMIT_PER_IP".into(), "0".into()),
         ("RATE_LIMIT_PER_TOKEN".into(), "0".into()),
-        (
-            "DATA_DIR".into(),
-            std::env::temp_dir()
-                .join("aegis-load-bench")
-                .display()
-                .to_string(),
-        ),
+        // A fresh DATA_DIR per gateway: one audit writer per log.
+        ("DATA_DIR".into(), data_dir.display().to_string()),
+        ("AUDIT_HMAC_KEY".into(), AUDIT_KEY.into()),
     ];
     pairs.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     let settings = Settings::from_source(&SettingsSource::from_pairs(pairs))
@@ -505,7 +506,8 @@ async fn main() -> anyhow::Result<()> {
     aegis_gitea_mcp::tls::install_crypto_provider();
 
     let (upstream, upstream_body) = spawn_upstream().await?;
-    let gateway = spawn_gateway(upstream, &[]).await?;
+    let data = tempfile::tempdir()?;
+    let gateway = spawn_gateway(upstream, &data.path().join("main"), &[]).await?;
     let max_concurrency = config.concurrency.iter().copied().max().unwrap_or(1);
     let client = reqwest::Client::builder()
         .no_proxy()
@@ -563,10 +565,28 @@ async fn main() -> anyhow::Result<()> {
         }
     }
 
+    // The load run's audit log: every call wrote two chained entries.
+    let key = aegis_gitea_mcp::audit::chain::ChainKey::new(Some(AUDIT_KEY.as_bytes()));
+    let files = aegis_gitea_mcp::audit::verify::default_files(&data.path().join("main"));
+    let report = aegis_gitea_mcp::audit::verify::verify_files(&files, &key);
+    println!();
+    println!("audit log of the load run: {report}");
+    ensure!(report.is_ok(), "the load run's audit log does not verify");
+
     println!();
     println!("tools/list response size");
-    let discover = spawn_gateway(upstream, &[("TOOL_MODE", "discover")]).await?;
-    let issue_only = spawn_gateway(upstream, &[("TOOLSETS", "issue")]).await?;
+    let discover = spawn_gateway(
+        upstream,
+        &data.path().join("discover"),
+        &[("TOOL_MODE", "discover")],
+    )
+    .await?;
+    let issue_only = spawn_gateway(
+        upstream,
+        &data.path().join("issue"),
+        &[("TOOLSETS", "issue")],
+    )
+    .await?;
     for (label, addr) in [
         ("full", gateway),
         ("TOOL_MODE=discover", discover),

@@ -53,6 +53,14 @@ enum Command {
         #[command(subcommand)]
         command: AuditCommand,
     },
+    /// Ask a running gateway's /health (for container health checks): exit
+    /// 0 when it answers 200, 1 otherwise. Reads no env file.
+    Health {
+        /// Default: http://127.0.0.1:$MCP_PORT/health (MCP_PORT from the
+        /// environment, default 8080).
+        #[arg(long)]
+        url: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -169,6 +177,23 @@ async fn run_command(cli: Cli) -> Result<(), CliError> {
         Command::Audit {
             command: AuditCommand::Verify { files },
         } => verify_audit(cli.env_file.as_deref(), files),
+        Command::Health { url } => {
+            let url = match url {
+                Some(url) => url,
+                None => {
+                    let port = match std::env::var("MCP_PORT") {
+                        Err(_) => 8080,
+                        Ok(v) => v.trim().parse::<u16>().map_err(|_| {
+                            ConfigError::new("MCP_PORT", "must be a port number (0-65535)")
+                        })?,
+                    };
+                    format!("http://127.0.0.1:{port}/health")
+                }
+            };
+            crate::http::health::probe(&url)
+                .await
+                .map_err(CliError::other)
+        }
         Command::Catalog { json, toolsets } => {
             // Without GITEA_URL (environment or env file) the bundled catalog
             // is listed in full; with it, the configured source and exposure apply.

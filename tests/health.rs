@@ -75,3 +75,44 @@ async fn the_root_names_the_service_and_nothing_else() {
     let text = body.to_string();
     assert!(!text.contains(&gw.fake.url) && !text.contains(support::BEARER));
 }
+
+/// `aegis-gitea-mcp health [--url URL]` with `env`: (exit code, stderr).
+async fn health_command(args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
+    let mut cmd = std::process::Command::new(support::gateway_process::BIN);
+    cmd.arg("health")
+        .args(args)
+        .env_clear()
+        .envs(env.iter().copied());
+    // Off the runtime: the gateways this test probes run on it.
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_health_command_exits_0_only_on_a_healthy_gateway() {
+    let healthy = Gateway::start(&[]).await;
+    let (code, _) = health_command(&["--url", &format!("{}/health", healthy.url)], &[]).await;
+    assert_eq!(code, 0);
+    // The default URL is loopback at MCP_PORT.
+    let port = healthy.url.rsplit(':').next().unwrap();
+    assert_eq!(health_command(&[], &[("MCP_PORT", port)]).await.0, 0);
+
+    // Degraded (Gitea down): 503, exit 1, the status named.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let gitea = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let degraded = Gateway::start(&[("GITEA_URL", gitea.as_str())]).await;
+    let (code, stderr) = health_command(&["--url", &format!("{}/health", degraded.url)], &[]).await;
+    assert_eq!(code, 1);
+    assert!(stderr.contains("answered 503"), "{stderr}");
+
+    // Nothing listening.
+    let (code, stderr) = health_command(&["--url", &format!("{gitea}/health")], &[]).await;
+    assert_eq!(code, 1);
+    assert!(stderr.contains("no answer"), "{stderr}");
+}

@@ -33,11 +33,27 @@ impl VerifyReport {
 impl std::fmt::Display for VerifyReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Ok { entries, keyed, .. } => write!(
-                f,
-                "ok: {entries} entries verified ({})",
-                if *keyed { "keyed" } else { "unkeyed" }
-            ),
+            Self::Ok {
+                entries,
+                keyed,
+                anchored_at,
+                ..
+            } => {
+                write!(
+                    f,
+                    "ok: {entries} entries verified ({})",
+                    if *keyed { "keyed" } else { "unkeyed" }
+                )?;
+                // Say so when older entries were not checked: dropped or
+                // deleted files must not pass unnoticed.
+                match anchored_at {
+                    Some(seq) => write!(
+                        f,
+                        "; the chain starts at sequence {seq}, not 1: older entries were not checked (files not given, rotated away or deleted)"
+                    ),
+                    None => Ok(()),
+                }
+            }
             Self::Bad { file, line, why } => {
                 write!(f, "line {line} of {}: {why}", file.display())
             }

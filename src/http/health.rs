@@ -3,7 +3,9 @@
 //! answers, the OAuth store (when configured) answers a ping, and Gitea
 //! answers `GET /api/v1/version` (probed at most every 10 seconds, so a
 //! flood of health checks does not become a flood at Gitea). `/` names the
-//! service, its version and how many tools it serves.
+//! service, its version and how many tools it serves. Also the client side:
+//! [`probe`], which `aegis-gitea-mcp health` runs (a container's health
+//! check, where the image has no curl).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -104,4 +106,44 @@ async fn gitea_reachable(health: &Health) -> bool {
     }
     *health.gitea.lock().unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), ok));
     ok
+}
+
+/// Why a health probe failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error("{0} is not an http URL")]
+    NotHttp(String),
+    #[error("no answer from {url}: {reason}")]
+    Unreachable { url: String, reason: String },
+    #[error("{url} answered {status}")]
+    Unhealthy { url: String, status: u16 },
+}
+
+/// `GET url` (a gateway's `/health`) with short timeouts, no proxy and no
+/// redirects: `Ok` on a 200.
+pub async fn probe(url: &str) -> Result<(), ProbeError> {
+    crate::tls::install_crypto_provider();
+    let parsed = url::Url::parse(url).map_err(|_| ProbeError::NotHttp(url.to_owned()))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(ProbeError::NotHttp(url.to_owned()));
+    }
+    let unreachable = |err: reqwest::Error| ProbeError::Unreachable {
+        url: url.to_owned(),
+        reason: err.without_url().to_string(),
+    };
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .connect_timeout(Duration::from_secs(2))
+        .timeout(Duration::from_secs(5))
+        .build()
+        .map_err(unreachable)?;
+    let response = client.get(parsed).send().await.map_err(unreachable)?;
+    match response.status() {
+        StatusCode::OK => Ok(()),
+        status => Err(ProbeError::Unhealthy {
+            url: url.to_owned(),
+            status: status.as_u16(),
+        }),
+    }
 }
