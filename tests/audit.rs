@@ -411,3 +411,51 @@ async fn a_torn_last_line_fails_verification_until_a_restart_records_the_recover
     assert_eq!(recovered["event"], "log_recovered");
     assert_eq!(recovered["seq"], 12);
 }
+
+/// The entries of `log`, parsed.
+fn entries_of(path: &Path) -> Vec<Value> {
+    lines_of(path)
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn discover_and_raw_calls_record_which_operation_ran() {
+    let data = support::scratch_dir();
+    let gw = Gateway::start(&[
+        ("DATA_DIR", data.to_str().unwrap()),
+        ("TOOL_MODE", "discover"),
+        ("TOOLSETS", "issue,raw"),
+    ])
+    .await;
+    let client = gw.client().await;
+    let (is_error, env) = call(
+        &client,
+        "gitea_call_operation",
+        json!({"name": "gitea_issue_list_issues", "arguments": {"owner": "acme", "repo": "secret-repo"}}),
+    )
+    .await;
+    assert!(!is_error, "{env}");
+    let (_, _) = call(
+        &client,
+        "gitea_api_request",
+        json!({"method": "get", "path": "/repos/acme/secret-repo/issues"}),
+    )
+    .await;
+    let started: Vec<Value> = entries_of(&data.join("audit.log"))
+        .into_iter()
+        .filter(|e| e["event"] == "tool_call_started")
+        .collect();
+    let by_name = &started[0];
+    assert_eq!(by_name["tool"], "gitea_call_operation");
+    assert_eq!(by_name["detail"]["operation"], "gitea_issue_list_issues");
+    assert_eq!(by_name["method"], "GET");
+    assert_eq!(by_name["route"], "/repos/{owner}/{repo}/issues");
+    let raw = &started[1];
+    assert_eq!(raw["tool"], "gitea_api_request");
+    assert_eq!(raw["method"], "GET");
+    assert_eq!(raw["detail"]["operation"], "gitea_api_request:GET:repos");
+    let text = std::fs::read_to_string(data.join("audit.log")).unwrap();
+    assert!(!text.contains("secret-repo"), "no argument values");
+}

@@ -15,7 +15,9 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 
 use crate::app::App;
 use crate::audit::{Event, EventKind, Outcome};
+use crate::gitea::raw::{RAW_TOOL_NAME, parse_raw_request};
 use crate::gitea::{Identity, IdentityMode};
+use crate::mcp::discover::CALL_TOOL_NAME;
 use crate::mcp::dispatcher::{ToolOutcome, UnknownTool};
 use crate::metrics::{CallOutcome, UNKNOWN_TOOL};
 
@@ -160,9 +162,31 @@ fn tool_call_event(
     let mut event = Event::new(EventKind::ToolCallStarted)
         .identity(identity)
         .tool(name);
-    if let Some(op) = app.dispatcher().catalog().get(name) {
+    let catalog = app.dispatcher().catalog();
+    let operation = match name {
+        // Discover mode: the operation run is named by an argument; it is a
+        // catalog name, not user data, so the entry records it.
+        CALL_TOOL_NAME => args
+            .get("name")
+            .and_then(serde_json::Value::as_str)
+            .and_then(|op_name| catalog.get(op_name)),
+        _ => catalog.get(name),
+    };
+    if let Some(op) = operation {
         event.method = Some(op.method.as_str().to_owned());
         event.route = Some(op.route.clone());
+        if name == CALL_TOOL_NAME {
+            event = event.detail("operation", &op.tool_name);
+        }
+    }
+    if name == RAW_TOOL_NAME
+        && let Ok(request) = parse_raw_request(args, false)
+    {
+        // The method and API area (`gitea_api_request:GET:repos`); the path
+        // holds values (owner, repository names) and is not logged.
+        event.method = Some(request.call.method.as_str().to_owned());
+        event.route = Some(request.call.route.clone());
+        event = event.detail("operation", request.virtual_name());
     }
     event.args = Some(args.keys().cloned().collect());
     event

@@ -19,7 +19,9 @@ use super::client_metadata::is_metadata_document_id;
 use super::error::ErrorCode;
 use super::params::OAuthParams;
 use super::pkce::is_valid_challenge;
-use super::redirect_uri::{is_allowlisted, matches_registered, with_query};
+use super::redirect_uri::{
+    is_allowlisted, matches_registered, redirects_errors_automatically, with_query,
+};
 use super::sign_in::{UpstreamStart, is_random_value};
 use super::tokens::{PENDING_TTL, random_value};
 use super::{OAuthServer, SCOPE};
@@ -102,13 +104,31 @@ pub async fn authorize(
     };
     let state = params.get("state");
     let fail = |code: ErrorCode, description: &str| {
-        error_redirect(
+        let redirect = error_redirect(
             &server.config.issuer,
             &redirect_uri,
             state,
             code,
             description,
+        );
+        if redirects_errors_automatically(&redirect_uri, &server.config.redirect_allowlist) {
+            return redirect;
+        }
+        // Not an open redirector: the person sees the error and chooses to
+        // go back to the application.
+        let location = redirect
+            .headers()
+            .get(header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        ErrorPage::new(
+            StatusCode::BAD_REQUEST,
+            "The application's sign-in request is not valid",
+            format!("{description} ({}).", code.as_str()),
         )
+        .with_continue_link(location, host_of(&redirect_uri))
+        .into_response()
     };
 
     if params.get("response_type") != Some("code") {

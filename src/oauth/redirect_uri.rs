@@ -84,6 +84,18 @@ pub fn is_allowlisted(uri: &str, allowlist: &[String]) -> bool {
             .any(|entry| uri == entry || (entry.ends_with('/') && uri.starts_with(entry.as_str())))
 }
 
+/// True when an error may be sent to `uri` without the person's say-so:
+/// a loopback or private-use-scheme URI (an application on the person's own
+/// machine), or any URI once `OAUTH_REDIRECT_ALLOWLIST` restricts them to
+/// operator-vetted ones. Otherwise a self-registered client could use our
+/// `/authorize` as an open redirector to any https URL (RFC 9700 §4.11.2).
+pub fn redirects_errors_automatically(uri: &str, allowlist: &[String]) -> bool {
+    if !allowlist.is_empty() || loopback_without_port(uri).is_some() {
+        return true;
+    }
+    Url::parse(uri).is_ok_and(|u| !matches!(u.scheme(), "http" | "https"))
+}
+
 /// True when `presented` matches `registered`: the same string, or both
 /// http loopback URIs that differ only in the port.
 pub fn matches_registered(presented: &str, registered: &str) -> bool {
@@ -123,6 +135,27 @@ fn loopback_without_port(uri: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_trusted_redirect_uris_get_errors_without_a_click() {
+        assert!(redirects_errors_automatically(
+            "http://127.0.0.1:5599/cb",
+            &[]
+        ));
+        assert!(redirects_errors_automatically(
+            "cursor://anysphere.cursor-mcp/oauth",
+            &[]
+        ));
+        assert!(!redirects_errors_automatically(
+            "https://evil.example/cb",
+            &[]
+        ));
+        let vetted = vec!["https://claude.ai/".to_owned()];
+        assert!(redirects_errors_automatically(
+            "https://claude.ai/api/mcp/auth_callback",
+            &vetted
+        ));
+    }
 
     fn ok(uri: &str) -> bool {
         check_registrable(uri, &[]).is_ok()

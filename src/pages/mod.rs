@@ -101,6 +101,8 @@ pub struct ErrorPage {
     pub status: u16,
     pub title: &'static str,
     pub message: String,
+    /// A link the person may follow back to the application: (URL, host).
+    pub continue_to: Option<(String, String)>,
 }
 
 impl ErrorPage {
@@ -109,7 +111,14 @@ impl ErrorPage {
             status: status.as_u16(),
             title,
             message: message.into(),
+            continue_to: None,
         }
+    }
+
+    /// Offers a link to `url` (on `host`) instead of sending the browser there.
+    pub fn with_continue_link(mut self, url: String, host: String) -> Self {
+        self.continue_to = Some((url, host));
+        self
     }
 }
 

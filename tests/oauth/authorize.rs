@@ -317,3 +317,71 @@ async fn gitea_is_asked_for_granular_scopes_with_pkce(gateway: OAuthGateway) {
     );
 }
 on_both_backends!(gitea_is_asked_for_granular_scopes_with_pkce);
+
+/// RFC 9700 §4.11.2: with open registration, an error for an https
+/// redirect URI is not sent there by itself (that would make `/authorize`
+/// an open redirector); the person sees it and may follow a link back.
+async fn errors_for_an_unvetted_https_client_wait_for_the_person(gateway: OAuthGateway) {
+    let client = gateway.register("none", "https://app.example/cb").await;
+    let params = gateway.authorize_params(&client, &Pkce::new(), "st-9");
+    let response = gateway
+        .authorize_raw(
+            &mut Browser::default(),
+            &with(&params, "response_type", "token"),
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    assert!(response.headers().get("location").is_none());
+    let page = response.text().await.unwrap();
+    assert!(page.contains("Return to app.example"), "{page}");
+    let href = page
+        .split("href=\"")
+        .map(|rest| rest.split('"').next().unwrap())
+        .find(|h| h.starts_with("https://app.example/cb"))
+        .expect("a link back to the application")
+        .replace("&#38;", "&");
+    assert_eq!(
+        param(&href, "error").as_deref(),
+        Some("unsupported_response_type")
+    );
+    assert_eq!(param(&href, "state").as_deref(), Some("st-9"), "{href}");
+    assert_eq!(param(&href, "iss").as_deref(), Some(gateway.url.as_str()));
+
+    // A loopback client (an application on the person's machine) gets the
+    // error redirect directly.
+    let native = gateway.public_client().await;
+    let params = gateway.authorize_params(&native, &Pkce::new(), "st-10");
+    let response = gateway
+        .authorize_raw(
+            &mut Browser::default(),
+            &with(&params, "response_type", "token"),
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        param(&location(&response), "error").as_deref(),
+        Some("unsupported_response_type")
+    );
+}
+on_both_backends!(errors_for_an_unvetted_https_client_wait_for_the_person);
+
+/// Once the operator vets redirect URIs with an allowlist, errors go back
+/// to them directly.
+async fn errors_for_an_allowlisted_client_are_redirected(gateway: OAuthGateway) {
+    let client = gateway
+        .register("none", "https://claude.ai/api/mcp/auth_callback")
+        .await;
+    let params = gateway.authorize_params(&client, &Pkce::new(), "st-11");
+    let response = gateway
+        .authorize_raw(
+            &mut Browser::default(),
+            &with(&params, "response_type", "token"),
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    assert!(location(&response).starts_with("https://claude.ai/api/mcp/auth_callback?error="));
+}
+on_both_backends!(
+    errors_for_an_allowlisted_client_are_redirected,
+    ("OAUTH_REDIRECT_ALLOWLIST", "https://claude.ai/")
+);
