@@ -50,6 +50,19 @@ async fn health_is_503_when_gitea_does_not_answer() {
 }
 
 #[tokio::test]
+async fn liveness_does_not_depend_on_gitea() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let gw = Gateway::start(&[("GITEA_URL", url.as_str())]).await;
+    let (status, _) = get(&format!("{}/health", gw.url)).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    let (status, body) = get(&format!("{}/health/live", gw.url)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body, serde_json::json!({"status": "ok"}));
+}
+
+#[tokio::test]
 async fn the_gitea_probe_is_cached() {
     let gw = Gateway::start(&[]).await;
     for _ in 0..5 {

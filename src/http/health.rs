@@ -1,4 +1,5 @@
-//! `/health` and `/`: unauthenticated, and revealing no configuration.
+//! `/health`, `/health/live` and `/`: unauthenticated, and revealing no
+//! configuration.
 //! `/health` is for container health checks and monitors: the process
 //! answers, the OAuth store (when configured) answers a ping, and Gitea
 //! answers `GET /api/v1/version` (probed at most every 10 seconds, so a
@@ -29,7 +30,7 @@ struct Health {
     gitea: Mutex<Option<(Instant, bool)>>,
 }
 
-/// `/health` and `/`.
+/// `/health`, `/health/live` and `/`.
 pub fn routes(app: Arc<App>) -> Router {
     let state = Arc::new(Health {
         app,
@@ -37,8 +38,16 @@ pub fn routes(app: Arc<App>) -> Router {
     });
     Router::new()
         .route("/health", get(health))
+        .route("/health/live", get(live))
         .route("/", get(root))
         .with_state(state)
+}
+
+/// Liveness: the process answers HTTP. No store or Gitea check, so an
+/// orchestrator does not restart the gateway during a Gitea outage (that is
+/// what `/health` reports).
+async fn live() -> Json<serde_json::Value> {
+    Json(json!({"status": "ok"}))
 }
 
 async fn root(State(health): State<Arc<Health>>) -> Json<serde_json::Value> {
