@@ -222,6 +222,39 @@ async fn a_429_from_the_oauth_api_carries_cors_headers() {
     assert!(retry_after(&refused) >= 1);
 }
 
+#[tokio::test]
+async fn routes_that_park_state_have_a_tighter_limit_per_ip() {
+    let gw = OAuthGateway::start(Backend::Sqlite, &[("RATE_LIMIT_SIGN_INS_PER_IP", "3")])
+        .await
+        .expect("sqlite gateway");
+    let http = http();
+    // /authorize, /account/sign-in and /register share one budget.
+    for path in ["/authorize", "/account/sign-in", "/authorize"] {
+        let status = http
+            .get(format!("{}{path}", gw.url))
+            .send()
+            .await
+            .unwrap()
+            .status();
+        assert_ne!(status, StatusCode::TOO_MANY_REQUESTS, "{path}");
+    }
+    let register = http
+        .post(format!("{}/register", gw.url))
+        .json(&serde_json::json!({"redirect_uris": ["http://127.0.0.1:5599/cb"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(register.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(retry_after(&register) >= 1);
+    // Other routes keep the general budget.
+    let metadata = http
+        .get(format!("{}/.well-known/oauth-authorization-server", gw.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(metadata.status(), StatusCode::OK);
+}
+
 /// A cheap deterministic scramble, so tokens differ in more than a counter.
 fn rand_u64(i: u32) -> u64 {
     let mut x = u64::from(i).wrapping_mul(0x9E37_79B9_7F4A_7C15);

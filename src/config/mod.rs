@@ -101,6 +101,10 @@ pub struct RateLimits {
     pub per_ip: u32,
     /// `RATE_LIMIT_PER_TOKEN`: per SHA-256 of the `Authorization` value.
     pub per_token: u32,
+    /// `RATE_LIMIT_SIGN_INS_PER_IP`: per client IP, on the routes that park
+    /// state in the store (`/authorize`, `/account/sign-in`, `/register`),
+    /// on top of `per_ip`.
+    pub sign_ins_per_ip: u32,
 }
 
 impl Default for RateLimits {
@@ -108,6 +112,7 @@ impl Default for RateLimits {
         Self {
             per_ip: 600,
             per_token: 300,
+            sign_ins_per_ip: 20,
         }
     }
 }
@@ -382,6 +387,12 @@ impl Settings {
                 "RATE_LIMIT_PER_TOKEN",
                 get("RATE_LIMIT_PER_TOKEN"),
                 rate_defaults.per_token as usize,
+                0..=1_000_000,
+            )? as u32,
+            sign_ins_per_ip: parse_usize(
+                "RATE_LIMIT_SIGN_INS_PER_IP",
+                get("RATE_LIMIT_SIGN_INS_PER_IP"),
+                rate_defaults.sign_ins_per_ip as usize,
                 0..=1_000_000,
             )? as u32,
         };

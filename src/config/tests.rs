@@ -217,6 +217,9 @@ fn rate_limits_default_validate_and_zero_disables() {
     let s = settings(&[]).unwrap();
     assert_eq!(s.rate_limits, RateLimits::default());
     assert!(s.rate_limits.per_ip > 0 && s.rate_limits.per_token > 0);
+    assert_eq!(s.rate_limits.sign_ins_per_ip, 20);
+    let s = settings(&[("RATE_LIMIT_SIGN_INS_PER_IP", "0")]).unwrap();
+    assert_eq!(s.rate_limits.sign_ins_per_ip, 0);
     let s = settings(&[("RATE_LIMIT_PER_IP", "0"), ("RATE_LIMIT_PER_TOKEN", " 7 ")]).unwrap();
     assert_eq!(s.rate_limits.per_ip, 0);
     assert_eq!(s.rate_limits.per_token, 7);
@@ -224,6 +227,7 @@ fn rate_limits_default_validate_and_zero_disables() {
         ("RATE_LIMIT_PER_IP", "-1"),
         ("RATE_LIMIT_PER_IP", "many"),
         ("RATE_LIMIT_PER_TOKEN", "1000001"),
+        ("RATE_LIMIT_SIGN_INS_PER_IP", "lots"),
     ] {
         let err = settings(&[(name, value)]).unwrap_err();
         assert_eq!(err.setting, name);

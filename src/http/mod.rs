@@ -51,13 +51,19 @@ pub fn router(app: Arc<App>) -> Router {
         // The hook runs inside the limiter; the write happens beside it.
         tokio::spawn(async move { audit.rate_limited(kind, None, Some(&path)).await });
     });
-    let limiter = RateLimiter::from_settings(app.settings()).with_hook(hook);
-    router_with_limiter(app, Arc::new(limiter))
+    let limiter = RateLimiter::from_settings(app.settings()).with_hook(hook.clone());
+    let sign_ins = RateLimiter::sign_ins_from_settings(app.settings()).with_hook(hook);
+    router_with_limiters(app, Arc::new(limiter), Arc::new(sign_ins))
 }
 
-/// The router with a given rate limiter (one whose hook feeds the audit
-/// log, see [`RateLimiter::with_hook`]).
-pub fn router_with_limiter(app: Arc<App>, limiter: Arc<RateLimiter>) -> Router {
+/// The router with given rate limiters (whose hooks feed the audit log, see
+/// [`RateLimiter::with_hook`]): `limiter` on every group, `sign_ins` on top
+/// of it on the routes that park state ([`rate_limit::parks_state`]).
+pub fn router_with_limiters(
+    app: Arc<App>,
+    limiter: Arc<RateLimiter>,
+    sign_ins: Arc<RateLimiter>,
+) -> Router {
     let settings = app.settings();
     let policy = Arc::new(HostPolicy::from_settings(settings));
     let mcp_guard = Arc::new(McpGuard {
@@ -101,12 +107,20 @@ pub fn router_with_limiter(app: Arc<App>, limiter: Arc<RateLimiter>) -> Router {
         let api = routes
             .api
             .layer(middleware::from_fn_with_state(
+                sign_ins.clone(),
+                rate_limit::limit_sign_ins,
+            ))
+            .layer(middleware::from_fn_with_state(
                 limiter.clone(),
                 rate_limit::limit,
             ))
             .layer(crate::oauth::api_cors());
         let pages = routes
             .pages
+            .layer(middleware::from_fn_with_state(
+                sign_ins,
+                rate_limit::limit_sign_ins,
+            ))
             .layer(middleware::from_fn_with_state(limiter, rate_limit::limit))
             .layer(middleware::from_fn_with_state(
                 policy.clone(),

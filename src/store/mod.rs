@@ -317,7 +317,7 @@ impl Default for StoreLimits {
     fn default() -> Self {
         Self {
             max_clients: 500,
-            max_pending: 1024,
+            max_pending: 8192,
             max_codes: 1024,
             max_grants_per_login: 50,
             max_page_sessions_per_login: 50,
