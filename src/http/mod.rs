@@ -3,10 +3,12 @@
 //! guards, body limit, timeout and rate limit. Holds no business rules.
 //!
 //! Outside in, every request passes: metrics (counted and timed by route
-//! template; `/metrics` itself is on its own listener) → panic catcher (500, no detail) →
-//! access log (path only, the query is `[redacted]`) → `Host` guard (421)
-//! → the group's timeout and body limit → its `Origin` rule → rate limit
-//! (429) → authentication (on `/mcp`) → handler.
+//! template; `/metrics` itself is on its own listener) → `Connection:
+//! close` on early refusals → panic catcher (500, no detail) → access log
+//! (path only, the query is `[redacted]`) → `Host` guard (421) → the
+//! group's timeout and body limit → its `Origin` rule → rate limits (429;
+//! a tighter one on the routes that park state) → authentication (on
+//! `/mcp`) → handler. Unknown paths get 404 after the `Host` guard.
 
 pub mod auth;
 pub mod guards;

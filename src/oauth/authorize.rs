@@ -76,12 +76,25 @@ pub fn error_redirect(
     code: ErrorCode,
     description: &str,
 ) -> Response {
+    let url = error_redirect_url(issuer, redirect_uri, state, code, description);
+    with_page_headers(Redirect::to(&url).into_response())
+}
+
+/// The URL of an error redirect: `redirect_uri` with `error`,
+/// `error_description`, `state` (if any) and `iss`.
+fn error_redirect_url(
+    issuer: &str,
+    redirect_uri: &str,
+    state: Option<&str>,
+    code: ErrorCode,
+    description: &str,
+) -> String {
     let mut pairs = vec![("error", code.as_str()), ("error_description", description)];
     if let Some(state) = state {
         pairs.push(("state", state));
     }
     pairs.push(("iss", issuer));
-    with_page_headers(Redirect::to(&with_query(redirect_uri, &pairs)).into_response())
+    with_query(redirect_uri, &pairs)
 }
 
 /// `GET /authorize`.
@@ -104,24 +117,13 @@ pub async fn authorize(
     };
     let state = params.get("state");
     let fail = |code: ErrorCode, description: &str| {
-        let redirect = error_redirect(
-            &server.config.issuer,
-            &redirect_uri,
-            state,
-            code,
-            description,
-        );
+        let issuer = &server.config.issuer;
         if redirects_errors_automatically(&redirect_uri, &server.config.redirect_allowlist) {
-            return redirect;
+            return error_redirect(issuer, &redirect_uri, state, code, description);
         }
         // Not an open redirector: the person sees the error and chooses to
         // go back to the application.
-        let location = redirect
-            .headers()
-            .get(header::LOCATION)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_owned();
+        let location = error_redirect_url(issuer, &redirect_uri, state, code, description);
         ErrorPage::new(
             StatusCode::BAD_REQUEST,
             "The application's sign-in request is not valid",
