@@ -9,6 +9,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod audit_events;
 mod authorize;
 mod client_metadata;
 mod consent;

@@ -24,7 +24,7 @@ async fn works_at_mcp(gateway: &OAuthGateway, access_token: &str) -> bool {
 }
 
 /// The form token of a signed-in page.
-async fn csrf(gateway: &OAuthGateway, browser: &Browser, path: &str) -> String {
+pub async fn csrf(gateway: &OAuthGateway, browser: &Browser, path: &str) -> String {
     let (status, page) = html(gateway.page(browser, path).await).await;
     assert_eq!(status, StatusCode::OK);
     hidden_field(&page, "csrf_token")

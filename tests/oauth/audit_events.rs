@@ -1,0 +1,193 @@
+//! OAuth events reach the audit log: registration, consent approved and
+//! denied, code issued, token issued, refresh, refresh-token reuse,
+//! revocation, upstream refresh failures, admin actions and rate-limit
+//! hits, chained (the log verifies), and without a token, code, secret or
+//! password in any entry.
+
+use reqwest::StatusCode;
+use serde_json::Value;
+
+use crate::pages::csrf;
+use crate::support::fake_gitea::ADMIN_LOGIN;
+use crate::support::gateway_process::audit_verify;
+use crate::{Browser, OAuthGateway, Pkce, on_both_backends, tokens_from};
+
+fn entries(gateway: &OAuthGateway) -> (String, Vec<Value>) {
+    let text = std::fs::read_to_string(gateway.data_dir.path().join("audit.log")).unwrap();
+    let entries = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (text, entries)
+}
+
+fn count(entries: &[Value], event: &str) -> usize {
+    entries.iter().filter(|e| e["event"] == event).count()
+}
+
+async fn oauth_events_are_audited_without_secrets(gateway: OAuthGateway) {
+    let client = gateway
+        .register("client_secret_post", crate::CLIENT_REDIRECT)
+        .await;
+    let tokens = gateway.tokens(&client, "alice").await;
+
+    // Refresh, then reuse the rotated-out refresh token once its successor
+    // has been used: reuse detected, the grant revoked.
+    let refreshed = gateway.refresh(&client, &tokens.refresh_token).await;
+    assert_eq!(refreshed.status(), StatusCode::OK);
+    let second = tokens_from(refreshed).await;
+    let third = gateway.refresh(&client, &second.refresh_token).await;
+    assert_eq!(third.status(), StatusCode::OK);
+    let third = tokens_from(third).await;
+    let reused = gateway.refresh(&client, &tokens.refresh_token).await;
+    assert_eq!(reused.status(), StatusCode::BAD_REQUEST);
+
+    // A new grant, revoked by the client.
+    let fresh = gateway.tokens(&client, "alice").await;
+    assert_eq!(
+        gateway.revoke(&fresh.access_token).await.status(),
+        StatusCode::OK
+    );
+
+    // A denied consent.
+    let mut browser = Browser::default();
+    let form = gateway
+        .consent_page(
+            &mut browser,
+            &gateway.authorize_params(&client, &Pkce::new(), "st-deny"),
+        )
+        .await;
+    gateway.decide(&mut browser, &form, "deny").await;
+
+    let (text, entries) = entries(&gateway);
+    for (event, at_least) in [
+        ("client_registered", 1),
+        ("consent_approved", 2),
+        ("consent_denied", 1),
+        ("code_issued", 2),
+        ("token_issued", 2),
+        ("token_refreshed", 2),
+        ("refresh_reuse_detected", 1),
+        ("token_revoked", 1),
+    ] {
+        assert!(
+            count(&entries, event) >= at_least,
+            "{event}: {} entries\n{text}",
+            count(&entries, event)
+        );
+    }
+    // Consent comes before the Gitea sign-in; the code names the person.
+    let issued = entries
+        .iter()
+        .find(|e| e["event"] == "code_issued")
+        .unwrap();
+    assert_eq!(issued["identity"]["login"], "alice", "{issued}");
+
+    for secret in [
+        &tokens.access_token,
+        &tokens.refresh_token,
+        &second.access_token,
+        &third.refresh_token,
+        &fresh.access_token,
+        client.client_secret.as_ref().unwrap(),
+        &form.csrf_token,
+        &form.request_id,
+    ] {
+        assert!(!text.contains(secret.as_str()), "a secret in the audit log");
+    }
+    let (code, out) = audit_verify(gateway.data_dir.path(), None, &[]);
+    assert_eq!(code, 0, "{out}");
+}
+on_both_backends!(oauth_events_are_audited_without_secrets);
+
+async fn a_rate_limit_hit_is_audited_once_per_window(gateway: OAuthGateway) {
+    let http = reqwest::Client::new();
+    let mut statuses = Vec::new();
+    for _ in 0..5 {
+        let status = http
+            .get(format!(
+                "{}/.well-known/oauth-authorization-server",
+                gateway.url
+            ))
+            .send()
+            .await
+            .unwrap()
+            .status();
+        statuses.push(status);
+    }
+    assert_eq!(statuses[..2], [StatusCode::OK; 2]);
+    assert!(
+        statuses[2..]
+            .iter()
+            .all(|s| *s == StatusCode::TOO_MANY_REQUESTS)
+    );
+    // The entry is written beside the limiter: wait for it.
+    let mut limited = 0;
+    for _ in 0..100 {
+        limited = count(&entries(&gateway).1, "rate_limited");
+        if limited > 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(limited, 1, "three refusals, one window, one entry");
+    let (_, entries) = entries(&gateway);
+    let entry = entries
+        .iter()
+        .find(|e| e["event"] == "rate_limited")
+        .unwrap();
+    assert_eq!(entry["detail"]["key_kind"], "ip");
+}
+on_both_backends!(
+    a_rate_limit_hit_is_audited_once_per_window,
+    ("RATE_LIMIT_PER_IP", "2")
+);
+
+async fn upstream_refresh_failures_and_admin_actions_are_audited(gateway: OAuthGateway) {
+    // Gitea refuses to refresh alice's session: the grant ends, audited.
+    let client = gateway.public_client().await;
+    let tokens = gateway.tokens(&client, "alice").await;
+    gateway.clock.advance(3600 - 10);
+    gateway.fake.fail_next_refresh_with("invalid_grant");
+    let (status, _) = gateway
+        .call_tool(
+            &tokens.access_token,
+            "gitea_user_get_current",
+            serde_json::json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+
+    // An admin revokes every grant of bob's, audited with the admin's login.
+    gateway.tokens(&client, "bob").await;
+    let admin = gateway.page_sign_in(ADMIN_LOGIN, "admin").await;
+    let token = csrf(&gateway, &admin, "/admin").await;
+    let response = gateway
+        .post_form(
+            &admin,
+            "/admin/actions",
+            &[
+                ("csrf_token", &token),
+                ("action", "revoke-user"),
+                ("target", "bob"),
+            ],
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+
+    let (text, entries) = entries(&gateway);
+    let failed = entries
+        .iter()
+        .find(|e| e["event"] == "upstream_refresh_failed")
+        .unwrap_or_else(|| panic!("no upstream_refresh_failed in\n{text}"));
+    assert_eq!(failed["identity"]["login"], "alice", "{failed}");
+    let action = entries
+        .iter()
+        .find(|e| e["event"] == "admin_action")
+        .unwrap_or_else(|| panic!("no admin_action in\n{text}"));
+    assert_eq!(action["identity"]["login"], ADMIN_LOGIN, "{action}");
+    assert!(!text.contains(&tokens.access_token));
+    let (code, out) = audit_verify(gateway.data_dir.path(), None, &[]);
+    assert_eq!(code, 0, "{out}");
+}
+on_both_backends!(upstream_refresh_failures_and_admin_actions_are_audited);
