@@ -14,7 +14,11 @@ use secrecy::{ExposeSecret, SecretString};
 use url::Url;
 
 pub use env_file::{EnvFileChoice, SettingsSource, select_env_file};
-use parse::{parse_bool, parse_list, parse_secret, parse_usize};
+pub use parse::is_loopback_url;
+use parse::{
+    parse_base_url, parse_bool, parse_list, parse_scopes, parse_secret, parse_usize,
+    require_key_length,
+};
 
 /// A setting that failed validation. Carries the setting's name and the rule,
 /// never the offending value (it may be a secret).
@@ -476,13 +480,7 @@ impl Settings {
         // Loopback mode answers without authentication with the admin token:
         // only for a person on this machine, never behind a proxy.
         if self.mcp_bearer_token.is_none() && !oauth {
-            let public_url_is_loopback = match self.public_base_url.host() {
-                Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-                Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-                Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-                None => false,
-            };
-            if !public_url_is_loopback {
+            if !is_loopback_url(&self.public_base_url) {
                 return Err(ConfigError::new(
                     "PUBLIC_BASE_URL",
                     "names a non-loopback host, but without MCP_BEARER_TOKEN or OAuth every caller would act with the admin token: configure authentication",
@@ -538,77 +536,6 @@ impl Settings {
         out.extend(self.token_encryption_keys.iter().cloned());
         out
     }
-}
-
-/// Key material (encryption keys, the audit HMAC key) is at least this long.
-const MIN_KEY_CHARS: usize = 32;
-
-fn require_key_length(setting: &'static str, key: &SecretString) -> Result<(), ConfigError> {
-    if key.expose_secret().chars().count() < MIN_KEY_CHARS {
-        return Err(ConfigError::new(
-            setting,
-            format!("every key must be at least {MIN_KEY_CHARS} characters"),
-        ));
-    }
-    Ok(())
-}
-
-fn parse_base_url(setting: &'static str, value: Option<&str>) -> Result<Option<Url>, ConfigError> {
-    let Some(value) = value else { return Ok(None) };
-    let url = Url::parse(value)
-        .map_err(|_| ConfigError::new(setting, "must be an absolute http(s) URL"))?;
-    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
-        return Err(ConfigError::new(setting, "must be an absolute http(s) URL"));
-    }
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(ConfigError::new(setting, "must not contain credentials"));
-    }
-    if url.query().is_some() || url.fragment().is_some() {
-        return Err(ConfigError::new(
-            setting,
-            "must not contain a query or fragment",
-        ));
-    }
-    // Normalise: no trailing slash, so joining paths is uniform.
-    let trimmed = url.as_str().trim_end_matches('/').to_owned();
-    Ok(Some(Url::parse(&trimmed).expect("trimmed URL stays valid")))
-}
-
-/// True when the URL's host is a loopback name or address.
-pub fn is_loopback_url(url: &Url) -> bool {
-    match url.host() {
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
-    }
-}
-
-fn parse_scopes(value: &str) -> Result<Vec<String>, ConfigError> {
-    let scopes: Vec<String> = value
-        .split([',', ' '])
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-        .collect();
-    if scopes.is_empty() {
-        return Err(ConfigError::new(
-            "OAUTH_SCOPES",
-            "must not be empty (Gitea widens an empty scope to full access)",
-        ));
-    }
-    for scope in &scopes {
-        let ok = scope.split_once(':').is_some_and(|(level, category)| {
-            matches!(level, "read" | "write") && SCOPE_CATEGORIES.contains(&category)
-        });
-        if !ok {
-            return Err(ConfigError::new(
-                "OAUTH_SCOPES",
-                "only granular Gitea scopes (`read:<category>` or `write:<category>`) are accepted",
-            ));
-        }
-    }
-    Ok(scopes)
 }
 
 #[cfg(test)]

@@ -1,11 +1,13 @@
 //! Parsers for the shapes settings come in: booleans, numbers in a range,
-//! comma-separated lists, optional secrets.
+//! comma-separated lists, optional secrets, key material, base URLs and
+//! Gitea scopes.
 
 use std::ops::RangeInclusive;
 
-use secrecy::SecretString;
+use secrecy::{ExposeSecret, SecretString};
+use url::Url;
 
-use super::ConfigError;
+use super::{ConfigError, SCOPE_CATEGORIES};
 
 pub(super) fn parse_bool(
     setting: &'static str,
@@ -58,4 +60,81 @@ pub(super) fn parse_secret(value: Option<&str>) -> Option<SecretString> {
     value
         .filter(|v| !v.is_empty())
         .map(|v| SecretString::from(v.to_owned()))
+}
+
+/// Key material (encryption keys, the audit HMAC key) is at least this long.
+const MIN_KEY_CHARS: usize = 32;
+
+pub(super) fn require_key_length(
+    setting: &'static str,
+    key: &SecretString,
+) -> Result<(), ConfigError> {
+    if key.expose_secret().chars().count() < MIN_KEY_CHARS {
+        return Err(ConfigError::new(
+            setting,
+            format!("every key must be at least {MIN_KEY_CHARS} characters"),
+        ));
+    }
+    Ok(())
+}
+
+pub(super) fn parse_base_url(
+    setting: &'static str,
+    value: Option<&str>,
+) -> Result<Option<Url>, ConfigError> {
+    let Some(value) = value else { return Ok(None) };
+    let url = Url::parse(value)
+        .map_err(|_| ConfigError::new(setting, "must be an absolute http(s) URL"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+        return Err(ConfigError::new(setting, "must be an absolute http(s) URL"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(ConfigError::new(setting, "must not contain credentials"));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(ConfigError::new(
+            setting,
+            "must not contain a query or fragment",
+        ));
+    }
+    // Normalise: no trailing slash, so joining paths is uniform.
+    let trimmed = url.as_str().trim_end_matches('/').to_owned();
+    Ok(Some(Url::parse(&trimmed).expect("trimmed URL stays valid")))
+}
+
+/// True when the URL's host is a loopback name or address.
+pub fn is_loopback_url(url: &Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
+pub(super) fn parse_scopes(value: &str) -> Result<Vec<String>, ConfigError> {
+    let scopes: Vec<String> = value
+        .split([',', ' '])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if scopes.is_empty() {
+        return Err(ConfigError::new(
+            "OAUTH_SCOPES",
+            "must not be empty (Gitea widens an empty scope to full access)",
+        ));
+    }
+    for scope in &scopes {
+        let ok = scope.split_once(':').is_some_and(|(level, category)| {
+            matches!(level, "read" | "write") && SCOPE_CATEGORIES.contains(&category)
+        });
+        if !ok {
+            return Err(ConfigError::new(
+                "OAUTH_SCOPES",
+                "only granular Gitea scopes (`read:<category>` or `write:<category>`) are accepted",
+            ));
+        }
+    }
+    Ok(scopes)
 }
