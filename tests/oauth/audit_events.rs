@@ -7,7 +7,7 @@
 use reqwest::StatusCode;
 use serde_json::Value;
 
-use crate::pages::csrf;
+use crate::pages::{csrf, post_admin_action};
 use crate::support::fake_gitea::ADMIN_LOGIN;
 use crate::support::gateway_process::audit_verify;
 use crate::{Browser, OAuthGateway, Pkce, on_both_backends, tokens_from};
@@ -162,17 +162,7 @@ async fn upstream_refresh_failures_and_admin_actions_are_audited(gateway: OAuthG
     gateway.tokens(&client, "bob").await;
     let admin = gateway.page_sign_in(ADMIN_LOGIN, "admin").await;
     let token = csrf(&gateway, &admin, "/admin").await;
-    let response = gateway
-        .post_form(
-            &admin,
-            "/admin/actions",
-            &[
-                ("csrf_token", &token),
-                ("action", "revoke-user"),
-                ("target", "bob"),
-            ],
-        )
-        .await;
+    let response = post_admin_action(&gateway, &admin, &token, "revoke-user", "bob").await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
 
     let (text, entries) = entries(&gateway);

@@ -30,6 +30,27 @@ pub async fn csrf(gateway: &OAuthGateway, browser: &Browser, path: &str) -> Stri
     hidden_field(&page, "csrf_token")
 }
 
+/// `POST /admin/actions` from `browser` with the form `token`.
+pub async fn post_admin_action(
+    gateway: &OAuthGateway,
+    browser: &Browser,
+    token: &str,
+    action: &str,
+    target: &str,
+) -> reqwest::Response {
+    gateway
+        .post_form(
+            browser,
+            "/admin/actions",
+            &[
+                ("csrf_token", token),
+                ("action", action),
+                ("target", target),
+            ],
+        )
+        .await
+}
+
 /// A grant id of `login`'s, read from the account page.
 async fn first_grant_id(gateway: &OAuthGateway, browser: &Browser) -> String {
     let (_, page) = html(gateway.page(browser, "/account").await).await;
@@ -234,17 +255,7 @@ async fn a_non_admin_gets_403_on_the_admin_page_and_actions(gateway: OAuthGatewa
     let (status, _) = html(gateway.page(&alice, "/admin").await).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     let token = csrf(&gateway, &alice, "/account").await;
-    let response = gateway
-        .post_form(
-            &alice,
-            "/admin/actions",
-            &[
-                ("csrf_token", &token),
-                ("action", "revoke-user"),
-                ("target", "bob"),
-            ],
-        )
-        .await;
+    let response = post_admin_action(&gateway, &alice, &token, "revoke-user", "bob").await;
     assert_eq!(response.status(), StatusCode::FORBIDDEN);
     assert!(works_at_mcp(&gateway, &tokens.access_token).await);
 }
@@ -268,17 +279,7 @@ async fn an_admin_sees_everyone_and_revokes_a_user(gateway: OAuthGateway) {
     .await;
     assert_eq!(status, StatusCode::OK);
     let token = hidden_field(&confirm, "csrf_token");
-    let done = gateway
-        .post_form(
-            &admin,
-            "/admin/actions",
-            &[
-                ("csrf_token", &token),
-                ("action", "revoke-user"),
-                ("target", "bob"),
-            ],
-        )
-        .await;
+    let done = post_admin_action(&gateway, &admin, &token, "revoke-user", "bob").await;
     assert_eq!(done.status(), StatusCode::SEE_OTHER);
     assert!(
         done.headers()[LOCATION]
@@ -296,31 +297,13 @@ async fn deleting_a_client_revokes_its_grants(gateway: OAuthGateway) {
     let tokens = gateway.tokens(&client, "alice").await;
     let admin = gateway.page_sign_in(ADMIN_LOGIN, "admin").await;
     let token = csrf(&gateway, &admin, "/admin").await;
-    let done = gateway
-        .post_form(
-            &admin,
-            "/admin/actions",
-            &[
-                ("csrf_token", &token),
-                ("action", "delete-client"),
-                ("target", &client.client_id),
-            ],
-        )
-        .await;
+    let done =
+        post_admin_action(&gateway, &admin, &token, "delete-client", &client.client_id).await;
     assert_eq!(done.status(), StatusCode::SEE_OTHER);
     assert!(!works_at_mcp(&gateway, &tokens.access_token).await);
     // The client is gone: its sign-in page is an error now.
-    let again = gateway
-        .post_form(
-            &admin,
-            "/admin/actions",
-            &[
-                ("csrf_token", &token),
-                ("action", "delete-client"),
-                ("target", &client.client_id),
-            ],
-        )
-        .await;
+    let again =
+        post_admin_action(&gateway, &admin, &token, "delete-client", &client.client_id).await;
     assert_eq!(again.status(), StatusCode::NOT_FOUND);
 }
 on_both_backends!(deleting_a_client_revokes_its_grants);
@@ -328,17 +311,8 @@ on_both_backends!(deleting_a_client_revokes_its_grants);
 async fn an_action_on_a_grant_that_no_longer_exists_changes_nothing(gateway: OAuthGateway) {
     let admin = gateway.page_sign_in(ADMIN_LOGIN, "admin").await;
     let token = csrf(&gateway, &admin, "/admin").await;
-    let response = gateway
-        .post_form(
-            &admin,
-            "/admin/actions",
-            &[
-                ("csrf_token", &token),
-                ("action", "revoke-grant"),
-                ("target", "no-such-grant"),
-            ],
-        )
-        .await;
+    let response =
+        post_admin_action(&gateway, &admin, &token, "revoke-grant", "no-such-grant").await;
     assert_eq!(response.status(), StatusCode::NOT_FOUND);
     let (status, _) = html(
         gateway
@@ -361,17 +335,7 @@ async fn admin_actions_recheck_gitea(gateway: OAuthGateway) {
     let admin = gateway.page_sign_in(ADMIN_LOGIN, "admin").await;
     let token = csrf(&gateway, &admin, "/admin").await;
     gateway.fake.expire_access_tokens();
-    let response = gateway
-        .post_form(
-            &admin,
-            "/admin/actions",
-            &[
-                ("csrf_token", &token),
-                ("action", "revoke-user"),
-                ("target", "bob"),
-            ],
-        )
-        .await;
+    let response = post_admin_action(&gateway, &admin, &token, "revoke-user", "bob").await;
     assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
     // Nothing changed: bob's token still resolves at /mcp (HTTP 200; what
     // Gitea then says about his own expired session is another matter).
