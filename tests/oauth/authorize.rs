@@ -6,7 +6,8 @@ use reqwest::StatusCode;
 use reqwest::header::{CONTENT_TYPE, LOCATION};
 use serde_json::json;
 
-use crate::{Browser, OAuthGateway, Pkce, TestClient, location, on_both_backends, param};
+use crate::consent::at_consent;
+use crate::{OAuthGateway, Pkce, TestClient, location, on_both_backends, param};
 
 /// An error page: HTML, 4xx, and no redirect anywhere.
 async fn assert_error_page(response: reqwest::Response) -> String {
@@ -53,12 +54,7 @@ async fn an_unknown_client_gets_an_error_page(gateway: OAuthGateway) {
         redirect_uri: "https://attacker.example/cb".into(),
     };
     let params = gateway.authorize_params(&client, &Pkce::new(), "st-1");
-    let html = assert_error_page(
-        gateway
-            .authorize_raw(&mut Browser::default(), &params)
-            .await,
-    )
-    .await;
+    let html = assert_error_page(gateway.authorize_fresh(&params).await).await;
     assert!(html.contains("Unknown application"));
 }
 on_both_backends!(an_unknown_client_gets_an_error_page);
@@ -72,12 +68,7 @@ async fn an_unregistered_redirect_uri_gets_an_error_page_even_with_other_errors(
     let params = with(&params, "redirect_uri", "https://attacker.example/cb");
     let params = with(&params, "response_type", "token");
     let params = without(&params, "code_challenge");
-    assert_error_page(
-        gateway
-            .authorize_raw(&mut Browser::default(), &params)
-            .await,
-    )
-    .await;
+    assert_error_page(gateway.authorize_fresh(&params).await).await;
 }
 on_both_backends!(an_unregistered_redirect_uri_gets_an_error_page_even_with_other_errors);
 
@@ -94,16 +85,11 @@ async fn redirect_uris_match_exactly(gateway: OAuthGateway) {
         "https://app.example/cb/",
     ] {
         let response = gateway
-            .authorize_raw(
-                &mut Browser::default(),
-                &with(&params, "redirect_uri", variant),
-            )
+            .authorize_fresh(&with(&params, "redirect_uri", variant))
             .await;
         assert_error_page(response).await;
     }
-    let exact = gateway
-        .authorize_raw(&mut Browser::default(), &params)
-        .await;
+    let exact = gateway.authorize_fresh(&params).await;
     assert_eq!(exact.status(), StatusCode::OK);
 }
 on_both_backends!(redirect_uris_match_exactly);
@@ -113,17 +99,19 @@ async fn loopback_redirect_uris_match_on_any_port(gateway: OAuthGateway) {
     let client = gateway.register("none", "http://127.0.0.1/callback").await;
     let params = gateway.authorize_params(&client, &Pkce::new(), "st-1");
     let response = gateway
-        .authorize_raw(
-            &mut Browser::default(),
-            &with(&params, "redirect_uri", "http://127.0.0.1:49152/callback"),
-        )
+        .authorize_fresh(&with(
+            &params,
+            "redirect_uri",
+            "http://127.0.0.1:49152/callback",
+        ))
         .await;
     assert_eq!(response.status(), StatusCode::OK);
     let other_path = gateway
-        .authorize_raw(
-            &mut Browser::default(),
-            &with(&params, "redirect_uri", "http://127.0.0.1:49152/other"),
-        )
+        .authorize_fresh(&with(
+            &params,
+            "redirect_uri",
+            "http://127.0.0.1:49152/other",
+        ))
         .await;
     assert_error_page(other_path).await;
 }
@@ -146,12 +134,7 @@ async fn a_missing_redirect_uri_with_several_registered_is_an_error_page(gateway
         &gateway.authorize_params(&client, &Pkce::new(), "st-1"),
         "redirect_uri",
     );
-    assert_error_page(
-        gateway
-            .authorize_raw(&mut Browser::default(), &params)
-            .await,
-    )
-    .await;
+    assert_error_page(gateway.authorize_fresh(&params).await).await;
 }
 on_both_backends!(a_missing_redirect_uri_with_several_registered_is_an_error_page);
 
@@ -160,12 +143,7 @@ async fn duplicate_parameters_are_refused(gateway: OAuthGateway) {
     let client = gateway.public_client().await;
     let mut params = gateway.authorize_params(&client, &Pkce::new(), "st-1");
     params.push(("state".into(), "second".into()));
-    let html = assert_error_page(
-        gateway
-            .authorize_raw(&mut Browser::default(), &params)
-            .await,
-    )
-    .await;
+    let html = assert_error_page(gateway.authorize_fresh(&params).await).await;
     assert!(html.contains("state"));
 }
 on_both_backends!(duplicate_parameters_are_refused);
@@ -175,10 +153,7 @@ async fn unknown_scopes_are_refused(gateway: OAuthGateway) {
     let client = gateway.public_client().await;
     let params = gateway.authorize_params(&client, &Pkce::new(), "st-1");
     let response = gateway
-        .authorize_raw(
-            &mut Browser::default(),
-            &with(&params, "scope", "gitea admin"),
-        )
+        .authorize_fresh(&with(&params, "scope", "gitea admin"))
         .await;
     assert_error_redirect(&response, &client, "invalid_scope");
 }
@@ -194,9 +169,7 @@ async fn pkce_is_required_for_every_client(gateway: OAuthGateway) {
             &gateway.authorize_params(&client, &Pkce::new(), "st-1"),
             "code_challenge",
         );
-        let response = gateway
-            .authorize_raw(&mut Browser::default(), &params)
-            .await;
+        let response = gateway.authorize_fresh(&params).await;
         assert_error_redirect(&response, &client, "invalid_request");
     }
 }
@@ -212,9 +185,7 @@ async fn plain_pkce_is_refused(gateway: OAuthGateway) {
         } else {
             with(&params, "code_challenge_method", method)
         };
-        let response = gateway
-            .authorize_raw(&mut Browser::default(), &params)
-            .await;
+        let response = gateway.authorize_fresh(&params).await;
         assert_error_redirect(&response, &client, "invalid_request");
     }
 }
@@ -226,10 +197,7 @@ async fn a_foreign_resource_is_invalid_target(gateway: OAuthGateway) {
     let client = gateway.public_client().await;
     let params = gateway.authorize_params(&client, &Pkce::new(), "st-1");
     let response = gateway
-        .authorize_raw(
-            &mut Browser::default(),
-            &with(&params, "resource", "https://other.example/mcp"),
-        )
+        .authorize_fresh(&with(&params, "resource", "https://other.example/mcp"))
         .await;
     assert_error_redirect(&response, &client, "invalid_target");
     let slash = format!("{}/", gateway.resource());
@@ -237,9 +205,7 @@ async fn a_foreign_resource_is_invalid_target(gateway: OAuthGateway) {
         with(&params, "resource", &slash),
         without(&params, "resource"),
     ] {
-        let response = gateway
-            .authorize_raw(&mut Browser::default(), &params)
-            .await;
+        let response = gateway.authorize_fresh(&params).await;
         assert_eq!(response.status(), StatusCode::OK);
     }
 }
@@ -256,9 +222,7 @@ async fn the_allowlist_is_enforced_again_at_authorize(gateway: OAuthGateway) {
     ));
     let narrowed = restarted(&gateway, settings).await;
     let params = narrowed.authorize_params(&client, &Pkce::new(), "st-1");
-    let response = narrowed
-        .authorize_raw(&mut Browser::default(), &params)
-        .await;
+    let response = narrowed.authorize_fresh(&params).await;
     assert_error_page(response).await;
 }
 on_both_backends!(the_allowlist_is_enforced_again_at_authorize);
@@ -288,14 +252,7 @@ pub async fn restarted(
 
 /// We ask Gitea for exactly our granular scopes, with S256 and our state.
 async fn gitea_is_asked_for_granular_scopes_with_pkce(gateway: OAuthGateway) {
-    let client = gateway.public_client().await;
-    let mut browser = Browser::default();
-    let form = gateway
-        .consent_page(
-            &mut browser,
-            &gateway.authorize_params(&client, &Pkce::new(), "st-1"),
-        )
-        .await;
+    let (_, mut browser, form) = at_consent(&gateway).await;
     let approval = gateway.decide(&mut browser, &form, "approve").await;
     let to_gitea = location(&approval);
     assert!(to_gitea.starts_with(&format!("{}/login/oauth/authorize?", gateway.fake.url)));
@@ -325,10 +282,7 @@ async fn errors_for_an_unvetted_https_client_wait_for_the_person(gateway: OAuthG
     let client = gateway.register("none", "https://app.example/cb").await;
     let params = gateway.authorize_params(&client, &Pkce::new(), "st-9");
     let response = gateway
-        .authorize_raw(
-            &mut Browser::default(),
-            &with(&params, "response_type", "token"),
-        )
+        .authorize_fresh(&with(&params, "response_type", "token"))
         .await;
     assert_eq!(response.status(), StatusCode::BAD_REQUEST);
     assert!(response.headers().get("location").is_none());
@@ -352,10 +306,7 @@ async fn errors_for_an_unvetted_https_client_wait_for_the_person(gateway: OAuthG
     let native = gateway.public_client().await;
     let params = gateway.authorize_params(&native, &Pkce::new(), "st-10");
     let response = gateway
-        .authorize_raw(
-            &mut Browser::default(),
-            &with(&params, "response_type", "token"),
-        )
+        .authorize_fresh(&with(&params, "response_type", "token"))
         .await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
     assert_eq!(
@@ -373,10 +324,7 @@ async fn errors_for_an_allowlisted_client_are_redirected(gateway: OAuthGateway) 
         .await;
     let params = gateway.authorize_params(&client, &Pkce::new(), "st-11");
     let response = gateway
-        .authorize_raw(
-            &mut Browser::default(),
-            &with(&params, "response_type", "token"),
-        )
+        .authorize_fresh(&with(&params, "response_type", "token"))
         .await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
     assert!(location(&response).starts_with("https://claude.ai/api/mcp/auth_callback?error="));

@@ -94,10 +94,7 @@ on_both_backends!(a_metadata_document_client_signs_in, TEST_SETTING);
 async fn refused_document(gateway: &OAuthGateway, client_id: String) {
     let client = metadata_client(client_id);
     let response = gateway
-        .authorize_raw(
-            &mut Browser::default(),
-            &gateway.authorize_params(&client, &Pkce::new(), "st-1"),
-        )
+        .authorize_fresh(&gateway.authorize_params(&client, &Pkce::new(), "st-1"))
         .await;
     assert_eq!(response.status(), StatusCode::BAD_REQUEST);
     assert!(response.headers().get(LOCATION).is_none());

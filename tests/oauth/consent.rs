@@ -23,7 +23,7 @@ fn assert_page_headers(response: &reqwest::Response) {
 
 /// A public client's authorization parked at the consent page, in a
 /// browser that holds its CSRF cookie.
-async fn at_consent(gateway: &OAuthGateway) -> (TestClient, Browser, ConsentForm) {
+pub async fn at_consent(gateway: &OAuthGateway) -> (TestClient, Browser, ConsentForm) {
     let client = gateway.public_client().await;
     let mut browser = Browser::default();
     let form = gateway
@@ -68,10 +68,7 @@ on_both_backends!(the_consent_page_escapes_the_client_name);
 async fn every_page_has_anti_framing_and_no_store_headers(gateway: OAuthGateway) {
     let client = gateway.public_client().await;
     let consent = gateway
-        .authorize_raw(
-            &mut Browser::default(),
-            &gateway.authorize_params(&client, &Pkce::new(), "st-1"),
-        )
+        .authorize_fresh(&gateway.authorize_params(&client, &Pkce::new(), "st-1"))
         .await;
     assert_eq!(consent.status(), StatusCode::OK);
     assert_page_headers(&consent);

@@ -299,6 +299,11 @@ impl OAuthGateway {
         response
     }
 
+    /// `/authorize` with `params` from a browser with no cookies.
+    pub async fn authorize_fresh(&self, params: &[(String, String)]) -> reqwest::Response {
+        self.authorize_raw(&mut Browser::default(), params).await
+    }
+
     /// `/authorize` that must show the consent page; returns its form.
     pub async fn consent_page(
         &self,
