@@ -482,8 +482,9 @@ fn ms(d: Duration) -> f64 {
 async fn tools_list_size(
     endpoints: &Endpoints,
     gateway: SocketAddr,
+    path: &str,
 ) -> anyhow::Result<(usize, usize)> {
-    let url = format!("http://{gateway}/mcp");
+    let url = format!("http://{gateway}{path}");
     let bytes = endpoints.mcp(&url, 1, "tools/list", json!({})).await?;
     let message: Value = serde_json::from_slice(&bytes)?;
     let tools = message
@@ -581,18 +582,14 @@ async fn main() -> anyhow::Result<()> {
         &[("TOOL_MODE", "discover")],
     )
     .await?;
-    let issue_only = spawn_gateway(
-        upstream,
-        &data.path().join("issue"),
-        &[("TOOLSETS", "issue")],
-    )
-    .await?;
-    for (label, addr) in [
-        ("full", gateway),
-        ("TOOL_MODE=discover", discover),
-        ("TOOLSETS=issue", issue_only),
+    for (label, addr, path) in [
+        ("/mcp (core)", gateway, "/mcp"),
+        ("/mcp/readonly", gateway, "/mcp/readonly"),
+        ("/mcp/all", gateway, "/mcp/all"),
+        ("/mcp/x/issue", gateway, "/mcp/x/issue"),
+        ("/mcp (discover)", discover, "/mcp"),
     ] {
-        let (bytes, tools) = tools_list_size(&endpoints, addr).await?;
+        let (bytes, tools) = tools_list_size(&endpoints, addr, path).await?;
         println!("  {label:<20} {bytes:>10} bytes  {tools:>4} tools");
     }
     Ok(())

@@ -82,7 +82,16 @@ impl App {
         let admin = settings.gitea_token.clone().map(AdminAccount::new);
         let oauth = match GiteaOAuth::from_settings(&settings) {
             None => None,
-            Some(upstream) => Some(build_oauth(&settings, upstream?, clock, audit.clone()).await?),
+            Some(upstream) => Some(
+                build_oauth(
+                    &settings,
+                    dispatcher.catalog().clone(),
+                    upstream?,
+                    clock,
+                    audit.clone(),
+                )
+                .await?,
+            ),
         };
         Ok(Arc::new(Self {
             settings,
@@ -188,6 +197,7 @@ pub fn store_location(settings: &Settings) -> StoreLocation {
 /// and starts the pruning task.
 async fn build_oauth(
     settings: &Settings,
+    catalog: Catalog,
     upstream: GiteaOAuth,
     clock: Arc<dyn Clock>,
     audit: AuditLog,
@@ -201,7 +211,7 @@ async fn build_oauth(
         "OAuth store opened"
     );
     let server = Arc::new(OAuthServer {
-        config: OAuthConfig::from_settings(settings),
+        config: OAuthConfig::from_settings(settings, catalog),
         store,
         clock,
         upstream,

@@ -261,7 +261,7 @@ async fn serve_http(app: Arc<App>, addr: SocketAddr) -> Result<(), CliError> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     tracing::info!(
         address = %listener.local_addr()?,
-        tools = app.dispatcher().tools().len(),
+        tools = app.dispatcher().tools(&crate::surface::Surface::default()).len(),
         "serving MCP at /mcp"
     );
     if let Some(metrics_addr) = app.settings().metrics_bind {
@@ -349,11 +349,28 @@ async fn shutdown_signal() {
 
 fn print_catalog(catalog: &Catalog, json: bool, toolsets: bool) {
     if toolsets {
-        let names = catalog.toolset_names();
+        let counts: Vec<(String, usize)> = catalog
+            .toolset_names()
+            .into_iter()
+            .map(|name| {
+                let count = catalog
+                    .operations()
+                    .iter()
+                    .filter(|op| op.toolsets.contains(&name))
+                    .count();
+                (name, count)
+            })
+            .collect();
         if json {
-            println!("{}", serde_json::Value::from(names));
+            let rows: Vec<serde_json::Value> = counts
+                .iter()
+                .map(|(name, tools)| serde_json::json!({"name": name, "tools": tools}))
+                .collect();
+            println!("{}", serde_json::Value::from(rows));
         } else {
-            names.iter().for_each(|n| println!("{n}"));
+            counts
+                .iter()
+                .for_each(|(name, tools)| println!("{name}\t{tools}"));
         }
         return;
     }

@@ -22,4 +22,5 @@ pub mod oauth;
 pub mod pages;
 pub mod setup;
 pub mod store;
+pub mod surface;
 pub mod tls;

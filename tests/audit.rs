@@ -421,7 +421,7 @@ fn entries_of(path: &Path) -> Vec<Value> {
 }
 
 #[tokio::test]
-async fn discover_and_raw_calls_record_which_operation_ran() {
+async fn discovery_and_raw_calls_record_which_operation_ran() {
     let data = support::scratch_dir();
     let gw = Gateway::start(&[
         ("DATA_DIR", data.to_str().unwrap()),
@@ -432,7 +432,7 @@ async fn discover_and_raw_calls_record_which_operation_ran() {
     let client = gw.client().await;
     let (is_error, env) = call(
         &client,
-        "gitea_call_operation",
+        "gitea_call_read_operation",
         json!({"name": "gitea_issue_list_issues", "arguments": {"owner": "acme", "repo": "secret-repo"}}),
     )
     .await;
@@ -448,8 +448,10 @@ async fn discover_and_raw_calls_record_which_operation_ran() {
         .filter(|e| e["event"] == "tool_call_started")
         .collect();
     let by_name = &started[0];
-    assert_eq!(by_name["tool"], "gitea_call_operation");
+    assert_eq!(by_name["tool"], "gitea_call_read_operation");
     assert_eq!(by_name["detail"]["operation"], "gitea_issue_list_issues");
+    // The operation's argument names, as for a direct call.
+    assert_eq!(by_name["args"], json!(["owner", "repo"]));
     assert_eq!(by_name["method"], "GET");
     assert_eq!(by_name["route"], "/repos/{owner}/{repo}/issues");
     let raw = &started[1];

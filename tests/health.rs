@@ -21,7 +21,10 @@ async fn health_is_ok_when_gitea_answers() {
     assert_eq!(body["status"], "ok");
     assert_eq!(body["checks"]["gitea"], "ok");
     assert_eq!(body["checks"]["store"], "not_configured");
-    assert_eq!(body["tools"], 486);
+    assert_eq!(
+        body["tools"],
+        aegis_gitea_mcp::catalog::core::CORE_TOOLS.len() + 4
+    );
 }
 
 #[tokio::test]
@@ -84,7 +87,10 @@ async fn the_root_names_the_service_and_nothing_else() {
     let (status, body) = get(&format!("{}/", gw.url)).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body["name"], "aegis-gitea-mcp");
-    assert_eq!(body["tools"], 486);
+    assert_eq!(
+        body["tools"],
+        aegis_gitea_mcp::catalog::core::CORE_TOOLS.len() + 4
+    );
     let text = body.to_string();
     assert!(!text.contains(&gw.fake.url) && !text.contains(support::BEARER));
 }

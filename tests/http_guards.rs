@@ -184,7 +184,10 @@ async fn health_reports_version_and_tool_count_only() {
         .await
         .unwrap();
     assert_eq!(body["status"], "ok");
-    assert_eq!(body["tools"], 486);
+    assert_eq!(
+        body["tools"],
+        aegis_gitea_mcp::catalog::core::CORE_TOOLS.len() + 4
+    );
     assert!(!body.to_string().contains(support::ADMIN_TOKEN));
 }
 

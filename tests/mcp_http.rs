@@ -421,7 +421,7 @@ async fn raw_killswitch_removes_the_raw_tool() {
 }
 
 #[tokio::test]
-async fn discover_mode_reaches_every_operation_through_two_meta_tools() {
+async fn discover_mode_reaches_every_operation_through_the_discovery_tools() {
     let gw = Gateway::start(&[("TOOL_MODE", "discover")]).await;
     let client = gw.client().await;
     let tools = client.list_all_tools().await.unwrap();
@@ -430,7 +430,8 @@ async fn discover_mode_reaches_every_operation_through_two_meta_tools() {
         names,
         vec![
             "gitea_search_operations",
-            "gitea_call_operation",
+            "gitea_call_read_operation",
+            "gitea_call_write_operation",
             "gitea_api_request"
         ]
     );
@@ -444,9 +445,14 @@ async fn discover_mode_reaches_every_operation_through_two_meta_tools() {
     let ops = found["operations"].as_array().unwrap();
     assert!(ops.iter().any(|o| o["name"] == "gitea_issue_list_issues"));
     assert!(ops[0]["input_schema"]["properties"].is_object());
+    assert!(
+        ops.iter()
+            .all(|o| o["call_with"] == "gitea_call_read_operation"
+                || o["call_with"] == "gitea_call_write_operation")
+    );
     let (is_error, env) = call(
         &client,
-        "gitea_call_operation",
+        "gitea_call_read_operation",
         json!({"name": "gitea_issue_list_issues", "arguments": {"owner": "acme", "repo": "app"}}),
     )
     .await;
@@ -454,7 +460,7 @@ async fn discover_mode_reaches_every_operation_through_two_meta_tools() {
     assert_eq!(env["pagination"]["total_count"], 45);
     let (is_error, body) = call(
         &client,
-        "gitea_call_operation",
+        "gitea_call_read_operation",
         json!({"name": "gitea_issue_list_issues", "arguments": {"owner": "acme"}}),
     )
     .await;
@@ -463,12 +469,48 @@ async fn discover_mode_reaches_every_operation_through_two_meta_tools() {
 }
 
 #[tokio::test]
-async fn discover_mode_obeys_exposure_rules() {
-    let gw = Gateway::start(&[("TOOL_MODE", "discover"), ("READ_ONLY", "true")]).await;
+async fn the_read_call_tool_refuses_writes_and_the_write_call_tool_refuses_reads() {
+    let gw = Gateway::start(&[("TOOL_MODE", "discover")]).await;
     let client = gw.client().await;
     let (is_error, body) = call(
         &client,
-        "gitea_call_operation",
+        "gitea_call_read_operation",
+        json!({"name": "gitea_issue_create_issue", "arguments": {"owner": "o", "repo": "r", "body": {"title": "x"}}}),
+    )
+    .await;
+    assert!(is_error);
+    assert_eq!(body["error"]["kind"], "invalid_arguments");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("gitea_call_write_operation")
+    );
+    assert!(gw.fake.tool_requests().is_empty(), "nothing was sent");
+    let (is_error, body) = call(
+        &client,
+        "gitea_call_write_operation",
+        json!({"name": "gitea_issue_list_issues", "arguments": {"owner": "o", "repo": "r"}}),
+    )
+    .await;
+    assert!(is_error);
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("gitea_call_read_operation")
+    );
+}
+
+#[tokio::test]
+async fn discover_mode_obeys_exposure_rules() {
+    let gw = Gateway::start(&[("TOOL_MODE", "discover"), ("READ_ONLY", "true")]).await;
+    let client = gw.client().await;
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(!tools.iter().any(|t| t.name == "gitea_call_write_operation"));
+    let (is_error, body) = call(
+        &client,
+        "gitea_call_read_operation",
         json!({"name": "gitea_issue_create_issue", "arguments": {"owner": "o", "repo": "r", "body": {"title": "x"}}}),
     )
     .await;

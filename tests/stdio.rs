@@ -30,8 +30,12 @@ async fn an_mcp_client_lists_and_calls_tools_over_stdio() {
     let fake = FakeGitea::start().await;
     let transport = TokioChildProcess::new(gateway_command(&fake.url).configure(|_| {})).unwrap();
     let client = ().serve(transport).await.unwrap();
+    // stdio serves the default surface: the core tools plus discovery.
     let tools = client.list_all_tools().await.unwrap();
-    assert_eq!(tools.len(), 486);
+    assert_eq!(
+        tools.len(),
+        aegis_gitea_mcp::catalog::core::CORE_TOOLS.len() + 4
+    );
     let result = client
         .call_tool(
             rmcp::model::CallToolRequestParams::new("gitea_issue_list_issues").with_arguments(

@@ -32,6 +32,8 @@ use std::sync::{Arc, LazyLock};
 
 use serde_json::{Map, Value};
 
+pub mod core;
+pub mod effects;
 pub mod naming;
 mod params;
 mod schema;
@@ -39,6 +41,7 @@ mod schema;
 mod tests;
 pub mod toolsets;
 
+pub use effects::Effect;
 pub use naming::tool_name_for_operation_id;
 pub use params::{ALTERNATE_BODY_PROPERTY, SUDO_PROPERTY};
 
@@ -93,6 +96,10 @@ pub struct Operation {
     /// `tag.area` toolsets (e.g. `repository.pulls`).
     pub toolsets: Vec<String>,
     pub summary: String,
+    /// A short human title (the summary's first line), see [`effects::title_of`].
+    pub title: String,
+    /// What a call does to Gitea's state, see [`effects`].
+    pub effect: Effect,
     /// Tool description: summary, then the OpenAPI description when it adds something.
     pub description: String,
     pub params: Vec<Param>,
@@ -114,9 +121,15 @@ impl Operation {
         self.method == http::Method::GET || self.method == http::Method::HEAD
     }
 
-    /// DELETE operations destroy something (`destructiveHint`).
+    /// Deletes, overwrites, merges, transfers or changes permissions
+    /// (`destructiveHint: true`), per [`effects`].
     pub fn is_destructive(&self) -> bool {
-        self.method == http::Method::DELETE
+        self.effect == Effect::Destructive
+    }
+
+    /// The HTTP method is idempotent (`idempotentHint`).
+    pub fn is_idempotent(&self) -> bool {
+        effects::is_idempotent(&self.method)
     }
 
     /// The parameter exposed as property `name`.
@@ -207,6 +220,16 @@ struct Inner {
     title: String,
     base_path: String,
     skipped: Vec<SkippedOperation>,
+    /// Every toolset name any operation belongs to.
+    toolsets: BTreeSet<String>,
+}
+
+/// Every toolset name of `operations`.
+fn toolsets_of(operations: &[Operation]) -> BTreeSet<String> {
+    operations
+        .iter()
+        .flat_map(|op| op.toolsets.iter().cloned())
+        .collect()
 }
 
 static BUNDLED: LazyLock<Catalog> = LazyLock::new(|| {
@@ -235,6 +258,7 @@ impl Catalog {
             .collect();
         Catalog {
             inner: Arc::new(Inner {
+                toolsets: toolsets_of(&operations),
                 operations,
                 index,
                 api_version: self.inner.api_version.clone(),
@@ -304,6 +328,7 @@ impl Catalog {
         }
         Ok(Catalog {
             inner: Arc::new(Inner {
+                toolsets: toolsets_of(&builder.operations),
                 operations: builder.operations,
                 index: builder.index,
                 api_version: info("version"),
@@ -325,6 +350,11 @@ impl Catalog {
             .index
             .get(tool_name)
             .map(|&i| &self.inner.operations[i])
+    }
+
+    /// Where the operation behind a tool name sits in [`Catalog::operations`].
+    pub fn position(&self, tool_name: &str) -> Option<usize> {
+        self.inner.index.get(tool_name).copied()
     }
 
     /// The document's `info.version` (`1.27.1` for the bundled one).
@@ -362,13 +392,12 @@ impl Catalog {
 
     /// Every toolset name any operation belongs to, sorted and unique.
     pub fn toolset_names(&self) -> Vec<String> {
-        let names: BTreeSet<&str> = self
-            .inner
-            .operations
-            .iter()
-            .flat_map(|op| op.toolsets.iter().map(String::as_str))
-            .collect();
-        names.into_iter().map(str::to_string).collect()
+        self.inner.toolsets.iter().cloned().collect()
+    }
+
+    /// True when some operation belongs to toolset `name`.
+    pub fn has_toolset(&self, name: &str) -> bool {
+        self.inner.toolsets.contains(name)
     }
 }
 
@@ -472,7 +501,10 @@ impl Builder<'_> {
             _ => format!("{method} {route}"),
         };
         let description = describe(&summary, operation.get("description"), deprecated);
+        let effect = effects::effect_of(&method, operation_id);
         Ok(Operation {
+            title: effects::title_of(&summary),
+            effect,
             tool_name,
             operation_id: operation_id.to_string(),
             method,

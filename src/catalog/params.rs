@@ -372,7 +372,7 @@ fn sudo_property() -> Value {
     json!({
         "type": "string",
         "pattern": "^[A-Za-z0-9_.-]{1,255}$",
-        "description": "Act as this user (site admins only; sent as the Sudo header)"
+        "description": "Act as this user (site admins only)"
     })
 }
 

@@ -336,8 +336,11 @@ fn description_adds_the_openapi_description() {
 #[test]
 fn toolsets_are_tags_and_areas() {
     let op = op("gitea_repo_list_pull_requests");
-    assert_eq!(op.toolset, "repository");
-    assert_eq!(op.toolsets, ["repository", "repository.pulls"]);
+    assert_eq!(op.toolset, "repository.collaboration");
+    assert_eq!(
+        op.toolsets,
+        ["repository.collaboration", "repository.pulls"]
+    );
     let names = Catalog::bundled().toolset_names();
     assert!(names.is_sorted());
     for tag in [
@@ -347,13 +350,58 @@ fn toolsets_are_tags_and_areas() {
         "notification",
         "organization",
         "package",
-        "repository",
+        "repository.code",
+        "repository.collaboration",
+        "repository.manage",
+        "repository.actions",
         "settings",
         "user",
     ] {
         assert!(names.iter().any(|n| n == tag), "{tag}");
     }
+    // Too big to name: split into the groups above.
+    assert!(!names.iter().any(|n| n == "repository"));
     println!("{} toolsets", names.len());
+}
+
+#[test]
+fn every_toolset_fits_a_clients_tool_limit() {
+    let catalog = Catalog::bundled();
+    for name in catalog.toolset_names() {
+        let count = catalog
+            .operations()
+            .iter()
+            .filter(|op| op.toolsets.contains(&name))
+            .count();
+        assert!(
+            count <= crate::catalog::toolsets::MAX_TOOLSET_OPERATIONS,
+            "{name}: {count} operations"
+        );
+    }
+}
+
+#[test]
+fn every_area_of_a_split_tag_is_in_a_named_group() {
+    use crate::catalog::toolsets::{SPLIT_TAGS, route_area};
+    for split in SPLIT_TAGS {
+        for op in Catalog::bundled().operations() {
+            let area = route_area(&op.route);
+            if op
+                .toolsets
+                .iter()
+                .any(|t| t == &format!("{}.{area}", split.tag))
+            {
+                assert!(
+                    split
+                        .groups
+                        .iter()
+                        .any(|(_, areas)| areas.contains(&area.as_str())),
+                    "{}: area {area} is in no group",
+                    op.tool_name
+                );
+            }
+        }
+    }
 }
 
 #[test]

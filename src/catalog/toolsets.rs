@@ -30,12 +30,149 @@
 //!
 //! Tags are normalized the same way as areas (Gitea's are already plain
 //! lowercase words); an operation without tags is put in `untagged`.
+//!
+//! # Tags too big to name
+//!
+//! Every toolset a user can name must fit a client's tool limit (VS Code
+//! refuses more than 128 tools; [`MAX_TOOLSET_OPERATIONS`] leaves room for
+//! the discovery tools and the raw tool). A tag with more operations than
+//! that is not a toolset: its operations go to groups of areas instead
+//! ([`SPLIT_TAGS`]). Gitea 1.27's `repository` tag (205 operations) becomes
+//! `repository.code`, `repository.collaboration`, `repository.manage` and
+//! `repository.actions`. An area the table does not list (a newer Gitea's
+//! live document) goes to the tag's fallback group.
+
+/// The pseudo toolset that names the raw tool (in `TOOLSETS` and URLs).
+pub const RAW_TOOLSET: &str = "raw";
 
 /// Toolset of operations that declare no tag.
 pub const UNTAGGED: &str = "untagged";
 
 /// Area of a route with no literal segment after its scope.
 pub const CORE_AREA: &str = "core";
+
+/// The most operations a nameable toolset may hold: 128 (VS Code's limit)
+/// less the three discovery tools and the raw tool listed beside it.
+pub const MAX_TOOLSET_OPERATIONS: usize = 124;
+
+/// A tag split into groups of areas, because it is too big to be a toolset.
+#[derive(Debug)]
+pub struct SplitTag {
+    pub tag: &'static str,
+    /// Group name and the areas in it.
+    pub groups: &'static [(&'static str, &'static [&'static str])],
+    /// The group of an area no entry lists.
+    pub fallback: &'static str,
+}
+
+/// The tags split into groups. Groups follow the work they serve: reading
+/// and writing code; reviewing and releasing it; running the repository;
+/// CI. Each fits [`MAX_TOOLSET_OPERATIONS`] (tested on the bundled catalog).
+pub const SPLIT_TAGS: &[SplitTag] = &[SplitTag {
+    tag: "repository",
+    groups: &[
+        (
+            "repository.code",
+            &[
+                "archive",
+                "branches",
+                "commits",
+                "compare",
+                "contents",
+                "contents_ext",
+                "diffpatch",
+                "editorconfig",
+                "file_contents",
+                "git",
+                "languages",
+                "licenses",
+                "media",
+                "raw",
+                "signing_key",
+                "statuses",
+                "tags",
+            ],
+        ),
+        (
+            "repository.collaboration",
+            &[
+                "activities",
+                "assignees",
+                "issue_config",
+                "issue_templates",
+                "issues",
+                "new_pin_allowed",
+                "pulls",
+                "releases",
+                "reviewers",
+                "stargazers",
+                "subscribers",
+                "subscription",
+                "times",
+                "wiki",
+            ],
+        ),
+        (
+            "repository.manage",
+            &[
+                "avatar",
+                "branch_protections",
+                "collaborators",
+                "core",
+                "forks",
+                "generate",
+                "hooks",
+                "keys",
+                "merge_upstream",
+                "migrate",
+                "mirror_sync",
+                "push_mirrors",
+                "push_mirrors_sync",
+                "reparent",
+                "repos",
+                "search",
+                "tag_protections",
+                "teams",
+                "topics",
+                "transfer",
+            ],
+        ),
+        ("repository.actions", &["actions"]),
+    ],
+    fallback: "repository.manage",
+}];
+
+/// The split entry of `tag`, if it is too big to be a toolset.
+pub fn split_tag(tag: &str) -> Option<&'static SplitTag> {
+    SPLIT_TAGS.iter().find(|split| split.tag == tag)
+}
+
+impl SplitTag {
+    /// The group an area of this tag belongs to.
+    pub fn group_of(&self, area: &str) -> &'static str {
+        self.groups
+            .iter()
+            .find(|(_, areas)| areas.contains(&area))
+            .map_or(self.fallback, |(group, _)| group)
+    }
+
+    /// The group names, for messages.
+    pub fn group_names(&self) -> Vec<&'static str> {
+        self.groups.iter().map(|(group, _)| *group).collect()
+    }
+}
+
+/// What to say about a toolset name the catalog lacks: a split tag names
+/// its groups, anything else nothing.
+pub fn unknown_toolset_hint(name: &str) -> String {
+    match split_tag(name) {
+        Some(split) => format!(
+            "; `{name}` is too big for one toolset and is split into {}",
+            split.group_names().join(", ")
+        ),
+        None => String::new(),
+    }
+}
 
 /// The area of a route, per the module rule.
 pub fn route_area(route: &str) -> String {
@@ -49,8 +186,9 @@ pub fn route_area(route: &str) -> String {
         .unwrap_or_else(|| CORE_AREA.to_string())
 }
 
-/// Every toolset of an operation: for each tag, the tag then `tag.area`.
-/// The first entry is the operation's primary toolset.
+/// Every toolset of an operation: for each tag, the tag (or, for a split
+/// tag, the area's group) then `tag.area`. The first entry is the
+/// operation's primary toolset.
 pub fn toolsets_for(tags: &[String], route: &str) -> Vec<String> {
     let area = route_area(route);
     let mut toolsets: Vec<String> = Vec::with_capacity(tags.len().max(1) * 2);
@@ -64,7 +202,11 @@ pub fn toolsets_for(tags: &[String], route: &str) -> Vec<String> {
     }
     for tag in tags {
         let fine = format!("{tag}.{area}");
-        for name in [tag, fine] {
+        let coarse = match split_tag(&tag) {
+            Some(split) => split.group_of(&area).to_owned(),
+            None => tag,
+        };
+        for name in [coarse, fine] {
             if !toolsets.contains(&name) {
                 toolsets.push(name);
             }
@@ -135,7 +277,29 @@ mod tests {
         let tags = ["repository".to_string(), "user".to_string()];
         assert_eq!(
             toolsets_for(&tags, "/user/repos"),
-            ["repository", "repository.repos", "user", "user.repos"]
+            [
+                "repository.manage",
+                "repository.repos",
+                "user",
+                "user.repos"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_split_tag_gives_its_area_group_instead_of_the_tag() {
+        let tags = ["repository".to_string()];
+        assert_eq!(
+            toolsets_for(&tags, "/repos/{owner}/{repo}/pulls/{index}"),
+            ["repository.collaboration", "repository.pulls"]
+        );
+        assert_eq!(
+            toolsets_for(&tags, "/repos/{owner}/{repo}/actions/runs"),
+            ["repository.actions"]
+        );
+        assert_eq!(
+            toolsets_for(&tags, "/repos/{owner}/{repo}/brand_new_area"),
+            ["repository.manage", "repository.brand_new_area"]
         );
     }
 

@@ -38,10 +38,13 @@ impl ConfigError {
     }
 }
 
-/// Which tools `tools/list` shows: one per operation, or a few meta-tools.
+/// Which tools `tools/list` shows at `/mcp` (and over stdio): a curated
+/// core of typed tools plus the discovery tools, one tool per operation, or
+/// the discovery tools alone. Every mode reaches the same operations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ToolMode {
     #[default]
+    Core,
     Full,
     Discover,
 }
@@ -302,12 +305,13 @@ impl Settings {
                 false,
             )?,
             tool_mode: match get("TOOL_MODE").map(str::to_ascii_lowercase).as_deref() {
-                None | Some("full") => ToolMode::Full,
+                None | Some("core") => ToolMode::Core,
+                Some("full") => ToolMode::Full,
                 Some("discover") => ToolMode::Discover,
                 Some(_) => {
                     return Err(ConfigError::new(
                         "TOOL_MODE",
-                        "must be `full` or `discover`",
+                        "must be `core`, `full` or `discover`",
                     ));
                 }
             },

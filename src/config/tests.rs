@@ -18,7 +18,7 @@ fn defaults_bind_loopback_on_8080() {
     assert_eq!(s.mcp_host.to_string(), "127.0.0.1");
     assert_eq!(s.mcp_port, 8080);
     assert_eq!(s.public_base_url.as_str(), "http://127.0.0.1:8080/");
-    assert_eq!(s.exposure.tool_mode, ToolMode::Full);
+    assert_eq!(s.exposure.tool_mode, ToolMode::Core);
     assert!(s.exposure.raw_api_enabled);
     assert!(!s.exposure.raw_api_allow_sensitive);
     assert_eq!(s.limits, Limits::default());

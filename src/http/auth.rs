@@ -7,8 +7,10 @@
 //!   (development mode; startup refuses it with a public URL or proxies).
 //!
 //! Anything else is a 401 whose challenge, once OAuth is configured, names
-//! the protected-resource metadata so clients discover the sign-in. The
-//! identity is put into the request's extensions for the MCP handler.
+//! the protected-resource metadata of the URL asked for (RFC 9728, path
+//! appended) so clients discover the sign-in. An `agm_` token is accepted
+//! only at the MCP URL it was issued for. The identity is put into the
+//! request's extensions for the MCP handler.
 
 use std::sync::Arc;
 
@@ -26,6 +28,7 @@ use crate::oauth::metadata::resource_metadata_url;
 use crate::oauth::resolver::{self, ResolveError};
 use crate::oauth::tokens::TOKEN_PREFIX;
 use crate::oauth::{OAuthServer, SCOPE};
+use crate::surface::Surface;
 
 /// Compares the presented bearer with the configured one in constant time,
 /// on SHA-256 digests so neither content nor length leaks through timing.
@@ -59,13 +62,14 @@ enum Refusal {
 }
 
 /// The `WWW-Authenticate` value: realm, and with OAuth the absolute
-/// `resource_metadata` URL (RFC 9728 §5.1) and our scope.
-pub fn challenge(oauth: Option<&OAuthServer>, error: Option<&str>) -> String {
+/// `resource_metadata` URL of the MCP URL `path` (RFC 9728 §5.1) and our
+/// scope.
+pub fn challenge(oauth: Option<&OAuthServer>, path: &str, error: Option<&str>) -> String {
     let mut value = String::from(r#"Bearer realm="aegis-gitea-mcp""#);
     if let Some(server) = oauth {
         value.push_str(&format!(
             r#", resource_metadata="{}", scope="{SCOPE}""#,
-            resource_metadata_url(&server.config)
+            resource_metadata_url(&server.config, path)
         ));
     }
     if let Some(error) = error {
@@ -74,7 +78,7 @@ pub fn challenge(oauth: Option<&OAuthServer>, error: Option<&str>) -> String {
     value
 }
 
-fn unauthorized(oauth: Option<&OAuthServer>, refusal: Refusal) -> Response {
+fn unauthorized(oauth: Option<&OAuthServer>, path: &str, refusal: Refusal) -> Response {
     let (error, description) = match refusal {
         Refusal::Missing => (None, "this endpoint needs a bearer token"),
         Refusal::InvalidToken => (Some("invalid_token"), "the bearer token is not valid"),
@@ -83,7 +87,7 @@ fn unauthorized(oauth: Option<&OAuthServer>, refusal: Refusal) -> Response {
             "send the token in the Authorization header, never in the URL",
         ),
     };
-    let header_value = HeaderValue::from_str(&challenge(oauth, error))
+    let header_value = HeaderValue::from_str(&challenge(oauth, path, error))
         .unwrap_or_else(|_| HeaderValue::from_static("Bearer"));
     let status = if refusal == Refusal::TokenInQuery {
         StatusCode::BAD_REQUEST
@@ -109,7 +113,8 @@ fn token_in_query(query: Option<&str>) -> bool {
     })
 }
 
-/// Middleware on `/mcp`: authenticates and attaches the identity.
+/// Middleware on the MCP URLs: authenticates and attaches the identity.
+/// Runs after the URL's [`Surface`] is resolved.
 pub async fn authenticate(
     State(app): State<Arc<App>>,
     mut request: Request,
@@ -117,8 +122,14 @@ pub async fn authenticate(
 ) -> Response {
     let settings = app.settings();
     let oauth = app.oauth().map(Arc::as_ref);
+    let path = request.uri().path().to_owned();
+    // Fail closed: a request without a resolved URL is not served.
+    let Some(surface) = request.extensions().get::<Surface>().cloned() else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    let unauthorized = |refusal| unauthorized(oauth, &path, refusal);
     if token_in_query(request.uri().query()) {
-        return unauthorized(oauth, Refusal::TokenInQuery);
+        return unauthorized(Refusal::TokenInQuery);
     }
     let presented = request
         .headers()
@@ -127,15 +138,16 @@ pub async fn authenticate(
     let mode = match presented {
         Some(token) if token.starts_with(TOKEN_PREFIX) => {
             let Some(server) = oauth else {
-                return unauthorized(oauth, Refusal::InvalidToken);
+                return unauthorized(Refusal::InvalidToken);
             };
-            match resolver::resolve(server, token).await {
+            let resource = server.config.resource_for(&surface);
+            match resolver::resolve(server, token, &resource).await {
                 Ok(identity) => {
                     request.extensions_mut().insert(identity);
                     return next.run(request).await;
                 }
                 Err(ResolveError::InvalidToken) => {
-                    return unauthorized(oauth, Refusal::InvalidToken);
+                    return unauthorized(Refusal::InvalidToken);
                 }
                 Err(ResolveError::Unavailable) => {
                     return (
@@ -149,7 +161,7 @@ pub async fn authenticate(
         }
         Some(token) => match &settings.mcp_bearer_token {
             Some(expected) if bearer_matches(expected, token) => IdentityMode::Bearer,
-            _ => return unauthorized(oauth, Refusal::InvalidToken),
+            _ => return unauthorized(Refusal::InvalidToken),
         },
         // Unauthenticated loopback is the development mode, only while
         // neither a bearer nor OAuth is configured; anything else without a
@@ -161,7 +173,7 @@ pub async fn authenticate(
         {
             IdentityMode::Loopback
         }
-        None => return unauthorized(oauth, Refusal::Missing),
+        None => return unauthorized(Refusal::Missing),
     };
     let Some(identity) = app.admin_identity(mode).await else {
         return (

@@ -7,13 +7,15 @@
 //! close` on early refusals → panic catcher (500, no detail) → access log
 //! (path only, the query is `[redacted]`) → `Host` guard (421) → the
 //! group's timeout and body limit → its `Origin` rule → rate limits (429;
-//! a tighter one on the routes that park state) → authentication (on
-//! `/mcp`) → handler. Unknown paths get 404 after the `Host` guard.
+//! a tighter one on the routes that park state) → on the MCP URLs, the
+//! URL's surface (404 for an unknown toolset) then authentication →
+//! handler. Unknown paths get 404 after the `Host` guard.
 
 pub mod auth;
 pub mod guards;
 pub mod health;
 pub mod layers;
+pub mod mcp_url;
 pub mod metrics;
 pub mod rate_limit;
 
@@ -77,11 +79,18 @@ pub fn router_with_limiters(
     // rmcp checks Host too; it gets the same list as a second line.
     let mcp = streamable_http_service(app.clone(), policy.hosts().to_vec());
     // Layers run bottom-up: the last one added runs first.
-    let mcp_routes = Router::new()
-        .route_service("/mcp", mcp)
+    let mcp_routes = mcp_url::MCP_ROUTES
+        .iter()
+        .fold(Router::new(), |routes, path| {
+            routes.route_service(path, mcp.clone())
+        })
         .layer(middleware::from_fn_with_state(
             app.clone(),
             auth::authenticate,
+        ))
+        .layer(middleware::from_fn_with_state(
+            app.clone(),
+            mcp_url::resolve_surface,
         ))
         .layer(middleware::from_fn_with_state(
             limiter.clone(),

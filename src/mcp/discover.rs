@@ -1,18 +1,35 @@
-//! Discover mode: instead of one tool per operation, a search tool that
-//! finds operations (with their input schemas) and a call tool that runs
-//! one by name. Both go through the same exposure rules, validation,
-//! executor and envelope as the direct tools; this module only holds the
-//! meta-tools' schemas and the search ranking.
+//! The discovery tools: a search tool that finds operations (with their
+//! input schemas), a read-only call tool that runs GET/HEAD operations by
+//! name, and a call tool for writes. They reach every operation of a
+//! surface that is not listed as its own tool (core and discover modes,
+//! toolset URLs). Calls through them go through the same exposure rules,
+//! validation, executor, audit entry and envelope as the direct tools; this
+//! module only holds their schemas and the search ranking.
 
 use serde_json::{Value, json};
 
 use crate::catalog::Operation;
 
 pub const SEARCH_TOOL_NAME: &str = "gitea_search_operations";
-pub const CALL_TOOL_NAME: &str = "gitea_call_operation";
+pub const CALL_READ_TOOL_NAME: &str = "gitea_call_read_operation";
+pub const CALL_WRITE_TOOL_NAME: &str = "gitea_call_write_operation";
 
-pub const SEARCH_TOOL_DESCRIPTION: &str = "Search the Gitea API operations this gateway exposes, by words (e.g. \"list pull requests\", \"create release\") and optionally by toolset. Returns each operation's name, method, route, summary and input schema; run one with gitea_call_operation.";
-pub const CALL_TOOL_DESCRIPTION: &str = "Run one Gitea API operation by the name gitea_search_operations returned, with arguments matching its input schema. The result is the same envelope as a direct tool call.";
+pub const SEARCH_TOOL_TITLE: &str = "Search Gitea operations";
+pub const CALL_READ_TOOL_TITLE: &str = "Run a read-only Gitea operation";
+pub const CALL_WRITE_TOOL_TITLE: &str = "Run a Gitea write operation";
+
+pub const SEARCH_TOOL_DESCRIPTION: &str = "Find any Gitea API operation this URL reaches, by words (e.g. \"list pull requests\", \"delete branch\") and optionally a toolset. Returns each one's name, summary, input schema and `call_with`: the tool that runs it.";
+pub const CALL_READ_TOOL_DESCRIPTION: &str = "Run a read-only Gitea operation found with gitea_search_operations: its name, and arguments per its input schema. Changes nothing.";
+pub const CALL_WRITE_TOOL_DESCRIPTION: &str = "Run a Gitea operation that changes something (create, edit, merge, delete), found with gitea_search_operations: its name, and arguments per its input schema. May be destructive: confirm first.";
+
+/// Which call tool runs an operation the surface does not list.
+pub fn call_tool_for(op: &Operation) -> &'static str {
+    if op.is_read_only() {
+        CALL_READ_TOOL_NAME
+    } else {
+        CALL_WRITE_TOOL_NAME
+    }
+}
 
 pub const DEFAULT_SEARCH_LIMIT: usize = 10;
 
@@ -23,7 +40,7 @@ pub fn search_tool_schema() -> Value {
             "query": {"type": "string", "minLength": 1, "maxLength": 200,
                 "description": "Words to look for in operation names, summaries and routes"},
             "toolset": {"type": "string", "maxLength": 64,
-                "description": "Only operations of this toolset (e.g. issue, repository, repository.pulls)"},
+                "description": "Only operations of this toolset (e.g. issue, repository.pulls)"},
             "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": DEFAULT_SEARCH_LIMIT}
         },
         "required": ["query"],
@@ -31,6 +48,7 @@ pub fn search_tool_schema() -> Value {
     })
 }
 
+/// The schema of both call tools.
 pub fn call_tool_schema() -> Value {
     json!({
         "type": "object",
@@ -92,8 +110,9 @@ pub fn search<'a>(
         .collect()
 }
 
-/// The search result for one operation.
-pub fn describe_operation(op: &Operation) -> Value {
+/// The search result for one operation; `call_with` is the tool that runs
+/// it on this surface.
+pub fn describe_operation(op: &Operation, call_with: &str) -> Value {
     json!({
         "name": op.tool_name,
         "method": op.method.as_str(),
@@ -101,6 +120,8 @@ pub fn describe_operation(op: &Operation) -> Value {
         "toolset": op.toolset,
         "summary": op.summary,
         "read_only": op.is_read_only(),
+        "destructive": op.is_destructive(),
+        "call_with": call_with,
         "input_schema": Value::Object(op.input_schema.as_ref().clone()),
     })
 }

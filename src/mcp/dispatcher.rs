@@ -4,30 +4,29 @@
 //! masking, bounds). Whatever fails becomes an `isError` result; only an
 //! unknown (or hidden) tool is a protocol error.
 
-use std::collections::HashMap;
+use std::sync::Arc;
 
 use rmcp::model::Tool;
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Map, Value, json};
 
 use super::discover::{
-    CALL_TOOL_DESCRIPTION, CALL_TOOL_NAME, DEFAULT_SEARCH_LIMIT, SEARCH_TOOL_DESCRIPTION,
-    SEARCH_TOOL_NAME, call_tool_schema, describe_operation, search, search_tool_schema,
+    CALL_READ_TOOL_NAME, CALL_WRITE_TOOL_NAME, DEFAULT_SEARCH_LIMIT, SEARCH_TOOL_NAME,
+    call_tool_for, describe_operation, search,
 };
 use super::exposure::Exposure;
-use super::tools::{fixed_tool, operation_tool};
+use super::surface_tools::SurfaceTools;
 use super::validation::ArgumentValidator;
 use crate::catalog::{Catalog, Operation};
-use crate::config::{Limits, SecretDetectionMode, ToolMode};
+use crate::config::{Limits, SecretDetectionMode};
 use crate::gitea::call::{CallError, GiteaCall, build_call};
 use crate::gitea::executor::{GiteaClient, UpstreamError};
 use crate::gitea::hygiene::redaction::Redactor;
 use crate::gitea::hygiene::secrets::body_secrets;
 use crate::gitea::hygiene::{ResultPolicy, tool_result};
-use crate::gitea::raw::{RAW_TOOL_NAME, RawRequestError, parse_raw_request, raw_tool_schema};
+use crate::gitea::raw::{RAW_TOOL_NAME, RawRequestError, parse_raw_request};
 use crate::gitea::{ErrorKind, Identity, ToolError};
-
-const RAW_TOOL_DESCRIPTION: &str = "Call any Gitea REST endpoint by method and path (the /api/v1 prefix is optional), for operations without a dedicated tool. Prefer the dedicated tools. Admin and credential routes are refused unless the operator allows them.";
+use crate::surface::{Surface, SurfaceError};
 
 /// What a tool call produced: the JSON text of one content item, and
 /// whether it is an error.
@@ -69,24 +68,33 @@ impl ToolOutcome {
 pub struct UnknownTool;
 
 pub struct Dispatcher {
-    catalog: Catalog,
-    exposure: Exposure,
+    tools: SurfaceTools,
     validator: ArgumentValidator,
     client: GiteaClient,
     limits: Limits,
     policy: ResultPolicy,
     expose_error_details: bool,
     known_secrets: Vec<SecretString>,
-    tools: Vec<Tool>,
-    tool_index: HashMap<String, usize>,
 }
 
 impl std::fmt::Debug for Dispatcher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Dispatcher")
-            .field("tools", &self.tools.len())
+            .field("tools", &self.tools)
             .finish_non_exhaustive()
     }
+}
+
+/// What the audit entry says of a call, before it runs: the operation (or
+/// the raw tool's method and area) and the argument names, never values.
+/// A call through a discovery tool is described by the operation it runs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallDescription {
+    pub method: Option<String>,
+    pub route: Option<String>,
+    /// The operation a call tool runs, or the raw tool's virtual name.
+    pub operation: Option<String>,
+    pub arg_names: Vec<String>,
 }
 
 impl Dispatcher {
@@ -97,57 +105,28 @@ impl Dispatcher {
         limits: Limits,
         known_secrets: Vec<SecretString>,
     ) -> Self {
-        let read_only = exposure.settings().read_only;
-        let mut tools: Vec<Tool> = match exposure.settings().tool_mode {
-            ToolMode::Full => catalog
-                .operations()
-                .iter()
-                .filter(|op| exposure.exposes(op))
-                .map(operation_tool)
-                .collect(),
-            ToolMode::Discover => vec![
-                fixed_tool(
-                    SEARCH_TOOL_NAME,
-                    SEARCH_TOOL_DESCRIPTION,
-                    search_tool_schema(),
-                    true,
-                ),
-                fixed_tool(
-                    CALL_TOOL_NAME,
-                    CALL_TOOL_DESCRIPTION,
-                    call_tool_schema(),
-                    read_only,
-                ),
-            ],
-        };
-        if exposure.exposes_raw_tool() {
-            tools.push(fixed_tool(
-                RAW_TOOL_NAME,
-                RAW_TOOL_DESCRIPTION,
-                raw_tool_schema(read_only),
-                read_only,
-            ));
-        }
-        // Every schema a call may be validated against: listed tools, and in
-        // discover mode the operations reachable through the call tool.
-        let schemas = catalog
+        let tools = SurfaceTools::new(catalog, exposure);
+        // Every schema a call may be validated against: every operation
+        // (reachable through the call tools) and the fixed tools.
+        let fixed = [
+            SEARCH_TOOL_NAME,
+            CALL_READ_TOOL_NAME,
+            CALL_WRITE_TOOL_NAME,
+            RAW_TOOL_NAME,
+        ]
+        .into_iter()
+        .filter_map(|name| tools.any_tool(name))
+        .map(|t| (t.name.to_string(), t.input_schema.clone()));
+        let schemas: Vec<_> = tools
+            .catalog()
             .operations()
             .iter()
             .map(|op| (op.tool_name.clone(), op.input_schema.clone()))
-            .chain(
-                tools
-                    .iter()
-                    .map(|t| (t.name.to_string(), t.input_schema.clone())),
-            );
-        let validator = ArgumentValidator::new(schemas);
-        let tool_index = tools
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.name.to_string(), i))
+            .chain(fixed)
             .collect();
+        let validator = ArgumentValidator::new(schemas);
         Self {
-            catalog,
-            exposure,
+            tools,
             validator,
             client,
             limits,
@@ -155,8 +134,6 @@ impl Dispatcher {
             policy: ResultPolicy::new(&limits, SecretDetectionMode::Mask),
             expose_error_details: false,
             known_secrets,
-            tools,
-            tool_index,
         }
     }
 
@@ -171,45 +148,115 @@ impl Dispatcher {
         self
     }
 
-    /// The tools `tools/list` returns, in catalog order.
-    pub fn tools(&self) -> &[Tool] {
-        &self.tools
+    /// The tools `tools/list` returns on `surface`, in catalog order.
+    pub fn tools(&self, surface: &Surface) -> Arc<Vec<Tool>> {
+        self.tools.tools(surface)
     }
 
-    /// One listed tool by name.
-    pub fn tool(&self, name: &str) -> Option<&Tool> {
-        self.tool_index.get(name).map(|&i| &self.tools[i])
+    /// Any tool of ours by name, whatever the surface.
+    pub fn any_tool(&self, name: &str) -> Option<Tool> {
+        self.tools.any_tool(name)
+    }
+
+    /// True when `name` names a tool of ours on some surface.
+    pub fn is_tool_name(&self, name: &str) -> bool {
+        self.tools.is_tool_name(name)
+    }
+
+    /// Refuses a surface whose toolsets this server exposes nothing of.
+    pub fn check_surface(&self, surface: &Surface) -> Result<(), SurfaceError> {
+        self.tools.check(surface)
     }
 
     pub fn catalog(&self) -> &Catalog {
-        &self.catalog
+        self.tools.catalog()
     }
 
     pub fn client(&self) -> &GiteaClient {
         &self.client
     }
 
-    /// Runs one `tools/call`.
+    /// What the audit entry records of a call of `name` with `args`.
+    pub fn describe_call(&self, name: &str, args: &Map<String, Value>) -> CallDescription {
+        let names = |args: &Map<String, Value>| args.keys().cloned().collect::<Vec<_>>();
+        match name {
+            CALL_READ_TOOL_NAME | CALL_WRITE_TOOL_NAME => {
+                let inner = match args.get("arguments") {
+                    Some(Value::Object(inner)) => names(inner),
+                    _ => Vec::new(),
+                };
+                // The operation is a catalog name, not user data.
+                match args
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .and_then(|op| self.catalog().get(op))
+                {
+                    Some(op) => CallDescription {
+                        method: Some(op.method.as_str().to_owned()),
+                        route: Some(op.route.clone()),
+                        operation: Some(op.tool_name.clone()),
+                        arg_names: inner,
+                    },
+                    None => CallDescription {
+                        arg_names: inner,
+                        ..CallDescription::default()
+                    },
+                }
+            }
+            RAW_TOOL_NAME => match parse_raw_request(args, false) {
+                // The method and API area (`gitea_api_request:GET:repos`);
+                // the path holds values (owner, repository names).
+                Ok(request) => CallDescription {
+                    method: Some(request.call.method.as_str().to_owned()),
+                    route: Some(request.call.route.clone()),
+                    operation: Some(request.virtual_name()),
+                    arg_names: names(args),
+                },
+                Err(_) => CallDescription {
+                    arg_names: names(args),
+                    ..CallDescription::default()
+                },
+            },
+            _ => match self.catalog().get(name) {
+                Some(op) => CallDescription {
+                    method: Some(op.method.as_str().to_owned()),
+                    route: Some(op.route.clone()),
+                    operation: None,
+                    arg_names: names(args),
+                },
+                None => CallDescription {
+                    arg_names: names(args),
+                    ..CallDescription::default()
+                },
+            },
+        }
+    }
+
+    /// Runs one `tools/call` on `surface`. A tool the surface does not
+    /// list is unknown there.
     pub async fn call(
         &self,
         identity: &Identity,
+        surface: &Surface,
         name: &str,
         args: Map<String, Value>,
     ) -> Result<ToolOutcome, UnknownTool> {
-        if !self.tool_index.contains_key(name) {
+        let operation = self.catalog().get(name);
+        let listed = match operation {
+            Some(op) => self.tools.lists_operation(surface, op),
+            None => self.tools.lists_fixed(surface, name),
+        };
+        if !listed {
             return Err(UnknownTool);
         }
         if let Err(problem) = self.validator.validate(name, &args) {
             return Ok(ToolOutcome::error(&ToolError::invalid_arguments(problem)));
         }
-        Ok(match name {
-            RAW_TOOL_NAME => self.call_raw(identity, &args).await,
-            SEARCH_TOOL_NAME => self.search_operations(&args),
-            CALL_TOOL_NAME => self.call_by_name(identity, &args).await,
-            _ => match self.catalog.get(name) {
-                Some(op) => self.call_operation(identity, op, &args).await,
-                None => return Err(UnknownTool),
-            },
+        Ok(match (name, operation) {
+            (_, Some(op)) => self.call_operation(identity, op, &args).await,
+            (RAW_TOOL_NAME, None) => self.call_raw(identity, surface, &args).await,
+            (SEARCH_TOOL_NAME, None) => self.search_operations(surface, &args),
+            (_, None) => self.call_by_name(identity, surface, name, &args).await,
         })
     }
 
@@ -225,14 +272,20 @@ impl Dispatcher {
         }
     }
 
-    async fn call_raw(&self, identity: &Identity, args: &Map<String, Value>) -> ToolOutcome {
-        let settings = self.exposure.settings();
-        let raw = match parse_raw_request(args, settings.read_only) {
+    async fn call_raw(
+        &self,
+        identity: &Identity,
+        surface: &Surface,
+        args: &Map<String, Value>,
+    ) -> ToolOutcome {
+        let exposure = self.tools.exposure();
+        let settings = exposure.settings();
+        let raw = match parse_raw_request(args, self.tools.raw_read_only(surface)) {
             Ok(raw) => raw,
             Err(RawRequestError::Call(err)) => return ToolOutcome::error(&call_error(&err)),
             Err(err) => return ToolOutcome::error(&ToolError::invalid_arguments(err.to_string())),
         };
-        if !self.exposure.allows_raw_virtual_name(&raw.virtual_name()) {
+        if !exposure.allows_raw_virtual_name(&raw.virtual_name()) {
             return ToolOutcome::error(&ToolError::new(
                 ErrorKind::ToolDisabled,
                 format!("{} is disabled by DISABLED_TOOLS", raw.virtual_name()),
@@ -248,40 +301,61 @@ impl Dispatcher {
         self.execute(identity, &raw.call, None).await
     }
 
-    fn search_operations(&self, args: &Map<String, Value>) -> ToolOutcome {
+    fn search_operations(&self, surface: &Surface, args: &Map<String, Value>) -> ToolOutcome {
         let query = args.get("query").and_then(Value::as_str).unwrap_or("");
         let toolset = args.get("toolset").and_then(Value::as_str);
         let limit = args
             .get("limit")
             .and_then(Value::as_u64)
             .map_or(DEFAULT_SEARCH_LIMIT, |l| l as usize);
-        let exposed = self
-            .catalog
-            .operations()
-            .iter()
-            .filter(|op| self.exposure.exposes(op));
-        let found: Vec<Value> = search(exposed, query, toolset, limit)
-            .into_iter()
-            .map(describe_operation)
-            .collect();
+        let found: Vec<Value> = search(
+            self.tools.callable_operations(surface),
+            query,
+            toolset,
+            limit,
+        )
+        .into_iter()
+        .map(|op| describe_operation(op, self.tools.call_with(surface, op)))
+        .collect();
         ToolOutcome::success(json!({"operations": found}))
     }
 
-    async fn call_by_name(&self, identity: &Identity, args: &Map<String, Value>) -> ToolOutcome {
+    /// `gitea_call_read_operation` runs reads only, and
+    /// `gitea_call_write_operation` writes only, so a client's per-tool
+    /// confirmation tells them apart.
+    async fn call_by_name(
+        &self,
+        identity: &Identity,
+        surface: &Surface,
+        call_tool: &str,
+        args: &Map<String, Value>,
+    ) -> ToolOutcome {
         let name = args.get("name").and_then(Value::as_str).unwrap_or("");
         let inner = match args.get("arguments") {
             Some(Value::Object(map)) => map.clone(),
             _ => Map::new(),
         };
         let Some(op) = self
-            .catalog
+            .catalog()
             .get(name)
-            .filter(|op| self.exposure.exposes(op))
+            .filter(|op| self.tools.callable(surface, op))
         else {
             return ToolOutcome::error(&ToolError::invalid_arguments(
-                "`name` is not an exposed operation; find one with gitea_search_operations",
+                "`name` is not an operation this URL exposes; find one with gitea_search_operations",
             ));
         };
+        let right_tool = call_tool_for(op);
+        if right_tool != call_tool {
+            return ToolOutcome::error(&ToolError::invalid_arguments(format!(
+                "{} {}; run it with {right_tool}",
+                op.tool_name,
+                if op.is_read_only() {
+                    "only reads"
+                } else {
+                    "changes something"
+                },
+            )));
+        }
         if let Err(problem) = self.validator.validate(&op.tool_name, &inner) {
             return ToolOutcome::error(&ToolError::invalid_arguments(format!(
                 "arguments of {}: {problem}",

@@ -6,8 +6,7 @@ use crate::catalog::{Catalog, Operation};
 use crate::config::{ConfigError, ExposureSettings};
 use crate::gitea::raw::RAW_TOOL_NAME;
 
-/// The pseudo toolset that names the raw tool in `TOOLSETS`.
-pub const RAW_TOOLSET: &str = "raw";
+pub use crate::catalog::toolsets::RAW_TOOLSET;
 
 #[derive(Debug, Clone)]
 pub struct Exposure {
@@ -66,7 +65,8 @@ impl Exposure {
             return Err(ConfigError::new(
                 "TOOLSETS",
                 format!(
-                    "names an unknown toolset `{unknown}` (see `aegis-gitea-mcp catalog --toolsets`)"
+                    "names an unknown toolset `{unknown}`{} (see `aegis-gitea-mcp catalog --toolsets`)",
+                    crate::catalog::toolsets::unknown_toolset_hint(unknown)
                 ),
             ));
         }

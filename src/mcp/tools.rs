@@ -1,48 +1,55 @@
 //! MCP tool definitions (`rmcp::model::Tool`) for catalog operations, the
-//! raw tool and the discover-mode meta-tools, with their annotations:
-//! GET/HEAD are read-only, DELETE is destructive, nothing is open-world.
+//! raw tool and the discovery tools, with their annotations: a title on
+//! every tool; GET/HEAD read-only; writes that only add `destructiveHint:
+//! false`, the others `true` (the catalog's [`Effect`]); `idempotentHint`
+//! by HTTP method; nothing is open-world.
 
 use std::sync::Arc;
 
 use rmcp::model::{Tool, ToolAnnotations};
 use serde_json::{Map, Value};
 
-use crate::catalog::Operation;
+use crate::catalog::{Effect, Operation};
+
+/// The annotations of a tool with `effect`; `idempotent` is only said of
+/// writes (a read needs no such hint).
+fn annotations(effect: Effect, idempotent: bool) -> ToolAnnotations {
+    let annotations = ToolAnnotations::new()
+        .read_only(effect == Effect::Read)
+        .open_world(false);
+    match effect {
+        Effect::Read => annotations,
+        Effect::Additive => annotations.destructive(false).idempotent(idempotent),
+        Effect::Destructive => annotations.destructive(true).idempotent(idempotent),
+    }
+}
 
 /// The tool for one catalog operation.
 pub fn operation_tool(op: &Operation) -> Tool {
-    let mut annotations = ToolAnnotations::new()
-        .read_only(op.is_read_only())
-        .open_world(false);
-    if op.method == http::Method::DELETE {
-        annotations = annotations.destructive(true);
-    }
     Tool::new(
         op.tool_name.clone(),
         op.description.clone(),
         op.input_schema.clone(),
     )
-    .annotate(annotations)
+    .with_title(op.title.clone())
+    .annotate(annotations(op.effect, op.is_idempotent()))
 }
 
-/// A tool from a schema given as JSON (the raw tool, the meta-tools).
+/// A tool from a schema given as JSON (the raw tool, the discovery tools).
 pub fn fixed_tool(
     name: &'static str,
+    title: &'static str,
     description: &'static str,
     schema: Value,
-    read_only: bool,
+    effect: Effect,
 ) -> Tool {
     let schema: Map<String, Value> = match schema {
         Value::Object(map) => map,
         _ => Map::new(),
     };
-    let mut annotations = ToolAnnotations::new()
-        .read_only(read_only)
-        .open_world(false);
-    if !read_only {
-        annotations = annotations.destructive(true);
-    }
-    Tool::new(name, description, Arc::new(schema)).annotate(annotations)
+    Tool::new(name, description, Arc::new(schema))
+        .with_title(title)
+        .annotate(annotations(effect, false))
 }
 
 #[cfg(test)]
@@ -63,9 +70,37 @@ mod tests {
     }
 
     #[test]
-    fn delete_tools_are_destructive() {
+    fn delete_tools_are_destructive_and_idempotent() {
         let a = tool("gitea_repo_delete").annotations.unwrap();
         assert_eq!(a.read_only_hint, Some(false));
         assert_eq!(a.destructive_hint, Some(true));
+        assert_eq!(a.idempotent_hint, Some(true));
+    }
+
+    #[test]
+    fn writes_that_only_add_are_not_destructive() {
+        let a = tool("gitea_issue_create_comment").annotations.unwrap();
+        assert_eq!(a.read_only_hint, Some(false));
+        assert_eq!(a.destructive_hint, Some(false));
+        assert_eq!(a.idempotent_hint, Some(false));
+    }
+
+    #[test]
+    fn a_merge_is_destructive() {
+        let a = tool("gitea_repo_merge_pull_request").annotations.unwrap();
+        assert_eq!(a.destructive_hint, Some(true));
+        assert_eq!(a.idempotent_hint, Some(false));
+    }
+
+    #[test]
+    fn every_operation_tool_has_a_short_title() {
+        for op in Catalog::bundled().operations() {
+            let title = operation_tool(op).title.unwrap();
+            assert!(
+                !title.is_empty() && title.chars().count() <= 80,
+                "{}",
+                op.tool_name
+            );
+        }
     }
 }

@@ -44,6 +44,9 @@ struct ConsentPage {
     registration: &'static str,
     gitea_host: String,
     gitea_scopes: Vec<String>,
+    /// The MCP URL the tokens will work at, and whether it only reads.
+    mcp_url: String,
+    read_only: bool,
     request_id: String,
     csrf_token: String,
 }
@@ -160,9 +163,10 @@ pub async fn authorize(
     let Some(resource) = server.config.canonical_resource(params.get("resource")) else {
         return fail(
             ErrorCode::InvalidTarget,
-            "resource must be this server's MCP endpoint",
+            "resource must be one of this server's MCP endpoints",
         );
     };
+    let read_only = resource.ends_with(&format!("/{}", crate::surface::READONLY_SUFFIX));
     let scope = params.get("scope").unwrap_or(SCOPE);
     if scope.split(' ').any(|s| s != SCOPE) {
         return fail(ErrorCode::InvalidScope, "the only scope is `gitea`");
@@ -186,7 +190,7 @@ pub async fn authorize(
         redirect_uri: redirect_uri.clone(),
         state: state.map(str::to_owned),
         code_challenge: challenge.to_owned(),
-        resource,
+        resource: resource.clone(),
         scope: SCOPE.to_owned(),
         csrf_hash: hash_secret(&csrf_token),
         created_at: now,
@@ -215,6 +219,8 @@ pub async fn authorize(
         },
         gitea_host: server.upstream.gitea_host().to_owned(),
         gitea_scopes: server.upstream.scopes().to_vec(),
+        mcp_url: resource,
+        read_only,
         request_id,
         csrf_token: csrf_token.clone(),
     };

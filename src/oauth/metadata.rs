@@ -6,10 +6,14 @@ use serde_json::{Value, json};
 
 use super::OAuthConfig;
 
-/// `/.well-known/oauth-protected-resource[/mcp]`.
-pub fn protected_resource_metadata(config: &OAuthConfig) -> Value {
+/// The well-known prefix of the protected-resource documents (RFC 9728
+/// §3.1: the resource's path is appended to it).
+pub const PROTECTED_RESOURCE_PATH: &str = "/.well-known/oauth-protected-resource";
+
+/// `/.well-known/oauth-protected-resource{path}` for the MCP URL `resource`.
+pub fn protected_resource_metadata(config: &OAuthConfig, resource: &str) -> Value {
     json!({
-        "resource": config.resource,
+        "resource": resource,
         "authorization_servers": [config.issuer],
         "scopes_supported": config.scopes_supported,
         "bearer_methods_supported": ["header"],
@@ -38,8 +42,8 @@ pub fn authorization_server_metadata(config: &OAuthConfig) -> Value {
     })
 }
 
-/// The absolute URL of the protected-resource document for `/mcp`, as the
-/// 401 challenge names it.
-pub fn resource_metadata_url(config: &OAuthConfig) -> String {
-    format!("{}/.well-known/oauth-protected-resource/mcp", config.issuer)
+/// The absolute URL of the protected-resource document of the MCP URL
+/// `path` (as the client asked for it), as the 401 challenge names it.
+pub fn resource_metadata_url(config: &OAuthConfig, path: &str) -> String {
+    format!("{}{PROTECTED_RESOURCE_PATH}{path}", config.issuer)
 }

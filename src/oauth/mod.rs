@@ -31,13 +31,15 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{HeaderValue, Method, header};
+use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
+use crate::catalog::Catalog;
 use crate::config::Settings;
 use crate::store::OAuthStore;
+use crate::surface::{MCP_PATH, Surface, catalog_toolsets};
 use clock::Clock;
 use upstream::GiteaOAuth;
 
@@ -53,8 +55,12 @@ pub const OAUTH_BODY_LIMIT: usize = 64 * 1024;
 pub struct OAuthConfig {
     /// `PUBLIC_BASE_URL`, no trailing slash.
     pub issuer: String,
-    /// Our one protected resource: `PUBLIC_BASE_URL/mcp`.
+    /// The default protected resource: `PUBLIC_BASE_URL/mcp`. Every MCP
+    /// URL of ours (`/mcp/all`, `/mcp/x/…`, `/readonly`) is a resource of
+    /// its own; a token works only at the one it was issued for.
     pub resource: String,
+    /// The catalog whose toolsets name the `/mcp/x/…` resources.
+    pub catalog: Catalog,
     pub scopes_supported: Vec<String>,
     pub redirect_allowlist: Vec<String>,
     /// https: cookies get `__Host-` and `Secure`.
@@ -67,14 +73,15 @@ pub struct OAuthConfig {
 }
 
 impl OAuthConfig {
-    pub fn from_settings(settings: &Settings) -> Self {
+    pub fn from_settings(settings: &Settings, catalog: Catalog) -> Self {
         let issuer = settings
             .public_base_url
             .as_str()
             .trim_end_matches('/')
             .to_owned();
         Self {
-            resource: format!("{issuer}/mcp"),
+            resource: format!("{issuer}{MCP_PATH}"),
+            catalog,
             secure_cookies: settings.public_base_url.scheme() == "https",
             issuer,
             scopes_supported: vec![SCOPE.to_owned()],
@@ -85,16 +92,27 @@ impl OAuthConfig {
         }
     }
 
-    /// RFC 8707: our resource, or its trailing-slash variant, normalised;
-    /// `None` for anything else.
+    /// The resource (RFC 8707) of one of our MCP URLs.
+    pub fn resource_for(&self, surface: &Surface) -> String {
+        format!("{}{}", self.issuer, surface.path())
+    }
+
+    /// The surface an MCP URL path of ours names, if it is one.
+    pub fn surface_of_path(&self, path: &str) -> Option<Surface> {
+        Surface::parse(path, catalog_toolsets(&self.catalog)).ok()
+    }
+
+    /// RFC 8707: one of our MCP URLs (a trailing slash is dropped), in its
+    /// canonical form (toolsets sorted); `None` for anything else. Without
+    /// a `resource`, the default `/mcp`.
     pub fn canonical_resource(&self, presented: Option<&str>) -> Option<String> {
-        match presented {
-            None => Some(self.resource.clone()),
-            Some(r) if r == self.resource || r.strip_suffix('/') == Some(&self.resource) => {
-                Some(self.resource.clone())
-            }
-            Some(_) => None,
-        }
+        let Some(presented) = presented else {
+            return Some(self.resource.clone());
+        };
+        let presented = presented.strip_suffix('/').unwrap_or(presented);
+        let path = presented.strip_prefix(&self.issuer)?;
+        self.surface_of_path(path)
+            .map(|surface| self.resource_for(&surface))
     }
 }
 
@@ -158,6 +176,10 @@ pub fn router(server: Arc<OAuthServer>) -> OAuthRoutes {
             get(protected_resource),
         )
         .route(
+            "/.well-known/oauth-protected-resource/mcp/{*surface}",
+            get(protected_resource),
+        )
+        .route(
             "/.well-known/oauth-authorization-server",
             get(authorization_server),
         )
@@ -180,8 +202,24 @@ pub fn router(server: Arc<OAuthServer>) -> OAuthRoutes {
     OAuthRoutes { api, pages }
 }
 
-async fn protected_resource(State(server): State<Arc<OAuthServer>>) -> Response {
-    discovery_json(metadata::protected_resource_metadata(&server.config))
+/// The document of the MCP URL appended to the well-known path (`/mcp`
+/// when none is); `resource` repeats that URL as the client knows it, since
+/// clients check that it matches the URL they connect to. 404 for a path
+/// that is not one of our MCP URLs.
+async fn protected_resource(State(server): State<Arc<OAuthServer>>, uri: Uri) -> Response {
+    let path = uri
+        .path()
+        .strip_prefix(metadata::PROTECTED_RESOURCE_PATH)
+        .filter(|path| !path.is_empty())
+        .unwrap_or(crate::surface::MCP_PATH);
+    if server.config.surface_of_path(path).is_none() {
+        return (StatusCode::NOT_FOUND, "not an MCP endpoint of this server").into_response();
+    }
+    let resource = format!("{}{path}", server.config.issuer);
+    discovery_json(metadata::protected_resource_metadata(
+        &server.config,
+        &resource,
+    ))
 }
 
 async fn authorization_server(State(server): State<Arc<OAuthServer>>) -> Response {
@@ -205,6 +243,7 @@ mod tests {
         OAuthConfig {
             issuer: "https://mcp.example.com".into(),
             resource: "https://mcp.example.com/mcp".into(),
+            catalog: Catalog::bundled(),
             scopes_supported: vec![SCOPE.into()],
             redirect_allowlist: vec![],
             secure_cookies: true,
@@ -224,5 +263,32 @@ mod tests {
         );
         assert_eq!(c.canonical_resource(Some("https://mcp.example.com")), None);
         assert_eq!(c.canonical_resource(Some("https://evil.example/mcp")), None);
+        assert_eq!(
+            c.canonical_resource(Some("https://mcp.example.com.evil/mcp")),
+            None
+        );
+    }
+
+    #[test]
+    fn every_mcp_url_of_ours_is_a_resource_in_canonical_form() {
+        let c = config();
+        assert_eq!(
+            c.canonical_resource(Some("https://mcp.example.com/mcp/x/raw,issue/readonly"))
+                .unwrap(),
+            "https://mcp.example.com/mcp/x/issue,raw/readonly"
+        );
+        assert_eq!(
+            c.canonical_resource(Some("https://mcp.example.com/mcp/all"))
+                .unwrap(),
+            "https://mcp.example.com/mcp/all"
+        );
+        assert_eq!(
+            c.canonical_resource(Some("https://mcp.example.com/mcp/x/nope")),
+            None
+        );
+        assert_eq!(
+            c.canonical_resource(Some("https://mcp.example.com/other")),
+            None
+        );
     }
 }

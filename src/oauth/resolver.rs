@@ -50,8 +50,13 @@ impl RefreshFlights {
     }
 }
 
-/// Resolves one of our access tokens to the identity a tool call runs as.
-pub async fn resolve(server: &OAuthServer, token: &str) -> Result<Identity, ResolveError> {
+/// Resolves one of our access tokens, presented at the MCP URL whose
+/// canonical resource is `resource`, to the identity a tool call runs as.
+pub async fn resolve(
+    server: &OAuthServer,
+    token: &str,
+    resource: &str,
+) -> Result<Identity, ResolveError> {
     let now = server.now();
     let resolved = server
         .store
@@ -59,8 +64,9 @@ pub async fn resolve(server: &OAuthServer, token: &str) -> Result<Identity, Reso
         .await
         .map_err(unavailable)?
         .ok_or(ResolveError::InvalidToken)?;
-    // Audience (RFC 8707): a token minted for another resource is refused.
-    if resolved.grant.resource != server.config.resource {
+    // Audience (RFC 8707): a token minted for another resource (another
+    // of our MCP URLs included) is refused.
+    if resolved.grant.resource != resource {
         return Err(ResolveError::InvalidToken);
     }
     let mut grant = resolved.grant;

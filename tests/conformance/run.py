@@ -279,7 +279,9 @@ def run_ts_client(person):
         return dict(urllib.parse.parse_qsl(urllib.parse.urlparse(url).query))["redirect_uri"]
 
     driven = Driven(person, "ts-sdk", authorization_url, callback_of)
-    code, lines, seen, error = driven.run([NODE, TS_CLIENT, MCP_URL, USER["login"]])
+    # At /mcp/all: the TypeScript SDK signs in at a URL other than /mcp (its
+    # own protected-resource document and audience) and lists every tool.
+    code, lines, seen, error = driven.run([NODE, TS_CLIENT, GATEWAY + "/mcp/all", USER["login"]])
     with open(os.path.join(RESULTS, "ts-sdk.log"), "w") as f:
         f.write("\n".join(lines) + "\n")
     result = {}

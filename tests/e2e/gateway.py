@@ -12,15 +12,23 @@ next to it; `tests/browser/pages_e2e.py` adds this directory to `sys.path`).
   `data_dir` (SQLite) or at `database_url` (PostgreSQL), its log in
   `data_dir/gateway.log`, and waits for `/health`.
 - `stop_gateway(process)`, `gateway_log(data_dir)`.
-- `mcp_tool_call(gateway_url, token, name)`: a stateless JSON-RPC
-  `tools/call` with `Authorization: Bearer token`; returns
-  `(status, envelope)` on 200 or `(status, WWW-Authenticate)` otherwise.
+- `run_against_gateway(fixture, prefix, step, main, extra_env=None)`: a
+  script's whole run: a gateway in a fresh data dir (`DATABASE_URL` from the
+  environment), `asyncio.run(main())`, `PASS`, or `FAIL` with the gateway's
+  log; the gateway is stopped either way.
+- `mcp_tool_call(gateway_url, token, name, arguments=None, path="/mcp")`: a
+  stateless JSON-RPC `tools/call` at the MCP URL `path` with
+  `Authorization: Bearer token`; returns `(status, envelope)` on 200 or
+  `(status, WWW-Authenticate)` otherwise.
 """
 
+import asyncio
 import json
 import os
 import secrets
 import subprocess
+import sys
+import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -99,6 +107,22 @@ def start_gateway(fixture, data_dir, database_url=None, extra_env=None):
     raise AssertionError("the gateway did not start")
 
 
+def run_against_gateway(fixture, prefix, step, main, extra_env=None):
+    """Runs the coroutine function `main` against a fresh gateway."""
+    data_dir = tempfile.mkdtemp(prefix=prefix)
+    gateway = start_gateway(fixture, data_dir, database_url=os.environ.get("DATABASE_URL"), extra_env=extra_env)
+    step("gateway up at %s (data in %s)" % (fixture["gateway_url"].rstrip("/"), data_dir))
+    try:
+        asyncio.run(main())
+        step("PASS")
+    except BaseException:
+        step("FAIL; gateway log follows")
+        sys.stdout.write(gateway_log(data_dir))
+        raise
+    finally:
+        stop_gateway(gateway)
+
+
 def stop_gateway(process):
     process.terminate()
     try:
@@ -108,13 +132,13 @@ def stop_gateway(process):
         process.wait()
 
 
-def mcp_tool_call(gateway_url, token, name, arguments=None):
-    """A stateless JSON-RPC tools/call: (200, envelope) or (status, WWW-Authenticate)."""
+def mcp_tool_call(gateway_url, token, name, arguments=None, path="/mcp"):
+    """A stateless JSON-RPC tools/call at `path`: (200, envelope) or (status, WWW-Authenticate)."""
     body = json.dumps(
         {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments or {}}}
     ).encode()
     request = urllib.request.Request(
-        gateway_url.rstrip("/") + "/mcp",
+        gateway_url.rstrip("/") + path,
         data=body,
         method="POST",
         headers={

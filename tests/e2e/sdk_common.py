@@ -5,23 +5,36 @@ mcp==2.3.0`) share: `tests/e2e/oauth_signin.py` (an HTTP "person") and
 - `MemoryStorage`: the SDK's token storage, in memory (the script reads the
   tokens the SDK holds from it).
 - `envelope(result)`: the gateway's JSON envelope of a `tools/call` result.
-- `check_session_as(session, user, step)`: with a signed-in SDK session,
-  `tools/list` lists the catalog, `tools/call` runs as `user` (`identity`
-  and Gitea's answer) and an admin-only operation gets Gitea's 403.
+- `check_session_as(session, user, step, surface="core")`: with a signed-in
+  SDK session, `tools/list` lists the URL's tools (`core`: the default
+  `/mcp`, at most 40; `many`: a toolset URL or `/mcp/all`), `tools/call`
+  runs as `user` (`identity` and Gitea's answer) and an admin-only
+  operation gets Gitea's 403 (through the read call tool where it is not
+  listed).
+- `Person(gateway, client_callback, login, password)`: an HTTP client with a
+  cookie jar that walks from an authorization URL to the redirect back to
+  the client, submitting our consent form and Gitea's login and grant forms.
+- `sdk_oauth_provider(mcp_url, client_callback, person, storage, captured,
+  step)`: the SDK's `OAuthClientProvider` for `mcp_url` (a confidential
+  `client_secret_post` client), with `person` as the browser.
 - `token_endpoint(gateway, path, client, **form)`: a form POST to `/token` or
   `/revoke` with the client's credentials (`client_secret` only if it has one).
 - `assert_refresh_dead(gateway, refresh_token, client)`: `invalid_grant`.
 """
 
+import asyncio
+import html.parser
 import json
+import urllib.parse
 
 import httpx2
-from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from mcp.client.auth import OAuthClientProvider
+from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
 from gateway import check
 
-# The gateway lists the whole Gitea API (hundreds of operations).
-MIN_TOOLS = 400
+# The default URL lists the core tools and the discovery tools: at most 40.
+MAX_CORE_TOOLS = 40
 
 
 class MemoryStorage:
@@ -53,15 +66,23 @@ def check_identity(me, user):
     check(me["data"]["login"] == user["login"], "Gitea answered as the user: %s" % me["data"].get("login"))
 
 
-async def check_session_as(session, user, step):
+async def check_session_as(session, user, step, surface="core"):
     """tools/list, tools/call as `user`, and Gitea's 403 for an admin-only operation."""
     tools = await session.list_tools()
-    step("tools/list: %d tools" % len(tools.tools))
-    check(len(tools.tools) > MIN_TOOLS, "the whole catalog is listed (%d tools)" % len(tools.tools))
+    names = [t.name for t in tools.tools]
+    step("tools/list: %d tools" % len(names))
+    if surface == "core":
+        check(len(names) <= MAX_CORE_TOOLS, "the core fits a 40-tool client (%d tools)" % len(names))
+        check("gitea_call_read_operation" in names, "the discovery tools are listed")
+    else:
+        check(40 < len(names) <= 128 or len(names) > 400, "a toolset URL or the whole catalog (%d tools)" % len(names))
     me = envelope(await session.call_tool("gitea_user_get_current", {}))
     check_identity(me, user)
     step("tools/call gitea_user_get_current: identity %s (%s)" % (me["identity"]["login"], me["identity"]["mode"]))
-    admin_only = await session.call_tool("gitea_admin_search_users", {})
+    if "gitea_admin_search_users" in names:
+        admin_only = await session.call_tool("gitea_admin_search_users", {})
+    else:
+        admin_only = await session.call_tool("gitea_call_read_operation", {"name": "gitea_admin_search_users"})
     denied = envelope(admin_only)
     check(admin_only.is_error and (denied.get("error") or {}).get("status") == 403, "admin-only call as %s: %s" % (user["login"], str(denied)[:500]))
     step("tools/call gitea_admin_search_users: Gitea's %d for the user" % denied["error"]["status"])
@@ -78,3 +99,104 @@ def token_endpoint(gateway, path, client, **form):
 def assert_refresh_dead(gateway, refresh_token, client):
     again = token_endpoint(gateway, "/token", client, grant_type="refresh_token", refresh_token=refresh_token)
     check(again.status_code == 400 and again.json().get("error") == "invalid_grant", "a dead refresh token got %s %s" % (again.status_code, again.text[:300]))
+
+
+class Forms(html.parser.HTMLParser):
+    """Every form of a page: its action and its inputs' names and values."""
+
+    def __init__(self):
+        super().__init__()
+        self.forms = []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "form":
+            self.forms.append({"action": attrs.get("action") or "", "fields": {}})
+        elif tag in ("input", "button") and self.forms and attrs.get("name"):
+            if attrs.get("type") in ("checkbox",):
+                return
+            self.forms[-1]["fields"].setdefault(attrs["name"], attrs.get("value") or "")
+
+
+def forms_of(page):
+    parser = Forms()
+    parser.feed(page)
+    return parser.forms
+
+
+class Person:
+    """A browser's worth of behaviour: follows redirects by hand, keeps
+    cookies, approves our consent page, signs in at Gitea and grants."""
+
+    def __init__(self, gateway, client_callback, login, password):
+        self.gateway = gateway.rstrip("/")
+        self.client_callback = client_callback
+        self.login = login
+        self.password = password
+        self.http = httpx2.Client(follow_redirects=False, timeout=30)
+        self.pages = []
+
+    def sign_in(self, authorization_url):
+        """Walks from the client's authorization URL to the redirect back to
+        the client; returns that URL."""
+        url = authorization_url
+        response = self.http.get(url)
+        for _ in range(30):
+            if response.is_redirect:
+                url = urllib.parse.urljoin(url, response.headers["location"])
+                if url.startswith(self.client_callback):
+                    return url
+                response = self.http.get(url)
+                continue
+            check(response.status_code == 200, "unexpected %s at %s" % (response.status_code, url))
+            response, url = self.submit(url, response.text)
+        raise AssertionError("too many steps in the sign-in")
+
+    def submit(self, url, page):
+        for form in forms_of(page):
+            action = urllib.parse.urljoin(url, form["action"])
+            fields = dict(form["fields"])
+            if action == self.gateway + "/authorize/consent":
+                check("csrf_token" in fields, "our consent form has a CSRF token")
+                self.pages.append("gateway consent")
+                fields["decision"] = "approve"
+            elif urllib.parse.urlparse(action).path == "/user/login":
+                self.pages.append("gitea login")
+                fields.update({"user_name": self.login, "password": self.password})
+            elif urllib.parse.urlparse(action).path == "/login/oauth/grant":
+                self.pages.append("gitea grant")
+                fields["granted"] = "true"
+            else:
+                continue
+            headers = {"Origin": "null"} if action.startswith(self.gateway) else {}
+            return self.http.post(action, data=fields, headers=headers), action
+        raise AssertionError("no form to submit at %s" % url)
+
+
+def sdk_oauth_provider(mcp_url, client_callback, person, storage, captured, step):
+    """The SDK's OAuth client for `mcp_url`; `person` plays the browser and
+    the redirect's query lands in `captured`."""
+
+    async def redirect_handler(authorization_url):
+        step("the SDK opens the authorization URL; the person signs in")
+        back = await asyncio.to_thread(person.sign_in, authorization_url)
+        query = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(back).query))
+        check("code" in query, "the client got a code: %s" % back)
+        captured.update(query)
+
+    async def callback_handler():
+        return AuthorizationCodeResult(code=captured["code"], state=captured.get("state"), iss=captured.get("iss"))
+
+    return OAuthClientProvider(
+        server_url=mcp_url,
+        client_metadata=OAuthClientMetadata(
+            client_name="Python MCP SDK (e2e)",
+            redirect_uris=[client_callback],
+            grant_types=["authorization_code", "refresh_token"],
+            response_types=["code"],
+            token_endpoint_auth_method="client_secret_post",
+        ),
+        storage=storage,
+        redirect_handler=redirect_handler,
+        callback_handler=callback_handler,
+    )

@@ -31,7 +31,8 @@ impl LiveGateway {
     }
 
     pub async fn client(&self) -> RunningService<RoleClient, ()> {
-        support::mcp_client(&format!("{}/mcp", self.url), Some(BEARER)).await
+        // Every operation as its own tool: the sweep calls each one.
+        support::mcp_client(&format!("{}/mcp/all", self.url), Some(BEARER)).await
     }
 }
 

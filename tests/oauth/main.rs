@@ -14,6 +14,7 @@ mod authorize;
 mod client_metadata;
 mod consent;
 mod discovery;
+mod mcp_urls;
 mod pages;
 mod register;
 mod resolver;

@@ -53,7 +53,14 @@ impl Gateway {
         }
     }
 
+    /// `/mcp/all`: every operation as its own tool, the URL the tests of
+    /// tool behaviour use. The default surface has tests of its own.
     pub fn mcp_url(&self) -> String {
+        format!("{}/mcp/all", self.url)
+    }
+
+    /// `/mcp`: the default surface (`TOOL_MODE`, core by default).
+    pub fn default_mcp_url(&self) -> String {
         format!("{}/mcp", self.url)
     }
 

@@ -374,10 +374,19 @@ impl OAuthGateway {
     /// The whole browser leg for `client` as `login`: returns the redirect
     /// to the client (carrying our code).
     pub async fn sign_in(&self, client: &TestClient, pkce: &Pkce, login: &str) -> String {
+        let params = self.authorize_params(client, pkce, "st-1");
+        self.sign_in_with(client, &params, login).await
+    }
+
+    /// As [`Self::sign_in`], with exactly `params` at `/authorize`.
+    pub async fn sign_in_with(
+        &self,
+        client: &TestClient,
+        params: &[(String, String)],
+        login: &str,
+    ) -> String {
         let mut browser = Browser::default();
-        let form = self
-            .consent_page(&mut browser, &self.authorize_params(client, pkce, "st-1"))
-            .await;
+        let form = self.consent_page(&mut browser, params).await;
         let approval = self.decide(&mut browser, &form, "approve").await;
         let callback_url = self.through_gitea(&approval, login).await;
         let done = self.callback(&mut browser, &callback_url).await;
@@ -421,6 +430,20 @@ impl OAuthGateway {
     pub async fn tokens(&self, client: &TestClient, login: &str) -> Tokens {
         let pkce = Pkce::new();
         let to_client = self.sign_in(client, &pkce, login).await;
+        let code = param(&to_client, "code").expect("code");
+        let response = self.redeem(client, &code, &pkce).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        tokens_from(response).await
+    }
+
+    /// The whole flow for the MCP URL `path` (`/mcp/x/issue`): tokens whose
+    /// resource is that URL.
+    pub async fn tokens_at(&self, client: &TestClient, login: &str, path: &str) -> Tokens {
+        let pkce = Pkce::new();
+        let mut params = self.authorize_params(client, &pkce, "st-1");
+        params.retain(|(name, _)| name != "resource");
+        params.push(("resource".into(), format!("{}{path}", self.url)));
+        let to_client = self.sign_in_with(client, &params, login).await;
         let code = param(&to_client, "code").expect("code");
         let response = self.redeem(client, &code, &pkce).await;
         assert_eq!(response.status(), StatusCode::OK);
@@ -496,9 +519,20 @@ impl OAuthGateway {
     /// A raw JSON-RPC `tools/call` at `/mcp` with `token`: the HTTP status
     /// and, on 200, the tool result's parsed envelope.
     pub async fn call_tool(&self, token: &str, name: &str, args: Value) -> (StatusCode, Value) {
+        self.call_tool_at("/mcp", token, name, args).await
+    }
+
+    /// `tools/call` at the MCP URL `path`.
+    pub async fn call_tool_at(
+        &self,
+        path: &str,
+        token: &str,
+        name: &str,
+        args: Value,
+    ) -> (StatusCode, Value) {
         let response = self
             .http
-            .post(self.mcp_url())
+            .post(format!("{}{path}", self.url))
             .bearer_auth(token)
             .header(
                 reqwest::header::ACCEPT,

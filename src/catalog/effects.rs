@@ -1,0 +1,193 @@
+//! What an operation does to Gitea's state, for the tool annotations that
+//! let a client confirm the right calls: reads, writes that only add, and
+//! writes that destroy, overwrite, merge, transfer or change permissions.
+//!
+//! # Rule
+//!
+//! 1. GET and HEAD read ([`Effect::Read`]).
+//! 2. DELETE and PATCH are destructive: PATCH edits overwrite what was there.
+//! 3. POST and PUT are destructive when a word of the operationId (split as
+//!    the tool name is) is in [`DESTRUCTIVE_WORDS`]: `repoMergePullRequest`,
+//!    `repoTransfer`, `repoUpdateFile`, `repoAddCollaborator`,
+//!    `orgAddTeamMember`, `issueReplaceLabels`, `repoCreateBranchProtection`.
+//! 4. Every other POST and PUT only adds ([`Effect::Additive`]):
+//!    `issueCreateIssue`, `issueCreateComment`, `repoCreateReleaseAttachment`,
+//!    `userCurrentPutStar`.
+//!
+//! Idempotency follows the HTTP method (RFC 9110 §9.2.2): PUT and DELETE are
+//! idempotent, POST and PATCH are not.
+
+use super::naming::tool_name_for_operation_id;
+
+/// What a call of the operation does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// GET/HEAD: changes nothing.
+    Read,
+    /// Creates, adds, comments, uploads: nothing that was there is lost.
+    Additive,
+    /// Deletes, overwrites, merges, transfers or changes who may do what.
+    Destructive,
+}
+
+/// Words of an operationId that make a POST or PUT destructive: overwriting
+/// (`update`, `edit`, `replace`, `rename`, `apply`, `change`, `set`,
+/// `reset`, `convert`, `sync`), merging, transferring, removing, and
+/// changing permissions (`collaborator`, `team`, `member`, `permission`,
+/// `protection`, `block`, `lock`, `visibility`, `disable`, `revoke`).
+pub const DESTRUCTIVE_WORDS: &[&str] = &[
+    "apply",
+    "archive",
+    "block",
+    "change",
+    "collaborator",
+    "convert",
+    "delete",
+    "disable",
+    "dismiss",
+    "edit",
+    "lock",
+    "member",
+    "merge",
+    "permission",
+    "permissions",
+    "protection",
+    "reject",
+    "remove",
+    "rename",
+    "reparent",
+    "replace",
+    "reset",
+    "revoke",
+    "set",
+    "sync",
+    "team",
+    "transfer",
+    "unarchive",
+    "update",
+    "visibility",
+];
+
+/// The effect of an operation, per the module rule.
+pub fn effect_of(method: &http::Method, operation_id: &str) -> Effect {
+    match *method {
+        http::Method::GET | http::Method::HEAD => Effect::Read,
+        http::Method::DELETE | http::Method::PATCH => Effect::Destructive,
+        _ => {
+            let name = tool_name_for_operation_id(operation_id);
+            let destructive = name
+                .split('_')
+                .skip(1)
+                .any(|word| DESTRUCTIVE_WORDS.contains(&word));
+            if destructive {
+                Effect::Destructive
+            } else {
+                Effect::Additive
+            }
+        }
+    }
+}
+
+/// PUT and DELETE are idempotent; GET and HEAD too, but a read needs no hint.
+pub fn is_idempotent(method: &http::Method) -> bool {
+    matches!(
+        *method,
+        http::Method::PUT | http::Method::DELETE | http::Method::GET | http::Method::HEAD
+    )
+}
+
+/// The most characters of a tool title.
+pub const MAX_TITLE_CHARS: usize = 80;
+
+/// A short human title from an operation's summary: its first line, without
+/// a final full stop, cut to [`MAX_TITLE_CHARS`].
+pub fn title_of(summary: &str) -> String {
+    let line = summary.lines().next().unwrap_or_default().trim();
+    let line = line.strip_suffix('.').unwrap_or(line);
+    if line.chars().count() <= MAX_TITLE_CHARS {
+        return line.to_owned();
+    }
+    let cut: String = line.chars().take(MAX_TITLE_CHARS - 1).collect();
+    format!("{}…", cut.trim_end())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::Method;
+
+    #[test]
+    fn reads_are_reads() {
+        assert_eq!(effect_of(&Method::GET, "repoGet"), Effect::Read);
+        assert_eq!(effect_of(&Method::HEAD, "repoGet"), Effect::Read);
+    }
+
+    #[test]
+    fn deletes_and_patches_are_destructive() {
+        assert_eq!(
+            effect_of(&Method::DELETE, "repoDelete"),
+            Effect::Destructive
+        );
+        assert_eq!(
+            effect_of(&Method::PATCH, "issueEditIssue"),
+            Effect::Destructive
+        );
+    }
+
+    #[test]
+    fn writes_that_only_add_are_additive() {
+        for id in [
+            "issueCreateIssue",
+            "issueCreateComment",
+            "repoCreateReleaseAttachment",
+            "repoCreateFile",
+            "repoCreateBranch",
+            "repoCreatePullReview",
+            "issueAddLabel",
+        ] {
+            assert_eq!(effect_of(&Method::POST, id), Effect::Additive, "{id}");
+        }
+        assert_eq!(
+            effect_of(&Method::PUT, "userCurrentPutStar"),
+            Effect::Additive
+        );
+    }
+
+    #[test]
+    fn overwrites_merges_transfers_and_permission_changes_are_destructive() {
+        for (method, id) in [
+            (Method::POST, "repoMergePullRequest"),
+            (Method::POST, "repoTransfer"),
+            (Method::PUT, "repoUpdateFile"),
+            (Method::PUT, "repoAddCollaborator"),
+            (Method::PUT, "orgAddTeamMember"),
+            (Method::PUT, "issueReplaceLabels"),
+            (Method::POST, "repoCreateBranchProtection"),
+            (Method::POST, "repoChangeFiles"),
+            (Method::POST, "repoUpdatePullRequest"),
+        ] {
+            assert_eq!(effect_of(&method, id), Effect::Destructive, "{id}");
+        }
+    }
+
+    #[test]
+    fn idempotency_follows_the_method() {
+        assert!(is_idempotent(&Method::PUT));
+        assert!(is_idempotent(&Method::DELETE));
+        assert!(!is_idempotent(&Method::POST));
+        assert!(!is_idempotent(&Method::PATCH));
+    }
+
+    #[test]
+    fn a_title_is_the_summary_without_its_full_stop() {
+        assert_eq!(
+            title_of("List a repository's issues."),
+            "List a repository's issues"
+        );
+        assert_eq!(title_of("Get a repo\nmore"), "Get a repo");
+        let long = "x".repeat(200);
+        let title = title_of(&long);
+        assert_eq!(title.chars().count(), MAX_TITLE_CHARS);
+        assert!(title.ends_with('…'));
+    }
+}

@@ -1,0 +1,425 @@
+//! What one MCP URL's [`Surface`] lists and lets a caller run, given the
+//! server's exposure (`READ_ONLY`, `TOOLSETS`, `DISABLED_TOOLS`, the raw
+//! tool's switches) and `TOOL_MODE`.
+//!
+//! - An operation is *callable* on a surface when the server exposes it and
+//!   the URL keeps it (its toolsets, `/readonly`). A URL narrows, never widens.
+//! - It is *listed* as its own tool when callable and the surface's listing
+//!   shows it: `core` lists the core tools, `full` all, `discover` none.
+//!   `/mcp` uses `TOOL_MODE`; `/mcp/all` and `/mcp/x/…` list in full, except
+//!   that `TOOL_MODE=discover` holds on every URL (the operator chose to
+//!   list no operation tools).
+//! - The discovery tools are listed wherever some callable operation is not
+//!   listed on its own, and on every toolset URL; the write call tool only
+//!   where writes are callable. The raw tool follows the exposure rules, and
+//!   on a toolset URL only when the URL names `raw`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rmcp::model::Tool;
+
+use super::discover::{
+    CALL_READ_TOOL_DESCRIPTION, CALL_READ_TOOL_NAME, CALL_READ_TOOL_TITLE,
+    CALL_WRITE_TOOL_DESCRIPTION, CALL_WRITE_TOOL_NAME, CALL_WRITE_TOOL_TITLE,
+    SEARCH_TOOL_DESCRIPTION, SEARCH_TOOL_NAME, SEARCH_TOOL_TITLE, call_tool_for, call_tool_schema,
+    search_tool_schema,
+};
+use super::exposure::{Exposure, RAW_TOOLSET};
+use super::tools::{fixed_tool, operation_tool};
+use crate::catalog::core::is_core;
+use crate::catalog::{Catalog, Effect, Operation};
+use crate::config::ToolMode;
+use crate::gitea::raw::{RAW_TOOL_NAME, raw_tool_schema};
+use crate::surface::{Scope, Surface, SurfaceError};
+
+const RAW_TOOL_TITLE: &str = "Call a Gitea API route";
+const RAW_TOOL_DESCRIPTION: &str = "Call any Gitea REST endpoint by method and path (the /api/v1 prefix is optional), for operations without a dedicated tool. Prefer the dedicated tools. Admin and credential routes are refused unless the operator allows them.";
+
+/// How a surface lists operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Listing {
+    Core,
+    Full,
+    Discover,
+}
+
+/// The tool definitions and the rules that pick them per surface.
+pub struct SurfaceTools {
+    catalog: Catalog,
+    exposure: Exposure,
+    /// One tool per catalog operation, in catalog order.
+    operation_tools: Vec<Tool>,
+    search: Tool,
+    call_read: Tool,
+    call_write: Tool,
+    raw: Tool,
+    raw_read_only: Tool,
+    /// `tools/list` of the four surfaces without toolsets, built once.
+    fixed_lists: HashMap<Surface, Arc<Vec<Tool>>>,
+}
+
+impl std::fmt::Debug for SurfaceTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SurfaceTools")
+            .field("operations", &self.operation_tools.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl SurfaceTools {
+    pub fn new(catalog: Catalog, exposure: Exposure) -> Self {
+        let server_read_only = exposure.settings().read_only;
+        let raw_effect = if server_read_only {
+            Effect::Read
+        } else {
+            Effect::Destructive
+        };
+        let mut tools = Self {
+            operation_tools: catalog.operations().iter().map(operation_tool).collect(),
+            search: fixed_tool(
+                SEARCH_TOOL_NAME,
+                SEARCH_TOOL_TITLE,
+                SEARCH_TOOL_DESCRIPTION,
+                search_tool_schema(),
+                Effect::Read,
+            ),
+            call_read: fixed_tool(
+                CALL_READ_TOOL_NAME,
+                CALL_READ_TOOL_TITLE,
+                CALL_READ_TOOL_DESCRIPTION,
+                call_tool_schema(),
+                Effect::Read,
+            ),
+            call_write: fixed_tool(
+                CALL_WRITE_TOOL_NAME,
+                CALL_WRITE_TOOL_TITLE,
+                CALL_WRITE_TOOL_DESCRIPTION,
+                call_tool_schema(),
+                Effect::Destructive,
+            ),
+            raw: fixed_tool(
+                RAW_TOOL_NAME,
+                RAW_TOOL_TITLE,
+                RAW_TOOL_DESCRIPTION,
+                raw_tool_schema(server_read_only),
+                raw_effect,
+            ),
+            raw_read_only: fixed_tool(
+                RAW_TOOL_NAME,
+                RAW_TOOL_TITLE,
+                RAW_TOOL_DESCRIPTION,
+                raw_tool_schema(true),
+                Effect::Read,
+            ),
+            catalog,
+            exposure,
+            fixed_lists: HashMap::new(),
+        };
+        for scope in [Scope::Default, Scope::All] {
+            for read_only in [false, true] {
+                let surface = Surface {
+                    scope: scope.clone(),
+                    read_only,
+                };
+                let list = Arc::new(tools.build_list(&surface));
+                tools.fixed_lists.insert(surface, list);
+            }
+        }
+        tools
+    }
+
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    pub fn exposure(&self) -> &Exposure {
+        &self.exposure
+    }
+
+    fn listing(&self, surface: &Surface) -> Listing {
+        match (self.exposure.settings().tool_mode, &surface.scope) {
+            (ToolMode::Discover, _) => Listing::Discover,
+            (ToolMode::Core, Scope::Default) => Listing::Core,
+            _ => Listing::Full,
+        }
+    }
+
+    /// Writes can run here: neither `READ_ONLY` nor `/readonly`.
+    fn writes_allowed(&self, surface: &Surface) -> bool {
+        !surface.read_only && !self.exposure.settings().read_only
+    }
+
+    /// The server exposes `op` and the URL keeps it.
+    pub fn callable(&self, surface: &Surface, op: &Operation) -> bool {
+        self.exposure.exposes(op)
+            && (!surface.read_only || op.is_read_only())
+            && surface
+                .toolsets()
+                .is_none_or(|wanted| op.toolsets.iter().any(|t| wanted.contains(t)))
+    }
+
+    /// `op` is listed as its own tool on this surface.
+    pub fn lists_operation(&self, surface: &Surface, op: &Operation) -> bool {
+        self.callable(surface, op)
+            && match self.listing(surface) {
+                Listing::Core => is_core(&op.tool_name),
+                Listing::Full => true,
+                Listing::Discover => false,
+            }
+    }
+
+    fn lists_discovery(&self, surface: &Surface) -> bool {
+        self.listing(surface) != Listing::Full || surface.toolsets().is_some()
+    }
+
+    /// The raw tool is listed (and callable) on this surface.
+    pub fn lists_raw(&self, surface: &Surface) -> bool {
+        self.exposure.exposes_raw_tool()
+            && surface
+                .toolsets()
+                .is_none_or(|wanted| wanted.contains(RAW_TOOLSET))
+    }
+
+    /// A fixed tool (`name` not an operation) is listed on this surface.
+    pub fn lists_fixed(&self, surface: &Surface, name: &str) -> bool {
+        match name {
+            RAW_TOOL_NAME => self.lists_raw(surface),
+            SEARCH_TOOL_NAME | CALL_READ_TOOL_NAME => self.lists_discovery(surface),
+            CALL_WRITE_TOOL_NAME => self.lists_discovery(surface) && self.writes_allowed(surface),
+            _ => false,
+        }
+    }
+
+    /// The raw tool may only read here.
+    pub fn raw_read_only(&self, surface: &Surface) -> bool {
+        !self.writes_allowed(surface)
+    }
+
+    /// Which tool runs `op` on this surface: its own when listed, else a
+    /// call tool.
+    pub fn call_with<'a>(&self, surface: &Surface, op: &'a Operation) -> &'a str {
+        if self.lists_operation(surface, op) {
+            &op.tool_name
+        } else {
+            call_tool_for(op)
+        }
+    }
+
+    /// Every operation callable on this surface, in catalog order.
+    pub fn callable_operations<'a>(
+        &'a self,
+        surface: &'a Surface,
+    ) -> impl Iterator<Item = &'a Operation> + 'a {
+        self.catalog
+            .operations()
+            .iter()
+            .filter(move |op| self.callable(surface, op))
+    }
+
+    /// `tools/list` of this surface.
+    pub fn tools(&self, surface: &Surface) -> Arc<Vec<Tool>> {
+        match self.fixed_lists.get(surface) {
+            Some(list) => list.clone(),
+            None => Arc::new(self.build_list(surface)),
+        }
+    }
+
+    fn build_list(&self, surface: &Surface) -> Vec<Tool> {
+        let mut list: Vec<Tool> = self
+            .catalog
+            .operations()
+            .iter()
+            .zip(&self.operation_tools)
+            .filter(|(op, _)| self.lists_operation(surface, op))
+            .map(|(_, tool)| tool.clone())
+            .collect();
+        for (name, tool) in [
+            (SEARCH_TOOL_NAME, &self.search),
+            (CALL_READ_TOOL_NAME, &self.call_read),
+            (CALL_WRITE_TOOL_NAME, &self.call_write),
+        ] {
+            if self.lists_fixed(surface, name) {
+                list.push(tool.clone());
+            }
+        }
+        if self.lists_raw(surface) {
+            list.push(if self.raw_read_only(surface) {
+                self.raw_read_only.clone()
+            } else {
+                self.raw.clone()
+            });
+        }
+        list
+    }
+
+    /// Any tool of ours by name, whatever the surface (the SDK's lookup of
+    /// a schema for header validation).
+    pub fn any_tool(&self, name: &str) -> Option<Tool> {
+        if let Some(index) = self.catalog.position(name) {
+            return Some(self.operation_tools[index].clone());
+        }
+        match name {
+            SEARCH_TOOL_NAME => Some(self.search.clone()),
+            CALL_READ_TOOL_NAME => Some(self.call_read.clone()),
+            CALL_WRITE_TOOL_NAME => Some(self.call_write.clone()),
+            RAW_TOOL_NAME => Some(self.raw.clone()),
+            _ => None,
+        }
+    }
+
+    /// Every name a tool of ours can have (for metric labels).
+    pub fn is_tool_name(&self, name: &str) -> bool {
+        self.catalog.get(name).is_some()
+            || matches!(
+                name,
+                SEARCH_TOOL_NAME | CALL_READ_TOOL_NAME | CALL_WRITE_TOOL_NAME | RAW_TOOL_NAME
+            )
+    }
+
+    /// Refuses a URL that names a toolset this server exposes nothing of,
+    /// so no URL serves an empty list by surprise.
+    pub fn check(&self, surface: &Surface) -> Result<(), SurfaceError> {
+        let Some(wanted) = surface.toolsets() else {
+            return Ok(());
+        };
+        for name in wanted {
+            let served = if name == RAW_TOOLSET {
+                self.exposure.exposes_raw_tool()
+            } else {
+                self.catalog.operations().iter().any(|op| {
+                    op.toolsets.contains(name)
+                        && self.exposure.exposes(op)
+                        && (!surface.read_only || op.is_read_only())
+                })
+            };
+            if !served {
+                return Err(SurfaceError::NotExposed { name: name.clone() });
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ExposureSettings;
+    use crate::surface::catalog_toolsets;
+
+    fn tools_with(f: impl FnOnce(&mut ExposureSettings)) -> SurfaceTools {
+        let mut settings = ExposureSettings {
+            raw_api_enabled: true,
+            ..ExposureSettings::default()
+        };
+        f(&mut settings);
+        SurfaceTools::new(Catalog::bundled(), Exposure::new(settings))
+    }
+
+    fn surface(path: &str) -> Surface {
+        let catalog = Catalog::bundled();
+        Surface::parse(path, catalog_toolsets(&catalog)).unwrap()
+    }
+
+    fn names(tools: &SurfaceTools, path: &str) -> Vec<String> {
+        tools
+            .tools(&surface(path))
+            .iter()
+            .map(|t| t.name.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn the_default_surface_lists_the_core_and_the_discovery_tools() {
+        let tools = tools_with(|_| {});
+        let listed = names(&tools, "/mcp");
+        assert!(listed.contains(&"gitea_issue_create_issue".to_owned()));
+        assert!(!listed.contains(&"gitea_repo_delete".to_owned()));
+        for fixed in [
+            SEARCH_TOOL_NAME,
+            CALL_READ_TOOL_NAME,
+            CALL_WRITE_TOOL_NAME,
+            RAW_TOOL_NAME,
+        ] {
+            assert!(listed.contains(&fixed.to_owned()), "{fixed}");
+        }
+        assert!(listed.len() <= 40, "{} tools", listed.len());
+    }
+
+    #[test]
+    fn all_lists_every_operation_and_no_discovery_tool() {
+        let tools = tools_with(|_| {});
+        let listed = names(&tools, "/mcp/all");
+        assert_eq!(listed.len(), Catalog::bundled().len() + 1);
+        assert!(!listed.contains(&SEARCH_TOOL_NAME.to_owned()));
+    }
+
+    #[test]
+    fn a_toolset_url_lists_exactly_its_toolsets_plus_discovery() {
+        let tools = tools_with(|_| {});
+        let listed = names(&tools, "/mcp/x/repository.releases");
+        let releases = Catalog::bundled()
+            .operations()
+            .iter()
+            .filter(|op| op.toolsets.iter().any(|t| t == "repository.releases"))
+            .count();
+        assert_eq!(listed.len(), releases + 3);
+        assert!(!listed.contains(&RAW_TOOL_NAME.to_owned()));
+        assert!(
+            names(&tools, "/mcp/x/repository.releases,raw").contains(&RAW_TOOL_NAME.to_owned())
+        );
+    }
+
+    #[test]
+    fn readonly_drops_writes_and_the_write_call_tool() {
+        let tools = tools_with(|_| {});
+        let listed = names(&tools, "/mcp/x/issue/readonly");
+        assert!(listed.contains(&"gitea_issue_list_issues".to_owned()));
+        assert!(!listed.contains(&"gitea_issue_create_issue".to_owned()));
+        assert!(!listed.contains(&CALL_WRITE_TOOL_NAME.to_owned()));
+    }
+
+    #[test]
+    fn a_url_never_widens_the_server_settings() {
+        let tools = tools_with(|s| {
+            s.read_only = true;
+            s.toolsets = Some(vec!["issue".into()]);
+        });
+        let listed = names(&tools, "/mcp/all");
+        assert!(listed.iter().all(|n| !n.contains("create")));
+        assert!(!listed.contains(&"gitea_repo_get".to_owned()));
+        assert!(tools.check(&surface("/mcp/x/repository.releases")).is_err());
+    }
+
+    #[test]
+    fn discover_mode_holds_on_every_url() {
+        let tools = tools_with(|s| s.tool_mode = ToolMode::Discover);
+        for path in ["/mcp", "/mcp/all", "/mcp/x/issue"] {
+            assert!(
+                names(&tools, path)
+                    .iter()
+                    .all(|n| tools.catalog.get(n).is_none()),
+                "{path}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_default_surface_fits_a_40_tool_client_in_40_000_bytes() {
+        let tools = tools_with(|_| {});
+        let list = tools.tools(&surface("/mcp"));
+        let bytes = serde_json::to_string(&*list).unwrap().len();
+        println!("/mcp: {} tools, {bytes} bytes", list.len());
+        assert!(list.len() <= 40);
+        assert!(bytes <= 40_000, "{bytes} bytes");
+    }
+
+    #[test]
+    fn every_nameable_toolset_fits_vs_codes_limit() {
+        let tools = tools_with(|_| {});
+        for name in Catalog::bundled().toolset_names() {
+            let count = tools.tools(&surface(&format!("/mcp/x/{name},raw"))).len();
+            assert!(count <= 128, "{name}: {count} tools");
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! Every MCP URL works with OAuth: its 401 challenge names its own
+//! protected-resource document (RFC 9728, path appended), that document
+//! exists and names the URL, and a token is accepted exactly at the URL it
+//! was issued for (RFC 8707 audience), nowhere else.
+
+use reqwest::StatusCode;
+use reqwest::header::WWW_AUTHENTICATE;
+use serde_json::{Value, json};
+
+use crate::{OAuthGateway, on_both_backends};
+
+const TOOLSET_URL: &str = "/mcp/x/issue,repository.pulls";
+
+async fn challenge_at(gateway: &OAuthGateway, path: &str) -> String {
+    let response = gateway
+        .http
+        .post(format!("{}{path}", gateway.url))
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{path}");
+    response.headers()[WWW_AUTHENTICATE]
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+async fn get(gateway: &OAuthGateway, path: &str) -> (StatusCode, Value) {
+    let response = gateway
+        .http
+        .get(format!("{}{path}", gateway.url))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+async fn each_url_challenges_with_its_own_resource_document(gateway: OAuthGateway) {
+    for path in [
+        "/mcp",
+        "/mcp/readonly",
+        "/mcp/all",
+        "/mcp/all/readonly",
+        TOOLSET_URL,
+        "/mcp/x/issue/readonly",
+    ] {
+        let challenge = challenge_at(&gateway, path).await;
+        let document_url = format!("{}/.well-known/oauth-protected-resource{path}", gateway.url);
+        assert!(
+            challenge.contains(&format!(r#"resource_metadata="{document_url}""#)),
+            "{path}: {challenge}"
+        );
+        let (status, document) = get(
+            &gateway,
+            &format!("/.well-known/oauth-protected-resource{path}"),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{path}");
+        assert_eq!(document["resource"], format!("{}{path}", gateway.url));
+        assert_eq!(document["authorization_servers"], json!([gateway.url]));
+    }
+}
+on_both_backends!(each_url_challenges_with_its_own_resource_document);
+
+async fn a_document_for_an_unknown_toolset_does_not_exist(gateway: OAuthGateway) {
+    let (status, _) = get(&gateway, "/.well-known/oauth-protected-resource/mcp/x/nope").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = get(&gateway, "/.well-known/oauth-protected-resource/other").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+on_both_backends!(a_document_for_an_unknown_toolset_does_not_exist);
+
+async fn a_token_works_only_at_the_url_it_was_issued_for(gateway: OAuthGateway) {
+    let client = gateway.public_client().await;
+    let tokens = gateway.tokens_at(&client, "alice", TOOLSET_URL).await;
+    let (status, envelope) = gateway
+        .call_tool_at(
+            TOOLSET_URL,
+            &tokens.access_token,
+            "gitea_issue_list_issues",
+            json!({"owner": "acme", "repo": "app"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(envelope["identity"]["login"], "alice", "{envelope}");
+    // The same toolsets in another order are the same resource.
+    let (status, _) = gateway
+        .call_tool_at(
+            "/mcp/x/repository.pulls,issue",
+            &tokens.access_token,
+            "gitea_issue_list_issues",
+            json!({"owner": "acme", "repo": "app"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    for elsewhere in [
+        "/mcp",
+        "/mcp/all",
+        "/mcp/x/issue",
+        "/mcp/x/issue,repository.pulls/readonly",
+    ] {
+        let (status, _) = gateway
+            .call_tool_at(
+                elsewhere,
+                &tokens.access_token,
+                "gitea_user_get_current",
+                json!({}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{elsewhere}");
+    }
+    let default = gateway.tokens(&client, "alice").await;
+    let (status, _) = gateway
+        .call_tool_at(
+            TOOLSET_URL,
+            &default.access_token,
+            "gitea_issue_list_issues",
+            json!({"owner": "acme", "repo": "app"}),
+        )
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::UNAUTHORIZED,
+        "a /mcp token at a toolset URL"
+    );
+}
+on_both_backends!(a_token_works_only_at_the_url_it_was_issued_for);
+
+async fn a_refresh_keeps_the_tokens_url(gateway: OAuthGateway) {
+    let client = gateway.public_client().await;
+    let tokens = gateway.tokens_at(&client, "alice", "/mcp/readonly").await;
+    let refreshed = gateway
+        .token_raw(
+            &client,
+            &[
+                ("grant_type", "refresh_token"),
+                ("refresh_token", &tokens.refresh_token),
+            ],
+        )
+        .await;
+    assert_eq!(refreshed.status(), StatusCode::OK);
+    let refreshed = crate::tokens_from(refreshed).await;
+    let (status, _) = gateway
+        .call_tool_at(
+            "/mcp/readonly",
+            &refreshed.access_token,
+            "gitea_user_get_current",
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = gateway
+        .call_tool_at(
+            "/mcp",
+            &refreshed.access_token,
+            "gitea_user_get_current",
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+}
+on_both_backends!(a_refresh_keeps_the_tokens_url);
+
+async fn authorize_refuses_a_resource_that_is_not_one_of_our_urls(gateway: OAuthGateway) {
+    let client = gateway.public_client().await;
+    let pkce = crate::Pkce::new();
+    let mut params = gateway.authorize_params(&client, &pkce, "st-1");
+    params.retain(|(name, _)| name != "resource");
+    params.push(("resource".into(), format!("{}/mcp/x/nope", gateway.url)));
+    let response = gateway.authorize_fresh(&params).await;
+    let location = response
+        .headers()
+        .get(reqwest::header::LOCATION)
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    assert!(location.contains("error=invalid_target"), "{location}");
+}
+on_both_backends!(authorize_refuses_a_resource_that_is_not_one_of_our_urls);
