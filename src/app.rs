@@ -10,8 +10,8 @@ use crate::catalog::Catalog;
 use crate::config::{ConfigError, OpenApiSource, Settings};
 use crate::gitea::admin::AdminAccount;
 use crate::gitea::{GiteaClient, Identity, IdentityMode};
-use crate::mcp::Dispatcher;
 use crate::mcp::exposure::Exposure;
+use crate::mcp::{Dispatcher, ToolService};
 use crate::metrics::Metrics;
 use crate::oauth::clock::{Clock, SystemClock};
 use crate::oauth::upstream::{GiteaOAuth, UpstreamAuthError};
@@ -26,8 +26,7 @@ const PRUNE_INTERVAL: Duration = Duration::from_secs(300);
 #[derive(Debug)]
 pub struct App {
     settings: Settings,
-    dispatcher: Dispatcher,
-    admin: Option<AdminAccount>,
+    tools: Arc<ToolService>,
     oauth: Option<Arc<OAuthServer>>,
     audit: AuditLog,
     metrics: Arc<Metrics>,
@@ -68,17 +67,7 @@ impl App {
         let client = GiteaClient::new(settings.gitea_api_base(), &settings.limits)
             .map_err(|_| BuildError::HttpClient)?;
         let (catalog, exposure) = load_catalog(&settings, &client).await?;
-        let dispatcher = Dispatcher::new(
-            catalog,
-            exposure,
-            client,
-            settings.limits,
-            settings.known_secrets(),
-        )
-        .with_result_hygiene(
-            settings.secret_detection_mode,
-            settings.expose_error_details,
-        );
+        let dispatcher = Dispatcher::new(catalog, exposure, client, &settings);
         let admin = settings.gitea_token.clone().map(AdminAccount::new);
         let oauth = match GiteaOAuth::from_settings(&settings) {
             None => None,
@@ -93,10 +82,15 @@ impl App {
                 .await?,
             ),
         };
+        let tools = Arc::new(ToolService::new(
+            dispatcher,
+            audit.clone(),
+            metrics.clone(),
+            admin,
+        ));
         Ok(Arc::new(Self {
             settings,
-            dispatcher,
-            admin,
+            tools,
             oauth,
             audit,
             metrics,
@@ -113,7 +107,12 @@ impl App {
     }
 
     pub fn dispatcher(&self) -> &Dispatcher {
-        &self.dispatcher
+        self.tools.dispatcher()
+    }
+
+    /// What the MCP transports are handed.
+    pub fn tools(&self) -> &Arc<ToolService> {
+        &self.tools
     }
 
     /// The audit log (`DATA_DIR/audit.log`).
@@ -129,8 +128,7 @@ impl App {
     /// The admin-token identity for a caller authenticated by `mode`, when
     /// `GITEA_TOKEN` is configured.
     pub async fn admin_identity(&self, mode: IdentityMode) -> Option<Identity> {
-        let admin = self.admin.as_ref()?;
-        Some(admin.identity(self.dispatcher.client(), mode).await)
+        self.tools.admin_identity(mode).await
     }
 }
 

@@ -160,7 +160,7 @@ async fn run_command(cli: Cli) -> Result<(), CliError> {
             let settings = load_settings(cli.env_file.as_deref())?;
             settings.check_for_stdio()?;
             let app = App::build(settings).await?;
-            crate::mcp::transport::serve_stdio(app)
+            crate::mcp::transport::serve_stdio(app.tools().clone())
                 .await
                 .map_err(CliError::Other)
         }

@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::gitea::Identity;
+use crate::identity::Identity;
 
 /// The format version written in every entry (`"v"`).
 pub const FORMAT_VERSION: u32 = 1;
@@ -187,7 +187,7 @@ impl Event {
     /// Masks every string once more with the secret pattern masker, and
     /// bounds the length of free strings (a tool name comes from the caller).
     pub fn masked(mut self) -> Self {
-        let masker = crate::gitea::hygiene::masking::masker();
+        let masker = crate::masking::masker();
         let clean = |s: &mut String| {
             if s.chars().count() > MAX_FIELD_CHARS {
                 *s = s.chars().take(MAX_FIELD_CHARS).collect();

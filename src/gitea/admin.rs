@@ -6,7 +6,7 @@ use secrecy::SecretString;
 use tokio::sync::OnceCell;
 
 use super::executor::GiteaClient;
-use super::identity::{Identity, IdentityMode};
+use crate::identity::{Identity, IdentityMode};
 
 #[derive(Debug)]
 pub struct AdminAccount {

@@ -10,8 +10,8 @@ use super::error::{ErrorKind, ToolError};
 use super::executor::{UpstreamResponse, is_textual};
 use super::hygiene::bounds::note_truncation;
 use super::hygiene::redaction::Redactor;
-use super::identity::Identity;
 use super::pagination::pagination_from_headers;
+use crate::identity::Identity;
 
 /// The fixed notice on every success envelope.
 pub const UNTRUSTED_CONTENT_NOTICE: &str =
@@ -192,7 +192,7 @@ mod tests {
     use crate::config::SecretDetectionMode;
     use crate::gitea::hygiene::bounds::Bounds;
     use crate::gitea::hygiene::{ResultPolicy, gitea_error, tool_result};
-    use crate::gitea::identity::IdentityMode;
+    use crate::identity::IdentityMode;
     use bytes::Bytes;
     use secrecy::SecretString;
 

@@ -29,6 +29,8 @@ pub enum ErrorKind {
     /// `SECRET_DETECTION_MODE=block` withheld a result that looked like it
     /// carried a credential.
     SecretBlocked,
+    /// The call's audit entry could not be written, so it was refused.
+    AuditUnavailable,
     InternalError,
 }
 
@@ -73,6 +75,7 @@ impl ErrorKind {
             Self::ToolDisabled => "tool_disabled",
             Self::SensitivePath => "sensitive_path",
             Self::SecretBlocked => "secret_blocked",
+            Self::AuditUnavailable => "audit_unavailable",
             Self::InternalError => "internal_error",
         }
     }
@@ -85,6 +88,9 @@ pub struct ToolError {
     pub status: Option<u16>,
     pub kind: ErrorKind,
     pub message: String,
+    /// With `EXPOSE_ERROR_DETAILS`, the failing type's name (never a value,
+    /// message chain or backtrace), shown as `type`.
+    pub type_name: Option<&'static str>,
 }
 
 impl ToolError {
@@ -93,7 +99,14 @@ impl ToolError {
             status: None,
             kind,
             message: message.into(),
+            type_name: None,
         }
+    }
+
+    /// Names the failing type (`EXPOSE_ERROR_DETAILS`).
+    pub fn with_type_name(mut self, type_name: &'static str) -> Self {
+        self.type_name = Some(type_name);
+        self
     }
 
     pub fn invalid_arguments(message: impl Into<String>) -> Self {
@@ -102,13 +115,15 @@ impl ToolError {
 
     /// The `{"error": {...}}` document of ADR 0005.
     pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "error": {
-                "status": self.status,
-                "kind": self.kind.as_str(),
-                "message": self.message,
-            }
-        })
+        let mut error = serde_json::json!({
+            "status": self.status,
+            "kind": self.kind.as_str(),
+            "message": self.message,
+        });
+        if let Some(type_name) = self.type_name {
+            error["type"] = serde_json::Value::from(type_name);
+        }
+        serde_json::json!({ "error": error })
     }
 }
 

@@ -9,8 +9,8 @@ use bytes::Bytes;
 use secrecy::{ExposeSecret, SecretString};
 
 use super::call::{CallBody, GiteaCall, MultipartPart};
-use super::identity::Identity;
 use crate::config::Limits;
+use crate::identity::Identity;
 
 /// Upstream text and JSON bodies are read up to this size, then reading stops.
 pub const MAX_TEXT_BODY_BYTES: usize = 16 * 1024 * 1024;

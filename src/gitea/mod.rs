@@ -1,8 +1,8 @@
 //! Everything about talking to Gitea. Knows nothing of OAuth, cookies or
 //! the HTTP server. A tool call flows through it in this order:
 //!
-//! 1. `identity` (and `admin`, the operator's account): who the call acts
-//!    as;
+//! 1. `crate::identity` (and `admin`, the operator's account): who the
+//!    call acts as;
 //! 2. `call`, with the rules of `encoding`, or `raw` for the raw tool: the
 //!    arguments become a request, every refusal happening before anything
 //!    is sent;
@@ -20,7 +20,7 @@ pub mod envelope;
 pub mod error;
 pub mod executor;
 pub mod hygiene;
-pub mod identity;
+
 pub mod pagination;
 pub mod raw;
 
@@ -28,5 +28,5 @@ pub use call::{GiteaCall, build_call};
 pub use error::{ErrorKind, ToolError};
 pub use executor::GiteaClient;
 // The benches and integration tests name these at their former paths.
+pub use crate::identity::{Identity, IdentityMode};
 pub use hygiene::{redaction, secrets};
-pub use identity::{Identity, IdentityMode};

@@ -1,6 +1,8 @@
-//! The HTTP server: wires the `/mcp` endpoint, the OAuth routes and pages,
-//! and the health check (`health`) into one axum router, each route group behind its
-//! guards, body limit, timeout and rate limit. Holds no business rules.
+//! The HTTP server: the one route table. It wires the MCP URLs, the OAuth
+//! routes, the people's pages and the health check (`health`) into one axum
+//! router, each route group behind its guards, body limit, timeout and rate
+//! limit, declared where the group is; and it switches `/oauth/callback`
+//! between the two flows that share it. Holds no business rules.
 //!
 //! Outside in, every request passes: metrics (counted and timed by route
 //! template; `/metrics` itself is on its own listener) → `Connection:
@@ -22,14 +24,127 @@ pub mod rate_limit;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::routing::get;
+use axum::extract::{DefaultBodyLimit, RawQuery, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
 use axum::{Router, middleware};
 use tower_http::limit::RequestBodyLimitLayer;
 
 use crate::app::App;
 use crate::mcp::transport::streamable_http_service;
+use crate::oauth::OAuthServer;
+use crate::oauth::callback::ReceivedCallback;
+use crate::store::PendingFlow;
 use guards::{HostPolicy, McpGuard};
 use rate_limit::RateLimiter;
+
+/// The OAuth routes and the people's pages, in two groups. The API group
+/// (discovery, registration, token, revocation) answers cross-origin
+/// requests; its limiter sits inside the CORS layer so a 429 still carries
+/// CORS headers. The page group (`/authorize`, consent, the callback,
+/// `/account`, `/admin`) is same-origin only. The routes that park state
+/// for an unauthenticated caller (a client at `/register`, a pending
+/// authorization at `/authorize` and `/account/sign-in`) carry the tighter
+/// sign-in limiter as well, so that one address cannot fill the store's caps.
+fn oauth_routes(
+    server: Arc<OAuthServer>,
+    limiter: Arc<RateLimiter>,
+    sign_ins: Arc<RateLimiter>,
+    policy: Arc<HostPolicy>,
+) -> Router {
+    use crate::oauth::{authorize, register, revoke, token};
+    use crate::pages::{account, admin, session};
+    let parks_state = middleware::from_fn_with_state(sign_ins, rate_limit::limit);
+    let api = Router::new()
+        .route(
+            "/.well-known/oauth-protected-resource",
+            get(crate::oauth::protected_resource),
+        )
+        .route(
+            "/.well-known/oauth-protected-resource/mcp",
+            get(crate::oauth::protected_resource),
+        )
+        .route(
+            "/.well-known/oauth-protected-resource/mcp/{*surface}",
+            get(crate::oauth::protected_resource),
+        )
+        .route(
+            "/.well-known/oauth-authorization-server",
+            get(crate::oauth::authorization_server),
+        )
+        .route(
+            "/.well-known/oauth-authorization-server/mcp",
+            get(crate::oauth::authorization_server),
+        )
+        .route(
+            "/register",
+            post(register::register).layer(parks_state.clone()),
+        )
+        .route("/token", post(token::token))
+        .route("/revoke", post(revoke::revoke))
+        .with_state(server.clone())
+        .layer(middleware::from_fn_with_state(
+            limiter.clone(),
+            rate_limit::limit,
+        ))
+        .layer(crate::oauth::api_cors());
+    let pages = Router::new()
+        .route(
+            "/authorize",
+            get(authorize::authorize).layer(parks_state.clone()),
+        )
+        .route("/authorize/consent", post(authorize::consent))
+        .route("/oauth/callback", get(oauth_callback))
+        .route("/account", get(account::account))
+        .route(
+            "/account/sign-in",
+            get(session::start_sign_in).layer(parks_state),
+        )
+        .route("/account/sign-out", post(session::sign_out))
+        .route("/account/grants/revoke", post(account::revoke_grant))
+        .route("/account/grants/revoke-all", post(account::revoke_all))
+        .route("/admin", get(admin::admin))
+        .route("/admin/confirm", get(admin::confirm))
+        .route("/admin/actions", post(admin::perform))
+        .with_state(server)
+        .layer(middleware::from_fn_with_state(limiter, rate_limit::limit))
+        .layer(middleware::from_fn_with_state(
+            policy,
+            guards::check_page_origin,
+        ));
+    api.merge(pages)
+        .layer(DefaultBodyLimit::max(FORM_BODY_LIMIT))
+        .layer(RequestBodyLimitLayer::new(FORM_BODY_LIMIT))
+        .layer(layers::timeout(PAGE_TIMEOUT))
+}
+
+/// `GET /oauth/callback`: one redirect URI at Gitea for both flows. The
+/// Gitea leg is the OAuth server's; the pending sign-in's flow says who
+/// completes it: the MCP client's authorization, or a page session.
+async fn oauth_callback(
+    State(server): State<Arc<OAuthServer>>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    let received = match crate::oauth::callback::receive(&server, query, &headers).await {
+        Ok(received) => received,
+        Err(page) => return page.into_response(),
+    };
+    let ReceivedCallback {
+        pending,
+        signed_in,
+        now,
+    } = received;
+    match pending.flow {
+        PendingFlow::Authorize => {
+            crate::oauth::callback::complete_authorization(&server, &pending, signed_in, now).await
+        }
+        PendingFlow::PageSignIn => {
+            crate::pages::session::complete_sign_in(&server, &pending, signed_in, now).await
+        }
+    }
+}
 
 /// Body limit of everything but `/mcp`: the OAuth routes, the consent and
 /// page forms, the health check (SEC-01).
@@ -62,7 +177,8 @@ pub fn router(app: Arc<App>) -> Router {
 
 /// The router with given rate limiters (whose hooks feed the audit log, see
 /// [`RateLimiter::with_hook`]): `limiter` on every group, `sign_ins` on top
-/// of it on the routes that park state ([`rate_limit::parks_state`]).
+/// of it on the routes that park state (see `oauth_routes`). This is the
+/// whole route table.
 pub fn router_with_limiters(
     app: Arc<App>,
     limiter: Arc<RateLimiter>,
@@ -77,7 +193,11 @@ pub fn router_with_limiters(
     let mcp_timeout = mcp_timeout(settings.limits.gitea_timeout);
 
     // rmcp checks Host too; it gets the same list as a second line.
-    let mcp = streamable_http_service(app.clone(), policy.hosts().to_vec());
+    let mcp = streamable_http_service(
+        app.tools().clone(),
+        policy.hosts().to_vec(),
+        settings.limits.mcp_max_body_bytes,
+    );
     // Layers run bottom-up: the last one added runs first.
     let mcp_routes = mcp_url::MCP_ROUTES
         .iter()
@@ -105,43 +225,15 @@ pub fn router_with_limiters(
     let oauth = app.oauth().cloned();
     let metrics = app.metrics().clone();
     let base = Router::new()
-        .route("/static/aegis.css", get(crate::pages::stylesheet))
-        .route("/favicon.ico", get(crate::pages::no_favicon))
+        .route("/static/aegis.css", get(crate::page_kit::stylesheet))
+        .route("/favicon.ico", get(crate::page_kit::no_favicon))
         .merge(health::routes(app))
         .layer(RequestBodyLimitLayer::new(FORM_BODY_LIMIT))
         .layer(layers::timeout(PAGE_TIMEOUT));
 
     let mut router = base.merge(mcp_routes);
     if let Some(server) = oauth {
-        let routes = crate::oauth::router(server);
-        // The limiter sits inside the CORS layer: a 429 carries CORS headers.
-        let api = routes
-            .api
-            .layer(middleware::from_fn_with_state(
-                sign_ins.clone(),
-                rate_limit::limit_sign_ins,
-            ))
-            .layer(middleware::from_fn_with_state(
-                limiter.clone(),
-                rate_limit::limit,
-            ))
-            .layer(crate::oauth::api_cors());
-        let pages = routes
-            .pages
-            .layer(middleware::from_fn_with_state(
-                sign_ins,
-                rate_limit::limit_sign_ins,
-            ))
-            .layer(middleware::from_fn_with_state(limiter, rate_limit::limit))
-            .layer(middleware::from_fn_with_state(
-                policy.clone(),
-                guards::check_page_origin,
-            ));
-        let oauth_routes = api
-            .merge(pages)
-            .layer(RequestBodyLimitLayer::new(FORM_BODY_LIMIT))
-            .layer(layers::timeout(PAGE_TIMEOUT));
-        router = router.merge(oauth_routes);
+        router = router.merge(oauth_routes(server, limiter, sign_ins, policy.clone()));
     }
     // An explicit fallback: otherwise a merged group's layered default
     // fallback (say `/mcp`'s authentication) would answer unknown paths.

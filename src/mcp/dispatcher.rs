@@ -18,7 +18,7 @@ use super::exposure::Exposure;
 use super::surface_tools::SurfaceTools;
 use super::validation::ArgumentValidator;
 use crate::catalog::{Catalog, Operation};
-use crate::config::{Limits, SecretDetectionMode};
+use crate::config::{Limits, Settings};
 use crate::gitea::call::{CallError, GiteaCall, build_call};
 use crate::gitea::executor::{GiteaClient, UpstreamError};
 use crate::gitea::hygiene::redaction::Redactor;
@@ -28,37 +28,49 @@ use crate::gitea::raw::{RAW_TOOL_NAME, RawRequestError, parse_raw_request};
 use crate::gitea::{ErrorKind, Identity, ToolError};
 use crate::surface::{Surface, SurfaceError};
 
-/// What a tool call produced: the JSON text of one content item, and
-/// whether it is an error.
+/// What a tool call produced, typed: the audit entry and the metrics read
+/// its status and error kind from here; its JSON is made once, at the
+/// protocol edge ([`ToolOutcome::to_json`]).
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolOutcome {
-    pub is_error: bool,
-    pub body: Value,
+pub enum ToolOutcome {
+    /// An envelope (with Gitea's 2xx `status`), or a search result (none).
+    Success {
+        status: Option<u16>,
+        body: Value,
+    },
+    Failure(ToolError),
 }
 
 impl ToolOutcome {
-    fn success(body: Value) -> Self {
-        Self {
-            is_error: false,
-            body,
+    fn error(err: ToolError) -> Self {
+        Self::Failure(err)
+    }
+
+    pub fn is_error(&self) -> bool {
+        matches!(self, Self::Failure(_))
+    }
+
+    /// Gitea's HTTP status, when Gitea answered.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Self::Success { status, .. } => *status,
+            Self::Failure(err) => err.status,
         }
     }
 
-    fn error(err: &ToolError) -> Self {
-        Self {
-            is_error: true,
-            body: err.to_json(),
+    pub fn error_kind(&self) -> Option<ErrorKind> {
+        match self {
+            Self::Success { .. } => None,
+            Self::Failure(err) => Some(err.kind),
         }
     }
 
-    /// An error from inside the gateway; with `EXPOSE_ERROR_DETAILS` its
-    /// type name is added (never a value, message chain or backtrace).
-    fn internal_error(err: &ToolError, type_name: &'static str, expose: bool) -> Self {
-        let mut outcome = Self::error(err);
-        if expose && let Some(error) = outcome.body.get_mut("error") {
-            error["type"] = Value::from(type_name);
+    /// The text of the result's one content item.
+    pub fn to_json(&self) -> Value {
+        match self {
+            Self::Success { body, .. } => body.clone(),
+            Self::Failure(err) => err.to_json(),
         }
-        outcome
     }
 }
 
@@ -98,13 +110,16 @@ pub struct CallDescription {
 }
 
 impl Dispatcher {
+    /// The dispatcher of `catalog` under `exposure`, with the result rules
+    /// of `settings` (limits, `SECRET_DETECTION_MODE`,
+    /// `EXPOSE_ERROR_DETAILS`, the secrets to redact), all taken at once.
     pub fn new(
         catalog: Catalog,
         exposure: Exposure,
         client: GiteaClient,
-        limits: Limits,
-        known_secrets: Vec<SecretString>,
+        settings: &Settings,
     ) -> Self {
+        let limits = settings.limits;
         let tools = SurfaceTools::new(catalog, exposure);
         // Every schema a call may be validated against: every operation
         // (reachable through the call tools) and the fixed tools.
@@ -130,22 +145,10 @@ impl Dispatcher {
             validator,
             client,
             limits,
-            // The defaults of the settings, until `with_result_hygiene`.
-            policy: ResultPolicy::new(&limits, SecretDetectionMode::Mask),
-            expose_error_details: false,
-            known_secrets,
+            policy: ResultPolicy::new(&limits, settings.secret_detection_mode),
+            expose_error_details: settings.expose_error_details,
+            known_secrets: settings.known_secrets(),
         }
-    }
-
-    /// Applies `SECRET_DETECTION_MODE` and `EXPOSE_ERROR_DETAILS`.
-    pub fn with_result_hygiene(
-        mut self,
-        mode: SecretDetectionMode,
-        expose_error_details: bool,
-    ) -> Self {
-        self.policy = ResultPolicy::new(&self.limits, mode);
-        self.expose_error_details = expose_error_details;
-        self
     }
 
     /// The tools `tools/list` returns on `surface`, in catalog order.
@@ -250,7 +253,9 @@ impl Dispatcher {
             return Err(UnknownTool);
         }
         if let Err(problem) = self.validator.validate(name, &args) {
-            return Ok(ToolOutcome::error(&ToolError::invalid_arguments(problem)));
+            return Ok(ToolOutcome::error(ToolError::invalid_arguments(
+                problem.to_string(),
+            )));
         }
         Ok(match (name, operation) {
             (_, Some(op)) => self.call_operation(identity, op, &args).await,
@@ -268,7 +273,7 @@ impl Dispatcher {
     ) -> ToolOutcome {
         match build_call(op, args, self.limits.max_binary_bytes) {
             Ok(call) => self.execute(identity, &call, Some(&op.operation_id)).await,
-            Err(err) => ToolOutcome::error(&call_error(&err)),
+            Err(err) => ToolOutcome::error(call_error(&err)),
         }
     }
 
@@ -282,17 +287,17 @@ impl Dispatcher {
         let settings = exposure.settings();
         let raw = match parse_raw_request(args, self.tools.raw_read_only(surface)) {
             Ok(raw) => raw,
-            Err(RawRequestError::Call(err)) => return ToolOutcome::error(&call_error(&err)),
-            Err(err) => return ToolOutcome::error(&ToolError::invalid_arguments(err.to_string())),
+            Err(RawRequestError::Call(err)) => return ToolOutcome::error(call_error(&err)),
+            Err(err) => return ToolOutcome::error(ToolError::invalid_arguments(err.to_string())),
         };
         if !exposure.allows_raw_virtual_name(&raw.virtual_name()) {
-            return ToolOutcome::error(&ToolError::new(
+            return ToolOutcome::error(ToolError::new(
                 ErrorKind::ToolDisabled,
                 format!("{} is disabled by DISABLED_TOOLS", raw.virtual_name()),
             ));
         }
         if raw.is_sensitive() && !settings.raw_api_allow_sensitive {
-            return ToolOutcome::error(&ToolError::new(
+            return ToolOutcome::error(ToolError::new(
                 ErrorKind::SensitivePath,
                 "this path touches an admin or credential surface, which the raw tool refuses (RAW_API_ALLOW_SENSITIVE=false); use the dedicated tool if it is exposed",
             ));
@@ -317,7 +322,10 @@ impl Dispatcher {
         .into_iter()
         .map(|op| describe_operation(op, self.tools.call_with(surface, op)))
         .collect();
-        ToolOutcome::success(json!({"operations": found}))
+        ToolOutcome::Success {
+            status: None,
+            body: json!({"operations": found}),
+        }
     }
 
     /// `gitea_call_read_operation` runs reads only, and
@@ -340,13 +348,13 @@ impl Dispatcher {
             .get(name)
             .filter(|op| self.tools.callable(surface, op))
         else {
-            return ToolOutcome::error(&ToolError::invalid_arguments(
+            return ToolOutcome::error(ToolError::invalid_arguments(
                 "`name` is not an operation this URL exposes; find one with gitea_search_operations",
             ));
         };
         let right_tool = call_tool_for(op);
         if right_tool != call_tool {
-            return ToolOutcome::error(&ToolError::invalid_arguments(format!(
+            return ToolOutcome::error(ToolError::invalid_arguments(format!(
                 "{} {}; run it with {right_tool}",
                 op.tool_name,
                 if op.is_read_only() {
@@ -357,7 +365,7 @@ impl Dispatcher {
             )));
         }
         if let Err(problem) = self.validator.validate(&op.tool_name, &inner) {
-            return ToolOutcome::error(&ToolError::invalid_arguments(format!(
+            return ToolOutcome::error(ToolError::invalid_arguments(format!(
                 "arguments of {}: {problem}",
                 op.tool_name
             )));
@@ -375,11 +383,12 @@ impl Dispatcher {
         let response = match self.client.send(identity, call).await {
             Ok(response) => response,
             Err(err) => {
-                return ToolOutcome::internal_error(
-                    &upstream_error(&err),
-                    err.type_name(),
-                    self.expose_error_details,
-                );
+                let error = upstream_error(&err);
+                return ToolOutcome::error(if self.expose_error_details {
+                    error.with_type_name(err.type_name())
+                } else {
+                    error
+                });
             }
         };
         match tool_result(
@@ -390,8 +399,11 @@ impl Dispatcher {
             &redactor,
             operation_id,
         ) {
-            Ok(body) => ToolOutcome::success(body),
-            Err(err) => ToolOutcome::error(&err),
+            Ok(body) => ToolOutcome::Success {
+                status: Some(response.status),
+                body,
+            },
+            Err(err) => ToolOutcome::error(err),
         }
     }
 

@@ -6,9 +6,11 @@ pub mod discover;
 pub mod dispatcher;
 pub mod exposure;
 pub mod server;
+pub mod service;
 pub mod surface_tools;
 pub mod tools;
 pub mod transport;
 pub mod validation;
 
 pub use dispatcher::{Dispatcher, ToolOutcome, UnknownTool};
+pub use service::ToolService;

@@ -13,9 +13,9 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 
-use crate::app::App;
+use super::ToolService;
 use crate::audit::{Event, EventKind, Outcome};
-use crate::gitea::{Identity, IdentityMode};
+use crate::gitea::{ErrorKind, Identity, IdentityMode, ToolError};
 use crate::mcp::dispatcher::{ToolOutcome, UnknownTool};
 use crate::metrics::{CallOutcome, UNKNOWN_TOOL};
 use crate::surface::Surface;
@@ -32,19 +32,19 @@ pub enum Transport {
 
 #[derive(Clone)]
 pub struct GatewayServer {
-    app: Arc<App>,
+    service: Arc<ToolService>,
     transport: Transport,
 }
 
 impl GatewayServer {
-    pub fn new(app: Arc<App>, transport: Transport) -> Self {
-        Self { app, transport }
+    pub fn new(service: Arc<ToolService>, transport: Transport) -> Self {
+        Self { service, transport }
     }
 
     async fn identity(&self, context: &RequestContext<RoleServer>) -> Result<Identity, McpError> {
         match self.transport {
             Transport::Stdio => self
-                .app
+                .service
                 .admin_identity(IdentityMode::Stdio)
                 .await
                 .ok_or_else(|| McpError::internal_error("no admin token is configured", None)),
@@ -92,12 +92,12 @@ impl ServerHandler for GatewayServer {
     ) -> Result<ListToolsResult, McpError> {
         let surface = self.surface(&context)?;
         Ok(ListToolsResult::with_all_items(
-            self.app.dispatcher().tools(&surface).to_vec(),
+            self.service.dispatcher().tools(&surface).to_vec(),
         ))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.app.dispatcher().any_tool(name)
+        self.service.dispatcher().any_tool(name)
     }
 
     async fn call_tool(
@@ -110,11 +110,11 @@ impl ServerHandler for GatewayServer {
         let args = request.arguments.unwrap_or_default();
         // Write-ahead entry: durable before anything goes upstream; a call
         // whose entry cannot be written is refused.
-        let started = tool_call_event(&self.app, &identity, &request.name, &args);
-        let audit = self.app.audit();
-        let metrics = self.app.metrics();
+        let started = tool_call_event(&self.service, &identity, &request.name, &args);
+        let audit = self.service.audit();
+        let metrics = self.service.metrics();
         // A label only for names the catalog defines: clients cannot add any.
-        let tool_label = if self.app.dispatcher().is_tool_name(&request.name) {
+        let tool_label = if self.service.dispatcher().is_tool_name(&request.name) {
             request.name.to_string()
         } else {
             UNKNOWN_TOOL.to_owned()
@@ -125,14 +125,14 @@ impl ServerHandler for GatewayServer {
                 metrics.observe_tool_call(&tool_label, CallOutcome::Refused, None, Duration::ZERO);
                 tracing::error!(error = %err, tool = %request.name, "tool call refused: the audit log is unavailable");
                 return Ok(CallToolResult::error(vec![ContentBlock::text(
-                    audit_unavailable().to_string(),
+                    audit_unavailable().to_json().to_string(),
                 )])
                 .into());
             }
         };
         let began = std::time::Instant::now();
         let result = self
-            .app
+            .service
             .dispatcher()
             .call(&identity, &surface, &request.name, args)
             .await;
@@ -149,8 +149,8 @@ impl ServerHandler for GatewayServer {
             tracing::error!(error = %err, seq = started_seq, "the tool_call_finished entry could not be written");
         }
         let outcome = result.map_err(|_| McpError::invalid_params("unknown tool", None))?;
-        let content = vec![ContentBlock::text(outcome.body.to_string())];
-        Ok(if outcome.is_error {
+        let content = vec![ContentBlock::text(outcome.to_json().to_string())];
+        Ok(if outcome.is_error() {
             CallToolResult::error(content)
         } else {
             CallToolResult::success(content)
@@ -159,25 +159,24 @@ impl ServerHandler for GatewayServer {
     }
 }
 
-/// The error result of a call refused because its audit entry could not be written.
-pub fn audit_unavailable() -> serde_json::Value {
-    serde_json::json!({"error": {
-        "status": null,
-        "kind": "audit_unavailable",
-        "message": "the audit log is unavailable, so the call was refused; nothing was sent to Gitea",
-    }})
+/// The error of a call refused because its audit entry could not be written.
+pub fn audit_unavailable() -> ToolError {
+    ToolError::new(
+        ErrorKind::AuditUnavailable,
+        "the audit log is unavailable, so the call was refused; nothing was sent to Gitea",
+    )
 }
 
 /// `tool_call_started`: identity, tool, method and route template (for
 /// catalog operations, also when a call tool runs one), the operation a
 /// call tool or the raw tool runs, argument names. Never values.
 fn tool_call_event(
-    app: &App,
+    service: &ToolService,
     identity: &Identity,
     name: &str,
     args: &serde_json::Map<String, serde_json::Value>,
 ) -> Event {
-    let described = app.dispatcher().describe_call(name, args);
+    let described = service.dispatcher().describe_call(name, args);
     let mut event = Event::new(EventKind::ToolCallStarted)
         .identity(identity)
         .tool(name);
@@ -206,21 +205,13 @@ fn finished_event(
             event.error_kind = Some("unknown_tool".to_owned());
         }
         Ok(outcome) => {
-            let error = outcome.body.get("error").filter(|_| outcome.is_error);
-            event.outcome = Some(if outcome.is_error {
+            event.outcome = Some(if outcome.is_error() {
                 Outcome::Error
             } else {
                 Outcome::Ok
             });
-            event.status = error
-                .and_then(|e| e.get("status"))
-                .or_else(|| outcome.body.get("status"))
-                .and_then(serde_json::Value::as_u64)
-                .and_then(|s| u16::try_from(s).ok());
-            event.error_kind = error
-                .and_then(|e| e.get("kind"))
-                .and_then(serde_json::Value::as_str)
-                .map(str::to_owned);
+            event.status = outcome.status();
+            event.error_kind = outcome.error_kind().map(|kind| kind.as_str().to_owned());
         }
     }
     event

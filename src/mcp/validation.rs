@@ -22,6 +22,19 @@ type LazyValidator = (
     OnceLock<Option<jsonschema::Validator>>,
 );
 
+/// Why arguments were refused. Its text names JSON paths and failed
+/// keywords, never a value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ArgumentError {
+    #[error("no schema is known for this tool")]
+    NoSchema,
+    #[error("this tool's input schema is broken; the call was refused")]
+    BrokenSchema,
+    /// At most five problems, each one path, rule and schema path.
+    #[error("{}", .0.join("; "))]
+    Invalid(Vec<String>),
+}
+
 /// A compiled-on-demand validator per tool.
 pub struct ArgumentValidator {
     schemas: HashMap<String, LazyValidator>,
@@ -47,9 +60,9 @@ impl ArgumentValidator {
 
     /// Validates `args` against the schema of `tool`. A tool without a
     /// schema here, or whose schema does not compile, fails closed.
-    pub fn validate(&self, tool: &str, args: &Map<String, Value>) -> Result<(), String> {
+    pub fn validate(&self, tool: &str, args: &Map<String, Value>) -> Result<(), ArgumentError> {
         let Some((schema, compiled)) = self.schemas.get(tool) else {
-            return Err("no schema is known for this tool".into());
+            return Err(ArgumentError::NoSchema);
         };
         let validator = compiled.get_or_init(|| {
             let schema = Value::Object(schema.as_ref().clone());
@@ -62,7 +75,7 @@ impl ArgumentValidator {
             }
         });
         let Some(validator) = validator else {
-            return Err("this tool's input schema is broken; the call was refused".into());
+            return Err(ArgumentError::BrokenSchema);
         };
         let instance = Value::Object(args.clone());
         let problems: Vec<String> = validator
@@ -79,7 +92,7 @@ impl ArgumentValidator {
         if problems.is_empty() {
             Ok(())
         } else {
-            Err(problems.join("; "))
+            Err(ArgumentError::Invalid(problems))
         }
     }
 }
@@ -154,7 +167,10 @@ mod tests {
 
     #[test]
     fn missing_required_argument_is_named() {
-        let err = validator().validate("t", &args(json!({}))).unwrap_err();
+        let err = validator()
+            .validate("t", &args(json!({})))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("required property `owner`"), "{err}");
         assert!(err.contains("schema path `/required`"), "{err}");
     }
@@ -163,7 +179,8 @@ mod tests {
     fn unknown_argument_is_named() {
         let err = validator()
             .validate("t", &args(json!({"owner": "o", "bogus": 1})))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("`bogus`"), "{err}");
     }
 
@@ -174,7 +191,8 @@ mod tests {
                 "t",
                 &args(json!({"owner": "o", "index": "secret-looking-value"})),
             )
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("`/index`"), "{err}");
         assert!(!err.contains("secret-looking-value"), "{err}");
     }
@@ -186,7 +204,8 @@ mod tests {
                 "t",
                 &args(json!({"owner": "o", "state": "hunter2-password"})),
             )
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("`enum`"), "{err}");
         assert!(!err.contains("hunter2"), "{err}");
     }

@@ -25,9 +25,9 @@ use super::redirect_uri::{
 use super::sign_in::{UpstreamStart, is_random_value};
 use super::tokens::{PENDING_TTL, random_value};
 use super::{OAuthServer, SCOPE};
-use crate::pages::connections::host_of;
-use crate::pages::cookies::{read_cookie, set_cookie};
-use crate::pages::{ErrorPage, form_origin_allowed, render_page, with_page_headers};
+use crate::page_kit::cookies::{read_cookie, set_cookie};
+use crate::page_kit::host_of;
+use crate::page_kit::{ErrorPage, form_origin_allowed, render_page, with_page_headers};
 use crate::store::{
     ClientRecord, PendingAuthorization, PendingFlow, Registration, StoreError, hash_secret,
 };

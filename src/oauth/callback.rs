@@ -1,15 +1,13 @@
 //! `/oauth/callback`: Gitea sends the person back here, for either flow
-//! (the stored state says which). The sign-in completes only in the browser
-//! that started it (binding cookie), only once, and only before it expires;
-//! otherwise an error page, never a redirect. Then the Gitea code is
-//! exchanged (`sign_in::finish`). For an MCP client's authorization the
-//! grant is stored with the Gitea tokens encrypted and our own single-use
-//! code sent to the client with `state` and `iss`; a page sign-in becomes a
-//! page session (`pages::session`).
+//! (the stored state says which; the HTTP layer's route switches on it).
+//! [`receive`] completes the Gitea leg only in the browser that started it
+//! (binding cookie), only once, and only before it expires; otherwise an
+//! error page, never a redirect. Then the Gitea code is exchanged
+//! (`sign_in::finish`). For an MCP client's authorization,
+//! [`complete_authorization`] stores the grant with the Gitea tokens
+//! encrypted and sends our own single-use code to the client with `state`
+//! and `iss`; a page sign-in becomes a page session (`pages::session`).
 
-use std::sync::Arc;
-
-use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 
@@ -20,32 +18,38 @@ use super::params::OAuthParams;
 use super::sign_in::{self, UpstreamOutcome};
 use super::tokens::{CODE_TTL, new_token, random_value};
 use super::upstream::GiteaUser;
-use crate::pages::{ErrorPage, with_page_headers};
-use crate::store::{
-    AuthCodeRecord, GiteaTokens, GrantRecord, PendingAuthorization, PendingFlow, hash_secret,
-};
+use crate::page_kit::{ErrorPage, with_page_headers};
+use crate::store::{AuthCodeRecord, GiteaTokens, GrantRecord, PendingAuthorization, hash_secret};
 
-fn error_page(status: StatusCode, title: &'static str, message: &str) -> Response {
-    ErrorPage::new(status, title, message).into_response()
+fn error_page(status: StatusCode, title: &'static str, message: &str) -> ErrorPage {
+    ErrorPage::new(status, title, message)
+}
+
+/// Gitea's redirect, received: the pending sign-in it completes and
+/// Gitea's answer (tokens and user, or why not).
+pub struct ReceivedCallback {
+    pub pending: PendingAuthorization,
+    pub signed_in: Result<(GiteaTokens, GiteaUser), UpstreamOutcome>,
+    pub now: i64,
 }
 
 const RESTART: &str =
     "This sign-in is unknown, expired or already completed. Start again from your application.";
 
-/// `GET /oauth/callback`.
-pub async fn callback(
-    State(server): State<Arc<OAuthServer>>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Response {
-    let params = match OAuthParams::parse(query.unwrap_or_default().as_bytes()) {
-        Ok(p) => p,
-        Err(err) => {
-            return error_page(StatusCode::BAD_REQUEST, "Invalid sign-in", &err.to_string());
-        }
-    };
+/// The Gitea leg of `GET /oauth/callback` with `query`, for either flow.
+pub async fn receive(
+    server: &OAuthServer,
+    query: Option<String>,
+    headers: &HeaderMap,
+) -> Result<ReceivedCallback, ErrorPage> {
+    let params = OAuthParams::parse(query.unwrap_or_default().as_bytes())
+        .map_err(|err| error_page(StatusCode::BAD_REQUEST, "Invalid sign-in", &err.to_string()))?;
     let Some(state) = params.get("state") else {
-        return error_page(StatusCode::BAD_REQUEST, "Invalid sign-in", RESTART);
+        return Err(error_page(
+            StatusCode::BAD_REQUEST,
+            "Invalid sign-in",
+            RESTART,
+        ));
     };
     let pending = match server
         .store
@@ -53,45 +57,58 @@ pub async fn callback(
         .await
     {
         Ok(Some(p)) => p,
-        Ok(None) => return error_page(StatusCode::BAD_REQUEST, "Sign-in expired", RESTART),
+        Ok(None) => {
+            return Err(error_page(
+                StatusCode::BAD_REQUEST,
+                "Sign-in expired",
+                RESTART,
+            ));
+        }
         Err(err) => {
             tracing::error!(error = %err, "callback state lookup failed");
-            return error_page(
+            return Err(error_page(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "Try again later",
                 "The sign-in could not be completed.",
-            );
+            ));
         }
     };
     let now = server.now();
     if pending.expires_at <= now {
-        return error_page(StatusCode::BAD_REQUEST, "Sign-in expired", RESTART);
+        return Err(error_page(
+            StatusCode::BAD_REQUEST,
+            "Sign-in expired",
+            RESTART,
+        ));
     }
     let Some(leg) = &pending.upstream else {
-        return error_page(StatusCode::BAD_REQUEST, "Sign-in expired", RESTART);
+        return Err(error_page(
+            StatusCode::BAD_REQUEST,
+            "Sign-in expired",
+            RESTART,
+        ));
     };
-    if !sign_in::holds_binding(&server, &headers, leg) {
+    if !sign_in::holds_binding(server, headers, leg) {
         tracing::warn!(
             flow = pending.flow.as_str(),
             "callback without the approving browser's binding cookie"
         );
-        return error_page(
+        return Err(error_page(
             StatusCode::FORBIDDEN,
             "Sign-in refused",
             "This sign-in was started in another browser. Start again from where you began.",
-        );
+        ));
     }
-    let signed_in = sign_in::finish(&server, leg, &params, now).await;
-    match pending.flow {
-        PendingFlow::Authorize => complete_authorization(&server, &pending, signed_in, now).await,
-        PendingFlow::PageSignIn => {
-            crate::pages::session::complete_sign_in(&server, &pending, signed_in, now).await
-        }
-    }
+    let signed_in = sign_in::finish(server, leg, &params, now).await;
+    Ok(ReceivedCallback {
+        pending,
+        signed_in,
+        now,
+    })
 }
 
 /// The client-facing half: from Gitea's answer to our code at the client.
-async fn complete_authorization(
+pub async fn complete_authorization(
     server: &OAuthServer,
     pending: &PendingAuthorization,
     signed_in: Result<(GiteaTokens, GiteaUser), UpstreamOutcome>,

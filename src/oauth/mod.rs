@@ -7,7 +7,8 @@
 //! signs in at Gitea (`upstream`) → `/oauth/callback` stores the grant and
 //! issues our code (`callback`) → `/token` (`token`) → `/revoke`
 //! (`revoke`). At `/mcp`, `resolver` maps an `agm_` token to the grant's
-//! Gitea session. The store is reached only through [`OAuthStore`].
+//! Gitea session. The store is reached only through [`OAuthStore`]. The
+//! routes are declared in `crate::http`, which mounts these handlers.
 
 pub mod authorize;
 pub mod callback;
@@ -29,11 +30,9 @@ pub mod upstream;
 
 use std::sync::Arc;
 
-use axum::Router;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::State;
 use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use crate::catalog::Catalog;
@@ -136,19 +135,6 @@ impl OAuthServer {
     }
 }
 
-/// The OAuth routes in two groups, for the HTTP layer to put its rate
-/// limiter inside the CORS layer of `api` (so a 429 still carries CORS
-/// headers a browser-based client can read).
-pub struct OAuthRoutes {
-    /// Discovery, registration, token and revocation: they answer
-    /// cross-origin requests (browser-based clients such as MCP Inspector)
-    /// once wrapped in [`api_cors`].
-    pub api: Router,
-    /// `/authorize`, the consent form, the callback and the people's pages:
-    /// same-origin only.
-    pub pages: Router,
-}
-
 /// The CORS policy of the OAuth API routes: any origin, no credentials.
 pub fn api_cors() -> CorsLayer {
     CorsLayer::new()
@@ -163,50 +149,11 @@ pub fn api_cors() -> CorsLayer {
         .max_age(std::time::Duration::from_secs(3600))
 }
 
-/// The OAuth routes, and the people's pages that sign in through them.
-/// Every body is limited to [`OAUTH_BODY_LIMIT`].
-pub fn router(server: Arc<OAuthServer>) -> OAuthRoutes {
-    let api = Router::new()
-        .route(
-            "/.well-known/oauth-protected-resource",
-            get(protected_resource),
-        )
-        .route(
-            "/.well-known/oauth-protected-resource/mcp",
-            get(protected_resource),
-        )
-        .route(
-            "/.well-known/oauth-protected-resource/mcp/{*surface}",
-            get(protected_resource),
-        )
-        .route(
-            "/.well-known/oauth-authorization-server",
-            get(authorization_server),
-        )
-        .route(
-            "/.well-known/oauth-authorization-server/mcp",
-            get(authorization_server),
-        )
-        .route("/register", post(register::register))
-        .route("/token", post(token::token))
-        .route("/revoke", post(revoke::revoke))
-        .with_state(server.clone())
-        .layer(DefaultBodyLimit::max(OAUTH_BODY_LIMIT));
-    let pages = Router::new()
-        .route("/authorize", get(authorize::authorize))
-        .route("/authorize/consent", post(authorize::consent))
-        .route("/oauth/callback", get(callback::callback))
-        .with_state(server.clone())
-        .merge(crate::pages::router(server))
-        .layer(DefaultBodyLimit::max(OAUTH_BODY_LIMIT));
-    OAuthRoutes { api, pages }
-}
-
 /// The document of the MCP URL appended to the well-known path (`/mcp`
 /// when none is); `resource` repeats that URL as the client knows it, since
 /// clients check that it matches the URL they connect to. 404 for a path
 /// that is not one of our MCP URLs.
-async fn protected_resource(State(server): State<Arc<OAuthServer>>, uri: Uri) -> Response {
+pub async fn protected_resource(State(server): State<Arc<OAuthServer>>, uri: Uri) -> Response {
     let path = uri
         .path()
         .strip_prefix(metadata::PROTECTED_RESOURCE_PATH)
@@ -222,7 +169,8 @@ async fn protected_resource(State(server): State<Arc<OAuthServer>>, uri: Uri) ->
     ))
 }
 
-async fn authorization_server(State(server): State<Arc<OAuthServer>>) -> Response {
+/// `/.well-known/oauth-authorization-server[/mcp]`.
+pub async fn authorization_server(State(server): State<Arc<OAuthServer>>) -> Response {
     discovery_json(metadata::authorization_server_metadata(&server.config))
 }
 

@@ -14,8 +14,8 @@ use super::OAuthServer;
 use super::params::OAuthParams;
 use super::tokens::{PENDING_TTL, random_value};
 use super::upstream::{GiteaUser, UpstreamAuthError};
-use crate::pages::cookies::{read_cookie, set_cookie};
-use crate::pages::with_page_headers;
+use crate::page_kit::cookies::{read_cookie, set_cookie};
+use crate::page_kit::with_page_headers;
 use crate::store::{GiteaTokens, UnixTime, UpstreamLeg, hash_secret};
 
 /// Cookie binding a sign-in to the browser that started it.

@@ -12,9 +12,9 @@ use serde::Deserialize;
 
 use super::connections::{GrantRow, grant_rows};
 use super::session::{CheckedForm, ReturnTo, SignedIn, signed_in};
-use super::{ErrorPage, render_page, with_page_headers};
+use crate::connector_snippets::{ConnectorSnippet, connector_snippets};
 use crate::oauth::OAuthServer;
-use crate::setup::snippets::{ConnectorSnippet, connector_snippets};
+use crate::page_kit::{ErrorPage, render_page, with_page_headers};
 use crate::store::{ClientRecord, StoreError};
 
 #[derive(Template)]

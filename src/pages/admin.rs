@@ -15,9 +15,9 @@ use serde::Deserialize;
 use super::account::{SignInPage, may_administer, store_failure};
 use super::connections::{ClientRow, GrantRow, client_rows, grant_rows};
 use super::session::{CheckedForm, ReturnTo, SignedIn, signed_in};
-use super::{ErrorPage, render_page, with_page_headers};
 use crate::oauth::OAuthServer;
 use crate::oauth::upstream::UpstreamAuthError;
+use crate::page_kit::{ErrorPage, render_page, with_page_headers};
 
 /// Grants per admin page.
 const PAGE_SIZE: usize = 50;

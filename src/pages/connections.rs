@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use crate::page_kit::host_of;
 use crate::store::{ClientRecord, GrantRecord, Registration, UnixTime};
 
 /// Longest client name shown (registration already bounds it; this keeps
@@ -55,19 +56,6 @@ fn registration(client: Option<&ClientRecord>) -> &'static str {
         Some(Registration::MetadataDocument) => "metadata document",
         None => "deleted client",
     }
-}
-
-/// The host a redirect URI sends people to (for a private-use scheme
-/// without a host, the scheme).
-pub fn host_of(uri: &str) -> String {
-    url::Url::parse(uri)
-        .ok()
-        .map(|u| {
-            u.host_str()
-                .map(str::to_owned)
-                .unwrap_or_else(|| format!("{}:", u.scheme()))
-        })
-        .unwrap_or_default()
 }
 
 /// Rows for `grants`, looking their clients up in `clients`.

@@ -18,13 +18,13 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use super::cookies::{clear_cookie, read_cookie, set_cookie};
-use super::{ErrorPage, form_origin_allowed, with_page_headers};
 use crate::oauth::OAuthServer;
 use crate::oauth::params::OAuthParams;
 use crate::oauth::sign_in::{UpstreamOutcome, UpstreamStart};
 use crate::oauth::tokens::{PENDING_TTL, random_value};
 use crate::oauth::upstream::GiteaUser;
+use crate::page_kit::cookies::{clear_cookie, read_cookie, set_cookie};
+use crate::page_kit::{ErrorPage, form_origin_allowed, with_page_headers};
 use crate::store::{GiteaTokens, PageSession, PendingAuthorization, PendingFlow, hash_secret};
 
 /// The session cookie.

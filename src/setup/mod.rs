@@ -6,13 +6,12 @@
 //! and create a temporary file beside it (`env_file`), check Gitea and
 //! create the OAuth2 application (`gitea`), then write the env file
 //! atomically and print the next steps and the connector snippets
-//! (`snippets`). Secrets go to the file only, never to stdout or stderr.
+//! (`crate::connector_snippets`). Secrets go to the file only, never to stdout or stderr.
 
 mod answers;
 mod env_file;
 mod gitea;
 mod secrets;
-pub mod snippets;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -21,12 +20,12 @@ use secrecy::{ExposeSecret, SecretString};
 
 use crate::config::{ConfigError, Settings, SettingsSource, is_loopback_url};
 
+pub use crate::connector_snippets::{ConnectorSnippet, connector_snippets};
 pub use answers::SetupArgs;
 use answers::{AnswerError, Answers, TerminalPrompt};
 use env_file::{OutputError, PendingFile};
 use gitea::{Gitea, GiteaError, OAuthApp};
 use secrets::Generated;
-pub use snippets::{ConnectorSnippet, connector_snippets};
 
 /// Why `setup` stopped. No variant carries a secret.
 #[derive(Debug, thiserror::Error)]
@@ -338,7 +337,7 @@ impl Summary<'_> {
         line("Next: start the gateway".to_owned());
         line(format!(
             "  aegis-gitea-mcp --env-file {} serve",
-            snippets::shell_word(&shown)
+            crate::connector_snippets::shell_word(&shown)
         ));
         if self.oauth {
             line(

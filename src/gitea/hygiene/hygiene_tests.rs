@@ -6,7 +6,7 @@ use crate::gitea::hygiene::redaction::REDACTED;
 use crate::gitea::hygiene::secrets::{
     CREDENTIAL_ISSUING_OPERATIONS, WEBHOOK_OPERATIONS, body_secrets,
 };
-use crate::gitea::identity::IdentityMode;
+use crate::identity::IdentityMode;
 use base64::Engine;
 use bytes::Bytes;
 use proptest::prelude::*;

@@ -13,30 +13,29 @@
 //! marker, never a secret. Errors from Gitea get exact redaction, masking
 //! and truncation in the same order. Pure: no I/O.
 //!
-//! The passes are the children of this module: `redaction` (steps 2 and
-//! 3), `masking` (step 4) and `bounds` (step 5), with `secrets` (which
-//! values of a call are secrets, which operations get special treatment)
-//! and `walk` (the walk over a document's text that redaction and masking
-//! share). Decoding (step 1) is the envelope's, in `gitea::envelope`.
+//! The passes are the children of this module, `redaction` (steps 2 and
+//! 3) and `bounds` (step 5), with `secrets` (which values of a call are
+//! secrets, which operations get special treatment); and the leaf module
+//! `crate::masking` (step 4, and the walk over a document's text that
+//! redaction and masking share; the audit log masks with it too).
+//! Decoding (step 1) is the envelope's, in `gitea::envelope`.
 
 pub mod bounds;
-pub mod masking;
 pub mod redaction;
 pub mod secrets;
-pub mod walk;
 
 use serde_json::Value;
 
 use self::bounds::{Bounds, apply_bounds};
-use self::masking::masker;
 use self::redaction::{Redactor, redact_authorization_headers};
 use self::secrets::is_credential_issuing;
 use super::call::GiteaCall;
 use super::envelope::{clean_message, decoded_envelope, gitea_message, truncate_message};
 use super::error::{ErrorKind, ToolError};
 use super::executor::UpstreamResponse;
-use super::identity::Identity;
 use crate::config::{Limits, SecretDetectionMode};
+use crate::identity::Identity;
+use crate::masking::masker;
 
 /// The settings the pipeline follows, the same for every call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,6 +108,7 @@ fn apply_mode(
                     "Gitea answered HTTP {status}, but the result was withheld because it appears to contain a credential ({}). SECRET_DETECTION_MODE=block withholds such results.",
                     names.join(", ")
                 ),
+                type_name: None,
             })
         }
     }
@@ -147,6 +147,7 @@ pub fn gitea_error(
         status: Some(status),
         kind,
         message: truncate_message(message),
+        type_name: None,
     }
 }
 

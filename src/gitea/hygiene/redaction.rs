@@ -15,7 +15,7 @@ use std::borrow::Cow;
 use aho_corasick::{AhoCorasick, MatchKind};
 use serde_json::Value;
 
-use super::walk::{rewrite_base64_fields, rewrite_strings};
+use crate::masking::walk::{rewrite_base64_fields, rewrite_strings};
 
 pub const REDACTED: &str = "[REDACTED]";
 

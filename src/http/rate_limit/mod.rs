@@ -119,7 +119,8 @@ impl RateLimiter {
         )
     }
 
-    /// The limiter of the routes that park state ([`parks_state`]): per IP only.
+    /// The limiter of the routes that park state for an unauthenticated
+    /// caller (declared on those routes in `http`): per IP only.
     pub fn sign_ins_from_settings(settings: &Settings) -> Self {
         Self::new(
             settings.rate_limits.sign_ins_per_ip,
@@ -285,27 +286,6 @@ pub async fn limit(
     match refusal {
         None => next.run(request).await,
         Some(refusal) => too_many_requests(refusal),
-    }
-}
-
-/// The routes that park state in the store for an unauthenticated caller:
-/// a pending authorization (`/authorize`, `/account/sign-in`) or a client
-/// (`/register`). They get a second, tighter per-IP limit so that one
-/// client cannot fill the store's global caps.
-pub fn parks_state(path: &str) -> bool {
-    matches!(path, "/authorize" | "/account/sign-in" | "/register")
-}
-
-/// Middleware: [`limit`] with the sign-in limiter, on [`parks_state`] routes only.
-pub async fn limit_sign_ins(
-    State(limiter): State<Arc<RateLimiter>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    if parks_state(request.uri().path()) {
-        limit(State(limiter), request, next).await
-    } else {
-        next.run(request).await
     }
 }
 

@@ -24,7 +24,9 @@ use base64::Engine;
 use regex::Regex;
 use serde_json::Value;
 
-use super::walk::{any_base64_field, any_string, rewrite_base64_fields, rewrite_strings};
+pub mod walk;
+
+use walk::{any_base64_field, any_string, rewrite_base64_fields, rewrite_strings};
 
 /// What replaces the hidden part of a masked secret.
 pub const MASKED: &str = "[MASKED]";
@@ -445,5 +447,4 @@ pub fn mask_secret(secret: &str) -> String {
 }
 
 #[cfg(test)]
-#[path = "masking_tests.rs"]
 mod tests;

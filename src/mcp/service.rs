@@ -1,0 +1,56 @@
+//! The tool service: everything one MCP tool call needs, and nothing else.
+//! The dispatcher (tools and their rules), the audit log (the write-ahead
+//! entry and the result entry), the metrics, and the admin account (the
+//! identity of stdio and of the static bearer). The SDK adapter
+//! (`server`) is handed this, not the whole application.
+
+use std::sync::Arc;
+
+use super::Dispatcher;
+use crate::audit::AuditLog;
+use crate::gitea::admin::AdminAccount;
+use crate::gitea::{Identity, IdentityMode};
+use crate::metrics::Metrics;
+
+#[derive(Debug)]
+pub struct ToolService {
+    dispatcher: Dispatcher,
+    audit: AuditLog,
+    metrics: Arc<Metrics>,
+    admin: Option<AdminAccount>,
+}
+
+impl ToolService {
+    pub fn new(
+        dispatcher: Dispatcher,
+        audit: AuditLog,
+        metrics: Arc<Metrics>,
+        admin: Option<AdminAccount>,
+    ) -> Self {
+        Self {
+            dispatcher,
+            audit,
+            metrics,
+            admin,
+        }
+    }
+
+    pub fn dispatcher(&self) -> &Dispatcher {
+        &self.dispatcher
+    }
+
+    pub fn audit(&self) -> &AuditLog {
+        &self.audit
+    }
+
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// The admin-token identity for a caller authenticated by `mode`, when
+    /// `GITEA_TOKEN` is configured.
+    pub async fn admin_identity(&self, mode: IdentityMode) -> Option<Identity> {
+        let admin = self.admin.as_ref()?;
+        Some(admin.identity(self.dispatcher.client(), mode).await)
+    }
+}

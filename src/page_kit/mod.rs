@@ -1,0 +1,191 @@
+//! The page kit: what every browser page shares, the consent page and the
+//! people's pages alike. The askama layout's rendering, the security
+//! headers (no caching, no referrer, no framing, a CSP without
+//! `unsafe-inline`), the error page, the stylesheet and favicon routes,
+//! cookies, the same-origin rule for form posts, and how a redirect URI's
+//! host is shown. A leaf: it knows no OAuth and no store.
+
+pub mod cookies;
+
+use askama::Template;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+/// The pages' CSP: nothing but our own stylesheet and images; no script at
+/// all; never framed. `form-action` is left out on purpose: browsers apply
+/// it to the redirects after a form post, and the consent form's redirect
+/// goes to Gitea or to the client's own (often private-use) redirect URI.
+pub const PAGE_CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; \
+     base-uri 'none'; frame-ancestors 'none'";
+
+/// Adds the headers every page carries.
+pub fn add_page_headers(headers: &mut HeaderMap) {
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(PAGE_CSP),
+    );
+}
+
+/// Renders a template into a page response with the shared headers.
+pub fn render_page(status: StatusCode, template: &impl Template) -> Response {
+    match template.render() {
+        Ok(html) => html_page(status, html),
+        Err(err) => {
+            tracing::error!(error = %err, "a page template failed to render");
+            html_page(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "<!doctype html><title>Error</title><p>The page could not be shown.</p>".into(),
+            )
+        }
+    }
+}
+
+/// Adds the page headers to any response (a redirect from a page flow).
+pub fn with_page_headers(mut response: Response) -> Response {
+    add_page_headers(response.headers_mut());
+    response
+}
+
+fn html_page(status: StatusCode, html: String) -> Response {
+    let mut response = (
+        status,
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        html,
+    )
+        .into_response();
+    add_page_headers(response.headers_mut());
+    response
+}
+
+/// An error page: what went wrong in words for a person, nothing from the
+/// request echoed back. Used wherever redirecting could be abused.
+#[derive(Debug, Clone, Template)]
+#[template(path = "error.html")]
+pub struct ErrorPage {
+    pub status: u16,
+    pub title: &'static str,
+    pub message: String,
+    /// A link the person may follow back to the application: (URL, host).
+    pub continue_to: Option<(String, String)>,
+}
+
+impl ErrorPage {
+    pub fn new(status: StatusCode, title: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status: status.as_u16(),
+            title,
+            message: message.into(),
+            continue_to: None,
+        }
+    }
+
+    /// Offers a link to `url` (on `host`) instead of sending the browser there.
+    pub fn with_continue_link(mut self, url: String, host: String) -> Self {
+        self.continue_to = Some((url, host));
+        self
+    }
+}
+
+impl IntoResponse for ErrorPage {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::BAD_REQUEST);
+        render_page(status, &self)
+    }
+}
+
+/// The stylesheet, compiled in so the binary is the whole deployment.
+pub async fn stylesheet() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/css; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=3600"),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ],
+        include_str!("../../static/aegis.css"),
+    )
+        .into_response()
+}
+
+/// `/favicon.ico`: none, said without a 404 (browsers ask on every page).
+pub async fn no_favicon() -> Response {
+    (
+        StatusCode::NO_CONTENT,
+        [(header::CACHE_CONTROL, "public, max-age=86400")],
+    )
+        .into_response()
+}
+
+/// The Origin rule for form posts: absent, `null` (browsers send it from a
+/// `no-referrer` page) or our own origin pass; anything else is a cross-site
+/// post and is refused.
+pub fn form_origin_allowed(headers: &HeaderMap, own_origin: &str) -> bool {
+    match headers.get(header::ORIGIN).map(HeaderValue::to_str) {
+        None => true,
+        Some(Ok(origin)) => origin == "null" || origin.eq_ignore_ascii_case(own_origin),
+        Some(Err(_)) => false,
+    }
+}
+
+/// The host a redirect URI sends people to (for a private-use scheme
+/// without a host, the scheme).
+pub fn host_of(uri: &str) -> String {
+    url::Url::parse(uri)
+        .ok()
+        .map(|u| {
+            u.host_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| format!("{}:", u.scheme()))
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_carry_no_store_no_referrer_and_anti_framing() {
+        let response = ErrorPage::new(StatusCode::BAD_REQUEST, "Bad", "x").into_response();
+        let h = response.headers();
+        assert_eq!(h[header::CACHE_CONTROL], "no-store");
+        assert_eq!(h[header::REFERRER_POLICY], "no-referrer");
+        assert_eq!(h[header::X_FRAME_OPTIONS], "DENY");
+        let csp = h[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
+        assert!(csp.contains("frame-ancestors 'none'"));
+        assert!(!csp.contains("unsafe-inline"));
+    }
+
+    #[test]
+    fn error_pages_escape_their_message() {
+        let html = ErrorPage::new(StatusCode::BAD_REQUEST, "Bad", "<script>x</script>")
+            .render()
+            .unwrap();
+        assert!(!html.contains("<script>x"));
+        assert!(html.contains("&#60;script&#62;") || html.contains("&lt;script&gt;"));
+    }
+
+    #[test]
+    fn form_posts_from_null_or_our_origin_pass_and_others_do_not() {
+        let own = "https://mcp.example.com";
+        let with = |v: &'static str| {
+            let mut h = HeaderMap::new();
+            h.insert(header::ORIGIN, HeaderValue::from_static(v));
+            h
+        };
+        assert!(form_origin_allowed(&HeaderMap::new(), own));
+        assert!(form_origin_allowed(&with("null"), own));
+        assert!(form_origin_allowed(&with("https://mcp.example.com"), own));
+        assert!(!form_origin_allowed(&with("https://evil.example"), own));
+    }
+}

@@ -1,0 +1,140 @@
+//! The import rules of `docs/architecture.md`, read from the source: no
+//! cycle between the top-level modules of `src/`, the MCP layer does not
+//! reach up to the application, the OAuth server knows no page and no HTTP
+//! wiring, and the leaves import nothing of ours beyond what they are
+//! allowed.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// Top-level module → the top-level modules it names (`crate::x`), read
+/// from code lines (comments left out).
+fn imports() -> BTreeMap<String, BTreeSet<String>> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut stack = vec![src.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let relative = path.strip_prefix(&src).unwrap();
+            let first = relative.components().next().unwrap();
+            let top = first.as_os_str().to_str().unwrap().trim_end_matches(".rs");
+            let text = std::fs::read_to_string(&path).unwrap();
+            let targets = edges.entry(top.to_owned()).or_default();
+            for line in text.lines() {
+                let code = line.split("//").next().unwrap_or_default();
+                for (i, _) in code.match_indices("crate::") {
+                    let name: String = code[i + 7..]
+                        .chars()
+                        .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                        .collect();
+                    if !name.is_empty() && name != top {
+                        targets.insert(name);
+                    }
+                }
+            }
+        }
+    }
+    edges
+}
+
+/// A path from `from` back to itself, if any.
+fn cycle_through(edges: &BTreeMap<String, BTreeSet<String>>, from: &str) -> Option<Vec<String>> {
+    fn walk(
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        start: &str,
+        at: &str,
+        path: &mut Vec<String>,
+        seen: &mut BTreeSet<String>,
+    ) -> bool {
+        for next in edges.get(at).into_iter().flatten() {
+            if next == start {
+                path.push(next.clone());
+                return true;
+            }
+            if seen.insert(next.clone()) {
+                path.push(next.clone());
+                if walk(edges, start, next, path, seen) {
+                    return true;
+                }
+                path.pop();
+            }
+        }
+        false
+    }
+    let mut path = vec![from.to_owned()];
+    walk(edges, from, from, &mut path, &mut BTreeSet::new()).then_some(path)
+}
+
+#[test]
+fn no_import_cycle_between_top_level_modules() {
+    let edges = imports();
+    for module in edges.keys() {
+        if let Some(cycle) = cycle_through(&edges, module) {
+            panic!("import cycle: {}", cycle.join(" → "));
+        }
+    }
+}
+
+#[test]
+fn the_mcp_layer_does_not_import_the_application() {
+    let edges = imports();
+    assert!(!edges["mcp"].contains("app"), "{:?}", edges["mcp"]);
+}
+
+#[test]
+fn the_oauth_server_knows_no_page_and_no_http_wiring() {
+    let edges = imports();
+    for forbidden in ["pages", "http", "app", "mcp"] {
+        assert!(
+            !edges["oauth"].contains(forbidden),
+            "oauth imports {forbidden}"
+        );
+    }
+}
+
+#[test]
+fn the_pages_do_not_depend_on_the_setup_wizard() {
+    let edges = imports();
+    assert!(!edges["pages"].contains("setup"), "{:?}", edges["pages"]);
+}
+
+#[test]
+fn leaves_stay_leaves() {
+    let edges = imports();
+    let allowed: &[(&str, &[&str])] = &[
+        ("catalog", &[]),
+        ("store", &[]),
+        ("identity", &[]),
+        ("masking", &[]),
+        ("page_kit", &[]),
+        ("connector_snippets", &[]),
+        ("surface", &["catalog"]),
+        (
+            "gitea",
+            &[
+                "bounded_body",
+                "catalog",
+                "config",
+                "identity",
+                "masking",
+                "tls",
+            ],
+        ),
+        ("audit", &["identity", "masking", "metrics"]),
+    ];
+    for (module, may) in allowed {
+        let extra: Vec<&String> = edges[*module]
+            .iter()
+            .filter(|m| !may.contains(&m.as_str()))
+            .collect();
+        assert!(extra.is_empty(), "{module} imports {extra:?}");
+    }
+}
