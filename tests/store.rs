@@ -58,6 +58,7 @@ spec!(
     codes::a_spent_code_replays_as_already_redeemed,
     codes::an_expired_unspent_code_is_unknown,
     codes::code_cap_counts_only_unexpired_codes,
+    codes::a_sign_in_is_stored_whole_or_not_at_all,
     refresh::an_active_refresh_token_rotates,
     refresh::a_previous_token_is_honoured_until_its_successor_is_used,
     refresh::using_the_successor_retires_the_previous_token,
@@ -86,3 +87,16 @@ spec!(
     page_sessions::a_page_session_under_a_wrong_key_is_undecryptable,
     page_sessions::revoke_grants_for_login_revokes_only_that_login,
 );
+
+/// The two migration dialects against each other: PostgreSQL only (it
+/// compares with a SQLite file of its own).
+mod dialects {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn both_dialects_give_the_same_schema() {
+        let Some(fixture) = crate::store_spec::fixture::Fixture::postgres().await else {
+            return;
+        };
+        crate::store_spec::dialects::both_dialects_give_the_same_schema(&fixture).await;
+        fixture.drop_database().await;
+    }
+}

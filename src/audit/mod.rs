@@ -24,8 +24,7 @@ pub use entry::{AuditIdentity, Event, EventKind, Outcome};
 
 /// The log's file name inside `DATA_DIR`.
 pub const AUDIT_FILE_NAME: &str = "audit.log";
-/// Default size at which the file is rotated (`AUDIT_MAX_BYTES`).
-pub const DEFAULT_MAX_BYTES: u64 = 64 * 1024 * 1024;
+pub use crate::config::DEFAULT_AUDIT_MAX_BYTES as DEFAULT_MAX_BYTES;
 /// Rotated files kept (`audit.log.1` … `audit.log.10`).
 pub const KEEP_FILES: usize = 10;
 /// Entries that may wait for the writer before callers wait to enqueue.

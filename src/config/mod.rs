@@ -124,6 +124,9 @@ impl Default for RateLimits {
     }
 }
 
+/// Default size at which the audit log is rotated (`AUDIT_MAX_BYTES`).
+pub const DEFAULT_AUDIT_MAX_BYTES: u64 = 64 * 1024 * 1024;
+
 /// The granular Gitea scopes requested when `OAUTH_SCOPES` is not set.
 pub const DEFAULT_OAUTH_SCOPES: &[&str] = &[
     "read:user",
@@ -413,7 +416,7 @@ impl Settings {
         let audit_max_bytes = parse_usize(
             "AUDIT_MAX_BYTES",
             get("AUDIT_MAX_BYTES"),
-            crate::audit::DEFAULT_MAX_BYTES as usize,
+            DEFAULT_AUDIT_MAX_BYTES as usize,
             4096..=(1 << 40),
         )? as u64;
 

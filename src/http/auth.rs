@@ -23,7 +23,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::app::App;
-use crate::gitea::IdentityMode;
+use crate::identity::IdentityMode;
 use crate::oauth::metadata::resource_metadata_url;
 use crate::oauth::resolver::{self, ResolveError};
 use crate::oauth::tokens::TOKEN_PREFIX;

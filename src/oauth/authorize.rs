@@ -100,112 +100,95 @@ fn error_redirect_url(
     with_query(redirect_uri, &pairs)
 }
 
-/// `GET /authorize`.
+/// The authorization request, checked (RFC 6749 §4.1.1, RFC 7636, RFC
+/// 8707): what gets parked once the client and redirect URI are known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthorizeRequest {
+    pub code_challenge: String,
+    /// The canonical resource: one of our MCP URLs.
+    pub resource: String,
+    pub state: Option<String>,
+}
+
+/// Checks the parameters an error may be redirected for; the error code
+/// and description otherwise. Pure.
+pub fn check_authorize_request(
+    config: &super::OAuthConfig,
+    params: &OAuthParams,
+) -> Result<AuthorizeRequest, (ErrorCode, &'static str)> {
+    if params.get("response_type") != Some("code") {
+        return Err((
+            ErrorCode::UnsupportedResponseType,
+            "response_type must be code",
+        ));
+    }
+    let Some(challenge) = params.get("code_challenge") else {
+        return Err((
+            ErrorCode::InvalidRequest,
+            "PKCE is required: send code_challenge with code_challenge_method=S256",
+        ));
+    };
+    if params.get("code_challenge_method") != Some("S256") {
+        return Err((
+            ErrorCode::InvalidRequest,
+            "code_challenge_method must be S256",
+        ));
+    }
+    if !is_valid_challenge(challenge) {
+        return Err((
+            ErrorCode::InvalidRequest,
+            "code_challenge must be a base64url SHA-256 digest",
+        ));
+    }
+    let Some(resource) = config.canonical_resource(params.get("resource")) else {
+        return Err((
+            ErrorCode::InvalidTarget,
+            "resource must be one of this server's MCP endpoints",
+        ));
+    };
+    let scope = params.get("scope").unwrap_or(SCOPE);
+    if scope.split(' ').any(|s| s != SCOPE) {
+        return Err((ErrorCode::InvalidScope, "the only scope is `gitea`"));
+    }
+    let state = params.get("state");
+    if state.is_some_and(|s| s.len() > 2048) {
+        return Err((ErrorCode::InvalidRequest, "state is too long"));
+    }
+    Ok(AuthorizeRequest {
+        code_challenge: challenge.to_owned(),
+        resource,
+        state: state.map(str::to_owned),
+    })
+}
+
+/// `GET /authorize`: client and redirect URI first (problems are shown on
+/// a page), then the request (problems go back to the client), then the
+/// request is parked and the consent page shown.
 pub async fn authorize(
     State(server): State<Arc<OAuthServer>>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
-) -> Response {
-    let params = match OAuthParams::parse(query.unwrap_or_default().as_bytes()) {
-        Ok(p) => p,
-        Err(err) => return bad_request("Invalid sign-in request", err.to_string()),
-    };
-    let client = match find_client(&server, params.get("client_id")).await {
-        Ok(client) => client,
-        Err(page) => return page.into_response(),
-    };
-    let redirect_uri = match choose_redirect_uri(&server, &client, params.get("redirect_uri")) {
-        Ok(uri) => uri,
-        Err(page) => return page.into_response(),
-    };
-    let state = params.get("state");
-    let fail = |code: ErrorCode, description: &str| {
-        let issuer = &server.config.issuer;
-        if redirects_errors_automatically(&redirect_uri, &server.config.redirect_allowlist) {
-            return error_redirect(issuer, &redirect_uri, state, code, description);
-        }
-        // Not an open redirector: the person sees the error and chooses to
-        // go back to the application.
-        let location = error_redirect_url(issuer, &redirect_uri, state, code, description);
-        ErrorPage::new(
-            StatusCode::BAD_REQUEST,
-            "The application's sign-in request is not valid",
-            format!("{description} ({}).", code.as_str()),
-        )
-        .with_continue_link(location, host_of(&redirect_uri))
-        .into_response()
-    };
-
-    if params.get("response_type") != Some("code") {
-        return fail(
-            ErrorCode::UnsupportedResponseType,
-            "response_type must be code",
-        );
-    }
-    let Some(challenge) = params.get("code_challenge") else {
-        return fail(
-            ErrorCode::InvalidRequest,
-            "PKCE is required: send code_challenge with code_challenge_method=S256",
-        );
-    };
-    if params.get("code_challenge_method") != Some("S256") {
-        return fail(
-            ErrorCode::InvalidRequest,
-            "code_challenge_method must be S256",
-        );
-    }
-    if !is_valid_challenge(challenge) {
-        return fail(
-            ErrorCode::InvalidRequest,
-            "code_challenge must be a base64url SHA-256 digest",
-        );
-    }
-    let Some(resource) = server.config.canonical_resource(params.get("resource")) else {
-        return fail(
-            ErrorCode::InvalidTarget,
-            "resource must be one of this server's MCP endpoints",
-        );
-    };
-    let read_only = resource.ends_with(&format!("/{}", crate::surface::READONLY_SUFFIX));
-    let scope = params.get("scope").unwrap_or(SCOPE);
-    if scope.split(' ').any(|s| s != SCOPE) {
-        return fail(ErrorCode::InvalidScope, "the only scope is `gitea`");
-    }
-    if state.is_some_and(|s| s.len() > 2048) {
-        return fail(ErrorCode::InvalidRequest, "state is too long");
-    }
-
-    let now = server.now();
-    let request_id = random_value();
+) -> Result<Response, Response> {
+    let params = OAuthParams::parse(query.unwrap_or_default().as_bytes())
+        .map_err(|err| bad_request("Invalid sign-in request", err.to_string()))?;
+    let client = find_client(&server, params.get("client_id"))
+        .await
+        .map_err(IntoResponse::into_response)?;
+    let redirect_uri = choose_redirect_uri(&server, &client, params.get("redirect_uri"))
+        .map_err(IntoResponse::into_response)?;
+    let request = check_authorize_request(&server.config, &params).map_err(|(code, why)| {
+        authorize_error(&server, &redirect_uri, params.get("state"), code, why)
+    })?;
     // One CSRF cookie per browser, reused across tabs so that two consent
     // pages do not invalidate each other.
     let secure = server.config.secure_cookies;
     let csrf_token = read_cookie(&headers, CSRF_COOKIE, secure)
         .filter(|v| is_random_value(v))
         .unwrap_or_else(random_value);
-    let pending = PendingAuthorization {
-        id_hash: hash_secret(&request_id),
-        flow: PendingFlow::Authorize,
-        client_id: client.client_id.clone(),
-        redirect_uri: redirect_uri.clone(),
-        state: state.map(str::to_owned),
-        code_challenge: challenge.to_owned(),
-        resource: resource.clone(),
-        scope: SCOPE.to_owned(),
-        csrf_hash: hash_secret(&csrf_token),
-        created_at: now,
-        expires_at: now + PENDING_TTL,
-        upstream: None,
-    };
-    match server.store.insert_pending(&pending, now).await {
-        Ok(()) => {}
-        Err(StoreError::Full { .. }) => return unavailable(),
-        Err(err) => {
-            tracing::error!(error = %err, "a pending authorization could not be stored");
-            return unavailable();
-        }
-    }
-
+    let request_id = park(&server, &client, &redirect_uri, &request, &csrf_token).await?;
+    let read_only = request
+        .resource
+        .ends_with(&format!("/{}", crate::surface::READONLY_SUFFIX));
     let page = ConsentPage {
         client_name: client
             .client_name
@@ -219,7 +202,7 @@ pub async fn authorize(
         },
         gitea_host: server.upstream.gitea_host().to_owned(),
         gitea_scopes: server.upstream.scopes().to_vec(),
-        mcp_url: resource,
+        mcp_url: request.resource,
         read_only,
         request_id,
         csrf_token: csrf_token.clone(),
@@ -235,7 +218,65 @@ pub async fn authorize(
             PENDING_TTL,
         ),
     );
-    response
+    Ok(response)
+}
+
+/// An error of a request whose redirect URI is verified: sent back to the
+/// client at once where that cannot be an open redirector (loopback,
+/// private-use scheme, an allowlist), else shown on a page with a link.
+fn authorize_error(
+    server: &OAuthServer,
+    redirect_uri: &str,
+    state: Option<&str>,
+    code: ErrorCode,
+    description: &str,
+) -> Response {
+    let issuer = &server.config.issuer;
+    if redirects_errors_automatically(redirect_uri, &server.config.redirect_allowlist) {
+        return error_redirect(issuer, redirect_uri, state, code, description);
+    }
+    let location = error_redirect_url(issuer, redirect_uri, state, code, description);
+    ErrorPage::new(
+        StatusCode::BAD_REQUEST,
+        "The application's sign-in request is not valid",
+        format!("{description} ({}).", code.as_str()),
+    )
+    .with_continue_link(location, host_of(redirect_uri))
+    .into_response()
+}
+
+/// Parks the checked request until the consent decision; its id.
+async fn park(
+    server: &OAuthServer,
+    client: &ClientRecord,
+    redirect_uri: &str,
+    request: &AuthorizeRequest,
+    csrf_token: &str,
+) -> Result<String, Response> {
+    let now = server.now();
+    let request_id = random_value();
+    let pending = PendingAuthorization {
+        id_hash: hash_secret(&request_id),
+        flow: PendingFlow::Authorize,
+        client_id: client.client_id.clone(),
+        redirect_uri: redirect_uri.to_owned(),
+        state: request.state.clone(),
+        code_challenge: request.code_challenge.clone(),
+        resource: request.resource.clone(),
+        scope: SCOPE.to_owned(),
+        csrf_hash: hash_secret(csrf_token),
+        created_at: now,
+        expires_at: now + PENDING_TTL,
+        upstream: None,
+    };
+    match server.store.insert_pending(&pending, now).await {
+        Ok(()) => Ok(request_id),
+        Err(StoreError::Full { .. }) => Err(unavailable()),
+        Err(err) => {
+            tracing::error!(error = %err, "a pending authorization could not be stored");
+            Err(unavailable())
+        }
+    }
 }
 
 /// The client named by `client_id`: a registered one, or a metadata
@@ -422,4 +463,62 @@ async fn approve(
         )
         .await;
     start.redirect(server.config.secure_cookies)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(query: &str) -> Result<AuthorizeRequest, (ErrorCode, &'static str)> {
+        let params = OAuthParams::parse(query.as_bytes()).unwrap();
+        check_authorize_request(&super::super::test_config(), &params)
+    }
+
+    const CHALLENGE: &str = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
+
+    #[test]
+    fn a_complete_request_passes_with_the_canonical_resource() {
+        let request = check(&format!(
+            "response_type=code&code_challenge={CHALLENGE}&code_challenge_method=S256\
+             &resource=https%3A%2F%2Fmcp.example.com%2Fmcp%2Fx%2Fraw%2Cissue&state=s"
+        ))
+        .unwrap();
+        assert_eq!(request.resource, "https://mcp.example.com/mcp/x/issue,raw");
+        assert_eq!(request.state.as_deref(), Some("s"));
+    }
+
+    #[test]
+    fn pkce_is_required_with_s256() {
+        assert_eq!(
+            check("response_type=code").unwrap_err().0,
+            ErrorCode::InvalidRequest
+        );
+        let plain =
+            format!("response_type=code&code_challenge={CHALLENGE}&code_challenge_method=plain");
+        assert_eq!(check(&plain).unwrap_err().0, ErrorCode::InvalidRequest);
+    }
+
+    #[test]
+    fn a_foreign_resource_is_invalid_target() {
+        let query = format!(
+            "response_type=code&code_challenge={CHALLENGE}&code_challenge_method=S256\
+             &resource=https%3A%2F%2Fother.example%2Fmcp"
+        );
+        assert_eq!(check(&query).unwrap_err().0, ErrorCode::InvalidTarget);
+    }
+
+    #[test]
+    fn only_the_gitea_scope_and_only_the_code_response_type() {
+        let base = format!("code_challenge={CHALLENGE}&code_challenge_method=S256");
+        assert_eq!(
+            check(&format!("response_type=token&{base}")).unwrap_err().0,
+            ErrorCode::UnsupportedResponseType
+        );
+        assert_eq!(
+            check(&format!("response_type=code&{base}&scope=admin"))
+                .unwrap_err()
+                .0,
+            ErrorCode::InvalidScope
+        );
+    }
 }

@@ -161,24 +161,18 @@ pub async fn complete_authorization(
         expires_at: now + CODE_TTL,
         redeemed_at: None,
     };
-    let stored = async {
-        let evicted = server.store.insert_grant(&grant, now).await?;
-        if !evicted.is_empty() {
+    match server.store.store_authorization(&grant, &record, now).await {
+        Ok(evicted) if !evicted.is_empty() => {
             tracing::info!(login = %user.login, evicted = evicted.len(), "grants over the per-user cap were revoked");
         }
-        server
-            .store
-            .record_consent(&user.login, &pending.client_id, &pending.scope, now)
-            .await?;
-        server.store.insert_code(&record, now).await
-    }
-    .await;
-    if let Err(err) = stored {
-        tracing::error!(error = %err, "the grant could not be stored");
-        return to_client(
-            ErrorCode::TemporarilyUnavailable,
-            "the sign-in could not be stored; try again later",
-        );
+        Ok(_) => {}
+        Err(err) => {
+            tracing::error!(error = %err, "the grant could not be stored");
+            return to_client(
+                ErrorCode::TemporarilyUnavailable,
+                "the sign-in could not be stored; try again later",
+            );
+        }
     }
     tracing::info!(login = %user.login, client_id = %pending.client_id, "authorization code issued");
     server

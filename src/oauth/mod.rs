@@ -183,21 +183,27 @@ fn discovery_json(body: serde_json::Value) -> Response {
     response
 }
 
+/// A configuration for unit tests: issuer `https://mcp.example.com`.
+#[cfg(test)]
+pub(crate) fn test_config() -> OAuthConfig {
+    OAuthConfig {
+        issuer: "https://mcp.example.com".into(),
+        resource: "https://mcp.example.com/mcp".into(),
+        catalog: Catalog::bundled(),
+        scopes_supported: vec![SCOPE.into()],
+        redirect_allowlist: vec![],
+        secure_cookies: true,
+        metadata_documents_on_private_addresses: false,
+        admin_logins: vec![],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn config() -> OAuthConfig {
-        OAuthConfig {
-            issuer: "https://mcp.example.com".into(),
-            resource: "https://mcp.example.com/mcp".into(),
-            catalog: Catalog::bundled(),
-            scopes_supported: vec![SCOPE.into()],
-            redirect_allowlist: vec![],
-            secure_cookies: true,
-            metadata_documents_on_private_addresses: false,
-            admin_logins: vec![],
-        }
+        test_config()
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use super::OAuthServer;
 use super::upstream::UpstreamAuthError;
-use crate::gitea::{Identity, IdentityMode};
+use crate::identity::{Identity, IdentityMode};
 use crate::store::{GrantRecord, hash_secret};
 
 /// Refresh this long before Gitea's expiry, so a call does not race it.

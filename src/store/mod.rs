@@ -421,6 +421,15 @@ pub trait OAuthStore: Send + Sync + std::fmt::Debug {
 
     /// Stores a code; [`StoreError::Full`] at `max_codes` unexpired ones.
     async fn insert_code(&self, code: &AuthCodeRecord, now: UnixTime) -> Result<(), StoreError>;
+    /// A completed sign-in in one transaction: the grant (revoking the
+    /// login's least recently used grants over the cap, returned), the
+    /// consent, and the code. Nothing is written unless all of it is.
+    async fn store_authorization(
+        &self,
+        grant: &GrantRecord,
+        code: &AuthCodeRecord,
+        now: UnixTime,
+    ) -> Result<Vec<String>, StoreError>;
     /// Spends a code atomically: exactly one caller gets `Redeemed`. Also
     /// activates the code's grant.
     async fn redeem_code(

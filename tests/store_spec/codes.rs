@@ -101,3 +101,29 @@ pub async fn code_cap_counts_only_unexpired_codes(f: &Fixture) {
         .await
         .unwrap();
 }
+
+/// A completed sign-in is stored whole or not at all: when its code does
+/// not fit, neither its grant nor its consent is written.
+pub async fn a_sign_in_is_stored_whole_or_not_at_all(f: &Fixture) {
+    let store = f
+        .open_limited(StoreLimits {
+            max_codes: 1,
+            ..StoreLimits::default()
+        })
+        .await;
+    store
+        .store_authorization(&grant("g1", "alice", "c1"), &code("k1", "g1", NOW, 60), NOW)
+        .await
+        .unwrap();
+    assert!(store.get_grant("g1").await.unwrap().is_some());
+    let err = store
+        .store_authorization(&grant("g2", "bob", "c2"), &code("k2", "g2", NOW, 60), NOW)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Full { what: "codes" }), "{err}");
+    assert!(store.get_grant("g2").await.unwrap().is_none(), "no grant");
+    let consents = f
+        .raw_texts("SELECT login FROM consents WHERE login = 'bob'")
+        .await;
+    assert!(consents.is_empty(), "no consent: {consents:?}");
+}

@@ -20,15 +20,30 @@ impl<DB: Backend> SqlStore<DB> {
         now: UnixTime,
     ) -> Result<(), StoreError> {
         let mut tx = self.begin_write().await?;
-        Self::lock_cap(&mut tx, "codes").await?;
+        if let Err(err) = self.insert_code_in(&mut tx, code, now).await {
+            tx.rollback().await?;
+            return Err(err);
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// [`Self::insert_code_impl`] inside the caller's transaction (which
+    /// the caller rolls back on an error).
+    pub(super) async fn insert_code_in(
+        &self,
+        tx: &mut DB::Connection,
+        code: &AuthCodeRecord,
+        now: UnixTime,
+    ) -> Result<(), StoreError> {
+        Self::lock_cap(&mut *tx, "codes").await?;
         let live = stmt::<DB>("SELECT COUNT(*) AS n FROM auth_codes WHERE expires_at > $1")
             .bind(now)
-            .fetch_optional(&mut tx)
+            .fetch_optional(&mut *tx)
             .await?
             .ok_or(StoreError::Corrupt("code count"))?
             .int("n")?;
         if u64::try_from(live).unwrap_or(0) >= self.limits.max_codes {
-            tx.rollback().await?;
             return Err(StoreError::Full { what: "codes" });
         }
         stmt::<DB>(concat!(
@@ -46,9 +61,8 @@ impl<DB: Backend> SqlStore<DB> {
         .bind(code.created_at)
         .bind(code.expires_at)
         .bind(code.redeemed_at)
-        .execute(&mut tx)
+        .execute(&mut *tx)
         .await?;
-        tx.commit().await?;
         Ok(())
     }
 

@@ -5,7 +5,7 @@
 
 use super::backend::{SqlRow, stmt};
 use super::{Backend, SqlStore};
-use crate::store::{GiteaTokens, GrantRecord, StoreError, UnixTime};
+use crate::store::{AuthCodeRecord, GiteaTokens, GrantRecord, StoreError, UnixTime};
 
 pub(super) const TABLE: &str = "grants";
 
@@ -15,23 +15,55 @@ impl<DB: Backend> SqlStore<DB> {
         grant: &GrantRecord,
         now: UnixTime,
     ) -> Result<Vec<String>, StoreError> {
+        let mut tx = self.begin_write().await?;
+        let evicted = self.insert_grant_in(&mut tx, grant, now).await?;
+        tx.commit().await?;
+        Ok(evicted)
+    }
+
+    /// The grant, its consent and its code, in one transaction: a sign-in
+    /// is stored whole or not at all.
+    pub(super) async fn store_authorization_impl(
+        &self,
+        grant: &GrantRecord,
+        code: &AuthCodeRecord,
+        now: UnixTime,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut tx = self.begin_write().await?;
+        // Cap locks in one order everywhere: grants, then codes.
+        let evicted = self.insert_grant_in(&mut tx, grant, now).await?;
+        Self::record_consent_in(&mut tx, &grant.login, &grant.client_id, &grant.scope, now).await?;
+        if let Err(err) = self.insert_code_in(&mut tx, code, now).await {
+            tx.rollback().await?;
+            return Err(err);
+        }
+        tx.commit().await?;
+        Ok(evicted)
+    }
+
+    /// [`Self::insert_grant_impl`] inside the caller's transaction.
+    async fn insert_grant_in(
+        &self,
+        tx: &mut DB::Connection,
+        grant: &GrantRecord,
+        now: UnixTime,
+    ) -> Result<Vec<String>, StoreError> {
         let access = self.seal(&grant.gitea.access_token);
         let refresh = grant.gitea.refresh_token.as_ref().map(|t| self.seal(t));
-        let mut tx = self.begin_write().await?;
-        Self::lock_cap(&mut tx, "grants").await?;
+        Self::lock_cap(&mut *tx, "grants").await?;
         let held = stmt::<DB>(
             "SELECT id FROM grants WHERE login = $1 AND revoked_at IS NULL \
              ORDER BY COALESCE(last_used_at, activated_at, created_at), created_at, id",
         )
         .bind(&grant.login)
-        .fetch_all(&mut tx)
+        .fetch_all(&mut *tx)
         .await?;
         let cap = usize::try_from(self.limits.max_grants_per_login).unwrap_or(usize::MAX);
         let excess = (held.len() + 1).saturating_sub(cap);
         let mut evicted = Vec::with_capacity(excess);
         for row in held.iter().take(excess) {
             let id = row.text("id")?;
-            Self::revoke_in(&mut tx, &id, now).await?;
+            Self::revoke_in(&mut *tx, &id, now).await?;
             evicted.push(id);
         }
         stmt::<DB>(
@@ -51,9 +83,8 @@ impl<DB: Backend> SqlStore<DB> {
         .bind(grant.activated_at)
         .bind(grant.last_used_at)
         .bind(grant.revoked_at)
-        .execute(&mut tx)
+        .execute(&mut *tx)
         .await?;
-        tx.commit().await?;
         Ok(evicted)
     }
 
@@ -214,6 +245,17 @@ impl<DB: Backend> SqlStore<DB> {
         now: UnixTime,
     ) -> Result<(), StoreError> {
         let mut conn = self.conn().await?;
+        Self::record_consent_in(&mut conn, login, client_id, scope, now).await
+    }
+
+    /// [`Self::record_consent_impl`] on the caller's connection.
+    async fn record_consent_in(
+        conn: &mut DB::Connection,
+        login: &str,
+        client_id: &str,
+        scope: &str,
+        now: UnixTime,
+    ) -> Result<(), StoreError> {
         stmt::<DB>(
             "INSERT INTO consents (login, client_id, scope, first_approved_at, last_approved_at) \
              VALUES ($1, $2, $3, $4, $4) ON CONFLICT (login, client_id) DO UPDATE \
@@ -223,7 +265,7 @@ impl<DB: Backend> SqlStore<DB> {
         .bind(client_id)
         .bind(scope)
         .bind(now)
-        .execute(&mut conn)
+        .execute(&mut *conn)
         .await?;
         Ok(())
     }

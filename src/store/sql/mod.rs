@@ -266,6 +266,15 @@ impl<DB: Backend> OAuthStore for SqlStore<DB> {
         self.insert_code_impl(code, now).await
     }
 
+    async fn store_authorization(
+        &self,
+        grant: &GrantRecord,
+        code: &AuthCodeRecord,
+        now: UnixTime,
+    ) -> Result<Vec<String>, StoreError> {
+        self.store_authorization_impl(grant, code, now).await
+    }
+
     async fn redeem_code(
         &self,
         code_hash: &str,
