@@ -5,6 +5,7 @@
 
 mod env_file;
 mod parse;
+mod sections;
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -16,7 +17,7 @@ use url::Url;
 pub use env_file::{EnvFileChoice, SettingsSource, select_env_file};
 pub use parse::is_loopback_url;
 use parse::{
-    parse_base_url, parse_bool, parse_list, parse_scopes, parse_secret, parse_usize,
+    parse_base_url, parse_bool, parse_choice, parse_list, parse_scopes, parse_secret, parse_usize,
     require_key_length,
 };
 
@@ -290,123 +291,31 @@ impl Settings {
             Some(v) => parse_scopes(v)?,
         };
 
-        let toolsets = get("TOOLSETS").map(|v| parse_list(Some(v)));
-        if toolsets.as_ref().is_some_and(Vec::is_empty) {
-            return Err(ConfigError::new(
-                "TOOLSETS",
-                "must name at least one toolset when set",
-            ));
-        }
-        let exposure = ExposureSettings {
-            read_only: parse_bool("READ_ONLY", get("READ_ONLY"), false)?,
-            toolsets,
-            disabled_tools: parse_list(get("DISABLED_TOOLS")),
-            raw_api_enabled: parse_bool("RAW_API_ENABLED", get("RAW_API_ENABLED"), true)?,
-            raw_api_allow_sensitive: parse_bool(
-                "RAW_API_ALLOW_SENSITIVE",
-                get("RAW_API_ALLOW_SENSITIVE"),
-                false,
-            )?,
-            tool_mode: match get("TOOL_MODE").map(str::to_ascii_lowercase).as_deref() {
-                None | Some("core") => ToolMode::Core,
-                Some("full") => ToolMode::Full,
-                Some("discover") => ToolMode::Discover,
-                Some(_) => {
-                    return Err(ConfigError::new(
-                        "TOOL_MODE",
-                        "must be `core`, `full` or `discover`",
-                    ));
-                }
-            },
-        };
-        let gitea_openapi = match get("GITEA_OPENAPI").map(str::to_ascii_lowercase).as_deref() {
-            None | Some("bundled") => OpenApiSource::Bundled,
-            Some("live") => OpenApiSource::Live,
-            Some(_) => {
-                return Err(ConfigError::new(
-                    "GITEA_OPENAPI",
-                    "must be `bundled` or `live`",
-                ));
-            }
-        };
-        let secret_detection_mode = match get("SECRET_DETECTION_MODE")
-            .map(str::to_ascii_lowercase)
-            .as_deref()
-        {
-            Some("off") => SecretDetectionMode::Off,
-            None | Some("mask") => SecretDetectionMode::Mask,
-            Some("block") => SecretDetectionMode::Block,
-            Some(_) => {
-                return Err(ConfigError::new(
-                    "SECRET_DETECTION_MODE",
-                    "must be `off`, `mask` or `block`",
-                ));
-            }
-        };
-        let defaults = Limits::default();
-        let limits = Limits {
-            max_tool_response_items: parse_usize(
-                "MAX_TOOL_RESPONSE_ITEMS",
-                get("MAX_TOOL_RESPONSE_ITEMS"),
-                defaults.max_tool_response_items,
-                1..=100_000,
-            )?,
-            max_tool_response_chars: parse_usize(
-                "MAX_TOOL_RESPONSE_CHARS",
-                get("MAX_TOOL_RESPONSE_CHARS"),
-                defaults.max_tool_response_chars,
-                1_000..=50_000_000,
-            )?,
-            max_binary_bytes: parse_usize(
-                "MAX_BINARY_BYTES",
-                get("MAX_BINARY_BYTES"),
-                defaults.max_binary_bytes,
-                1..=64 * 1024 * 1024,
-            )?,
-            mcp_max_body_bytes: defaults.mcp_max_body_bytes,
-            gitea_timeout: Duration::from_secs(parse_usize(
-                "GITEA_TIMEOUT_SECONDS",
-                get("GITEA_TIMEOUT_SECONDS"),
-                defaults.gitea_timeout.as_secs() as usize,
-                1..=600,
-            )? as u64),
-        };
+        let exposure = sections::exposure(&get)?;
+        let gitea_openapi = parse_choice(
+            "GITEA_OPENAPI",
+            get("GITEA_OPENAPI"),
+            &[
+                ("bundled", OpenApiSource::Bundled),
+                ("live", OpenApiSource::Live),
+            ],
+            OpenApiSource::Bundled,
+        )?;
+        let secret_detection_mode = parse_choice(
+            "SECRET_DETECTION_MODE",
+            get("SECRET_DETECTION_MODE"),
+            &[
+                ("off", SecretDetectionMode::Off),
+                ("mask", SecretDetectionMode::Mask),
+                ("block", SecretDetectionMode::Block),
+            ],
+            SecretDetectionMode::Mask,
+        )?;
+        let limits = sections::limits(&get)?;
 
-        let forwarded_allow_ips = parse_list(get("FORWARDED_ALLOW_IPS"))
-            .iter()
-            .map(|v| {
-                v.parse::<ipnet::IpNet>()
-                    .or_else(|_| v.parse::<IpAddr>().map(ipnet::IpNet::from))
-                    .map_err(|_| {
-                        ConfigError::new(
-                            "FORWARDED_ALLOW_IPS",
-                            "every entry must be an IP address or CIDR",
-                        )
-                    })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let forwarded_allow_ips = sections::forwarded_allow_ips(&get)?;
 
-        let rate_defaults = RateLimits::default();
-        let rate_limits = RateLimits {
-            per_ip: parse_usize(
-                "RATE_LIMIT_PER_IP",
-                get("RATE_LIMIT_PER_IP"),
-                rate_defaults.per_ip as usize,
-                0..=1_000_000,
-            )? as u32,
-            per_token: parse_usize(
-                "RATE_LIMIT_PER_TOKEN",
-                get("RATE_LIMIT_PER_TOKEN"),
-                rate_defaults.per_token as usize,
-                0..=1_000_000,
-            )? as u32,
-            sign_ins_per_ip: parse_usize(
-                "RATE_LIMIT_SIGN_INS_PER_IP",
-                get("RATE_LIMIT_SIGN_INS_PER_IP"),
-                rate_defaults.sign_ins_per_ip as usize,
-                0..=1_000_000,
-            )? as u32,
-        };
+        let rate_limits = sections::rate_limits(&get)?;
 
         let audit_hmac_key = parse_secret(get("AUDIT_HMAC_KEY"));
         if let Some(key) = &audit_hmac_key {

@@ -45,6 +45,27 @@ pub(super) fn parse_usize(
 }
 
 /// Comma-separated, trimmed, empty entries dropped.
+/// One of `choices` (case-insensitive), or `default` when unset.
+pub(super) fn parse_choice<T: Copy>(
+    name: &'static str,
+    value: Option<&str>,
+    choices: &[(&str, T)],
+    default: T,
+) -> Result<T, ConfigError> {
+    let Some(value) = value else {
+        return Ok(default);
+    };
+    choices
+        .iter()
+        .find(|(word, _)| value.eq_ignore_ascii_case(word))
+        .map(|(_, choice)| *choice)
+        .ok_or_else(|| {
+            let words: Vec<String> = choices.iter().map(|(w, _)| format!("`{w}`")).collect();
+            let (last, rest) = words.split_last().unwrap_or((&words[0], &[]));
+            ConfigError::new(name, format!("must be {} or {last}", rest.join(", ")))
+        })
+}
+
 pub(super) fn parse_list(value: Option<&str>) -> Vec<String> {
     value
         .unwrap_or("")
