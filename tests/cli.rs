@@ -74,6 +74,28 @@ fn catalog_lists_every_operation() {
 }
 
 #[test]
+fn catalog_toolsets_prints_each_toolset_with_its_tool_count() {
+    let out = gateway(&["catalog", "--toolsets"], &[]);
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let counts: Vec<(&str, usize)> = stdout
+        .lines()
+        .map(|line| {
+            let (name, count) = line.split_once('\t').expect("name<TAB>count");
+            (name, count.parse().unwrap())
+        })
+        .collect();
+    assert!(counts.contains(&("issue", 72)), "{stdout}");
+    assert!(counts.contains(&("repository.code", 43)), "{stdout}");
+    assert!(!counts.iter().any(|(name, _)| *name == "repository"));
+    assert!(counts.iter().all(|(_, n)| *n <= 124), "every toolset fits");
+    let out = gateway(&["catalog", "--toolsets", "--json"], &[]);
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), counts.len());
+    assert!(rows[0]["name"].is_string() && rows[0]["tools"].is_u64());
+}
+
+#[test]
 fn catalog_table_ends_with_the_count() {
     let out = gateway(&["catalog"], &[]);
     let stdout = String::from_utf8_lossy(&out.stdout);

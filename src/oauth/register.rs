@@ -109,27 +109,7 @@ fn validate(
     request: RegistrationRequest,
     allowlist: &[String],
 ) -> Result<ClientRecord, OAuthError> {
-    let redirect_uris: Vec<String> = match request.redirect_uris {
-        Some(Value::Array(items)) if !items.is_empty() && items.len() <= MAX_REDIRECT_URIS => items
-            .into_iter()
-            .map(|v| match v {
-                Value::String(s) => Ok(s),
-                _ => Err(metadata_error("redirect_uris must be strings")),
-            })
-            .collect::<Result<_, _>>()?,
-        _ => {
-            return Err(OAuthError::new(
-                ErrorCode::InvalidRedirectUri,
-                format!("redirect_uris must be a list of 1 to {MAX_REDIRECT_URIS} URIs"),
-            ));
-        }
-    };
-    for uri in &redirect_uris {
-        check_registrable(uri, allowlist).map_err(|problem| {
-            OAuthError::new(ErrorCode::InvalidRedirectUri, problem.to_string())
-        })?;
-    }
-
+    let redirect_uris = redirect_uris(request.redirect_uris, allowlist)?;
     let auth_method = request
         .token_endpoint_auth_method
         .unwrap_or_else(|| "client_secret_basic".to_owned());
@@ -138,24 +118,18 @@ fn validate(
             "token_endpoint_auth_method must be none, client_secret_post or client_secret_basic",
         ));
     }
-    let grant_types = request
-        .grant_types
-        .unwrap_or_else(|| vec!["authorization_code".to_owned()]);
-    if grant_types.is_empty()
-        || grant_types
-            .iter()
-            .any(|g| !matches!(g.as_str(), "authorization_code" | "refresh_token"))
-    {
-        return Err(metadata_error(
-            "grant_types may contain only authorization_code and refresh_token",
-        ));
-    }
-    let response_types = request
-        .response_types
-        .unwrap_or_else(|| vec!["code".to_owned()]);
-    if response_types.iter().any(|r| r != "code") || response_types.is_empty() {
-        return Err(metadata_error("response_types may contain only code"));
-    }
+    let grant_types = one_of(
+        request.grant_types,
+        "authorization_code",
+        &["authorization_code", "refresh_token"],
+        "grant_types may contain only authorization_code and refresh_token",
+    )?;
+    let response_types = one_of(
+        request.response_types,
+        "code",
+        &["code"],
+        "response_types may contain only code",
+    )?;
     if let Some(scope) = &request.scope
         && scope.split_whitespace().any(|s| s != SCOPE)
     {
@@ -205,6 +179,46 @@ fn validate(
         created_at: 0,
         expires_at: None,
     })
+}
+
+/// `redirect_uris`: 1 to [`MAX_REDIRECT_URIS`] strings, each registrable.
+fn redirect_uris(value: Option<Value>, allowlist: &[String]) -> Result<Vec<String>, OAuthError> {
+    let uris: Vec<String> = match value {
+        Some(Value::Array(items)) if !items.is_empty() && items.len() <= MAX_REDIRECT_URIS => items
+            .into_iter()
+            .map(|v| match v {
+                Value::String(s) => Ok(s),
+                _ => Err(metadata_error("redirect_uris must be strings")),
+            })
+            .collect::<Result<_, _>>()?,
+        _ => {
+            return Err(OAuthError::new(
+                ErrorCode::InvalidRedirectUri,
+                format!("redirect_uris must be a list of 1 to {MAX_REDIRECT_URIS} URIs"),
+            ));
+        }
+    };
+    for uri in &uris {
+        check_registrable(uri, allowlist).map_err(|problem| {
+            OAuthError::new(ErrorCode::InvalidRedirectUri, problem.to_string())
+        })?;
+    }
+    Ok(uris)
+}
+
+/// A non-empty list whose every entry is in `allowed`; `default` alone
+/// when absent.
+fn one_of(
+    value: Option<Vec<String>>,
+    default: &str,
+    allowed: &[&str],
+    problem: &'static str,
+) -> Result<Vec<String>, OAuthError> {
+    let list = value.unwrap_or_else(|| vec![default.to_owned()]);
+    if list.is_empty() || list.iter().any(|v| !allowed.contains(&v.as_str())) {
+        return Err(metadata_error(problem));
+    }
+    Ok(list)
 }
 
 /// A free-text field: bounded, no control characters.
