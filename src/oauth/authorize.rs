@@ -17,6 +17,7 @@ use subtle::ConstantTimeEq;
 
 use super::client_metadata::is_metadata_document_id;
 use super::error::ErrorCode;
+use super::events::OAuthEvent;
 use super::params::OAuthParams;
 use super::pkce::is_valid_challenge;
 use super::redirect_uri::{
@@ -414,11 +415,9 @@ pub async fn consent(
             }
             tracing::info!(client_id = %pending.client_id, "consent denied");
             server
-                .audit
-                .record_best_effort(
-                    crate::audit::Event::new(crate::audit::EventKind::ConsentDenied)
-                        .detail("client_id", &pending.client_id),
-                )
+                .record(OAuthEvent::ConsentDenied {
+                    client_id: &pending.client_id,
+                })
                 .await;
             error_redirect(
                 &server.config.issuer,
@@ -456,11 +455,9 @@ async fn approve(
     }
     tracing::info!(client_id = %pending.client_id, "consent approved");
     server
-        .audit
-        .record_best_effort(
-            crate::audit::Event::new(crate::audit::EventKind::ConsentApproved)
-                .detail("client_id", &pending.client_id),
-        )
+        .record(OAuthEvent::ConsentApproved {
+            client_id: &pending.client_id,
+        })
         .await;
     start.redirect(server.config.secure_cookies)
 }

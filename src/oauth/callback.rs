@@ -14,6 +14,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use super::OAuthServer;
 use super::authorize::error_redirect;
 use super::error::ErrorCode;
+use super::events::OAuthEvent;
 use super::params::OAuthParams;
 use super::sign_in::{self, UpstreamOutcome};
 use super::tokens::{CODE_TTL, new_token, random_value};
@@ -176,12 +177,10 @@ pub async fn complete_authorization(
     }
     tracing::info!(login = %user.login, client_id = %pending.client_id, "authorization code issued");
     server
-        .audit
-        .record_best_effort(
-            crate::audit::Event::new(crate::audit::EventKind::CodeIssued)
-                .oauth_login(&user.login)
-                .detail("client_id", &pending.client_id),
-        )
+        .record(OAuthEvent::CodeIssued {
+            login: &user.login,
+            client_id: &pending.client_id,
+        })
         .await;
 
     let mut pairs = vec![("code", code.as_str())];

@@ -16,6 +16,7 @@ pub mod client_auth;
 pub mod client_metadata;
 pub mod clock;
 pub mod error;
+pub mod events;
 pub mod metadata;
 pub mod params;
 pub mod pkce;

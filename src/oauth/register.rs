@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::error::{ErrorCode, OAuthError, no_store_json};
+use super::events::OAuthEvent;
 use super::redirect_uri::check_registrable;
 use super::tokens::random_value;
 use super::{OAuthServer, SCOPE};
@@ -86,12 +87,10 @@ async fn register_client(
         "client registered"
     );
     server
-        .audit
-        .record_best_effort(
-            crate::audit::Event::new(crate::audit::EventKind::ClientRegistered)
-                .detail("client_id", &record.client_id)
-                .detail("auth_method", &record.token_endpoint_auth_method),
-        )
+        .record(OAuthEvent::ClientRegistered {
+            client_id: &record.client_id,
+            auth_method: &record.token_endpoint_auth_method,
+        })
         .await;
 
     let mut response = record.metadata.as_object().cloned().unwrap_or_default();

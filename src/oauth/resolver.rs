@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use super::OAuthServer;
+use super::events::OAuthEvent;
 use super::upstream::UpstreamAuthError;
 use crate::identity::{Identity, IdentityMode};
 use crate::store::{GrantRecord, hash_secret};
@@ -166,14 +167,13 @@ async fn audit_refresh_failure(
     grant: &GrantRecord,
     revoked_because: Option<&'static str>,
 ) {
-    let mut event = crate::audit::Event::new(crate::audit::EventKind::UpstreamRefreshFailed)
-        .oauth_login(&grant.login)
-        .detail("client_id", &grant.client_id)
-        .detail("grant_revoked", revoked_because.is_some());
-    if let Some(why) = revoked_because {
-        event = event.detail("why", why);
-    }
-    server.audit.record_best_effort(event).await;
+    server
+        .record(OAuthEvent::UpstreamRefreshFailed {
+            login: &grant.login,
+            client_id: &grant.client_id,
+            revoked_because,
+        })
+        .await;
 }
 
 fn unavailable(err: crate::store::StoreError) -> ResolveError {

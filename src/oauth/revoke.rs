@@ -14,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use super::OAuthServer;
 use super::client_auth::PresentedCredentials;
 use super::error::{OAuthError, no_store_json};
+use super::events::OAuthEvent;
 use super::params::OAuthParams;
 use super::token::require_form;
 use crate::store::hash_secret;
@@ -57,12 +58,10 @@ async fn revoke_token(
     if server.store.revoke_grant(&grant.id, now).await? {
         tracing::info!(login = %grant.login, client_id = %grant.client_id, "grant revoked at /revoke");
         server
-            .audit
-            .record_best_effort(
-                crate::audit::Event::new(crate::audit::EventKind::TokenRevoked)
-                    .oauth_login(&grant.login)
-                    .detail("client_id", &grant.client_id),
-            )
+            .record(OAuthEvent::TokenRevoked {
+                login: &grant.login,
+                client_id: &grant.client_id,
+            })
             .await;
     }
     Ok(())

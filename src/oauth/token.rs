@@ -14,6 +14,7 @@ use serde_json::json;
 use super::OAuthServer;
 use super::client_auth::PresentedCredentials;
 use super::error::{ErrorCode, OAuthError, no_store_json};
+use super::events::OAuthEvent;
 use super::params::OAuthParams;
 use super::pkce::verifier_matches;
 use super::tokens::{ACCESS_TOKEN_TTL, REFRESH_TOKEN_TTL, new_token};
@@ -99,11 +100,9 @@ async fn authorization_code(
             server.store.revoke_grant(&record.grant_id, now).await?;
             tracing::warn!(client_id = %record.client_id, "authorization code replayed; its grant is revoked");
             server
-                .audit
-                .record_best_effort(
-                    crate::audit::Event::new(crate::audit::EventKind::CodeReplayed)
-                        .detail("client_id", &record.client_id),
-                )
+                .record(OAuthEvent::CodeReplayed {
+                    client_id: &record.client_id,
+                })
                 .await;
             return Err(OAuthError::invalid_grant(
                 "the code was already used; the tokens it issued are revoked",
@@ -195,23 +194,19 @@ async fn refresh_token(
         RefreshOutcome::Rotated { grant } => {
             tracing::info!(login = %grant.login, client_id = %client.client_id, "refresh token rotated");
             server
-                .audit
-                .record_best_effort(
-                    crate::audit::Event::new(crate::audit::EventKind::TokenRefreshed)
-                        .oauth_login(&grant.login)
-                        .detail("client_id", &client.client_id),
-                )
+                .record(OAuthEvent::TokenRefreshed {
+                    login: &grant.login,
+                    client_id: &client.client_id,
+                })
                 .await;
             Ok(token_response(&access, &refresh, &scope))
         }
         RefreshOutcome::ReuseDetected { .. } => {
             tracing::warn!(client_id = %client.client_id, "refresh token reuse detected; grant revoked");
             server
-                .audit
-                .record_best_effort(
-                    crate::audit::Event::new(crate::audit::EventKind::RefreshReuseDetected)
-                        .detail("client_id", &client.client_id),
-                )
+                .record(OAuthEvent::RefreshReuseDetected {
+                    client_id: &client.client_id,
+                })
                 .await;
             Err(OAuthError::invalid_grant(
                 "the refresh token was already rotated; the grant is revoked",
@@ -253,13 +248,7 @@ async fn issue(
         .insert_tokens(grant_id, &token_pair(&access, &refresh, scope, now), now)
         .await?;
     tracing::info!(grant = %grant_id, "tokens issued");
-    server
-        .audit
-        .record_best_effort(
-            crate::audit::Event::new(crate::audit::EventKind::TokenIssued)
-                .detail("grant", grant_id),
-        )
-        .await;
+    server.record(OAuthEvent::TokenIssued { grant_id }).await;
     Ok(token_response(&access, &refresh, scope))
 }
 
