@@ -208,15 +208,13 @@ async fn build_oauth(
         encrypted_values = checked,
         "OAuth store opened"
     );
-    let server = Arc::new(OAuthServer {
-        config: OAuthConfig::from_settings(settings, catalog),
+    let server = Arc::new(OAuthServer::new(
+        OAuthConfig::from_settings(settings, catalog),
         store,
         clock,
         upstream,
-        metadata_documents: Default::default(),
-        resolver: Default::default(),
         audit,
-    });
+    ));
     spawn_pruning(Arc::downgrade(&server));
     Ok(server)
 }
@@ -230,7 +228,7 @@ fn spawn_pruning(server: Weak<OAuthServer>) {
             let Some(server) = server.upgrade() else {
                 return;
             };
-            match server.store.prune(server.now()).await {
+            match server.store().prune(server.now()).await {
                 Ok(counts) => tracing::debug!(?counts, "OAuth store pruned"),
                 Err(err) => tracing::warn!(error = %err, "OAuth store pruning failed"),
             }

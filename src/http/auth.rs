@@ -69,7 +69,7 @@ pub fn challenge(oauth: Option<&OAuthServer>, path: &str, error: Option<&str>) -
     if let Some(server) = oauth {
         value.push_str(&format!(
             r#", resource_metadata="{}", scope="{SCOPE}""#,
-            resource_metadata_url(&server.config, path)
+            resource_metadata_url(server.config(), path)
         ));
     }
     if let Some(error) = error {
@@ -140,7 +140,7 @@ pub async fn authenticate(
             let Some(server) = oauth else {
                 return unauthorized(Refusal::InvalidToken);
             };
-            let resource = server.config.resource_for(&surface);
+            let resource = server.config().resource_for(&surface);
             match resolver::resolve(server, token, &resource).await {
                 Ok(identity) => {
                     request.extensions_mut().insert(identity);

@@ -64,7 +64,7 @@ async fn root(State(health): State<Arc<Health>>) -> Json<serde_json::Value> {
 async fn health(State(health): State<Arc<Health>>) -> Response {
     let store = match health.app.oauth() {
         None => "not_configured",
-        Some(server) => match server.store.ping().await {
+        Some(server) => match server.store().ping().await {
             Ok(()) => "ok",
             Err(err) => {
                 tracing::warn!(error = %err, "health: the store does not answer");

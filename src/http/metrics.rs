@@ -57,7 +57,7 @@ pub fn router(app: Arc<App>) -> Router {
 /// `/health` is where the store's state is reported).
 async fn scrape(State(app): State<Arc<App>>) -> Response {
     if let Some(oauth) = app.oauth() {
-        match oauth.store.count_active_grants().await {
+        match oauth.store().count_active_grants().await {
             Ok(count) => app.metrics().set_active_grants(count),
             Err(err) => {
                 tracing::warn!(error = %err, "metrics: the active grant count could not be read")

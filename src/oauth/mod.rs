@@ -120,19 +120,55 @@ impl OAuthConfig {
 /// Gitea client. Shared by the OAuth routes and the `/mcp` resolver.
 #[derive(Debug)]
 pub struct OAuthServer {
-    pub config: OAuthConfig,
-    pub store: Arc<dyn OAuthStore>,
-    pub clock: Arc<dyn Clock>,
-    pub upstream: GiteaOAuth,
-    pub metadata_documents: client_metadata::MetadataDocuments,
-    pub resolver: resolver::RefreshFlights,
+    config: OAuthConfig,
+    store: Arc<dyn OAuthStore>,
+    clock: Arc<dyn Clock>,
+    upstream: GiteaOAuth,
+    metadata_documents: client_metadata::MetadataDocuments,
+    resolver: resolver::RefreshFlights,
     /// OAuth and admin events are recorded here (best effort).
-    pub audit: crate::audit::AuditLog,
+    audit: crate::audit::AuditLog,
 }
 
 impl OAuthServer {
+    pub fn new(
+        config: OAuthConfig,
+        store: Arc<dyn OAuthStore>,
+        clock: Arc<dyn Clock>,
+        upstream: GiteaOAuth,
+        audit: crate::audit::AuditLog,
+    ) -> Self {
+        Self {
+            config,
+            store,
+            clock,
+            upstream,
+            metadata_documents: Default::default(),
+            resolver: Default::default(),
+            audit,
+        }
+    }
+
     pub fn now(&self) -> i64 {
         self.clock.now()
+    }
+
+    pub fn config(&self) -> &OAuthConfig {
+        &self.config
+    }
+
+    /// The store, for the people's pages and the health check.
+    pub fn store(&self) -> &Arc<dyn OAuthStore> {
+        &self.store
+    }
+
+    /// Our client at Gitea (the pages look up Gitea site admins with it).
+    pub fn upstream(&self) -> &GiteaOAuth {
+        &self.upstream
+    }
+
+    pub fn audit(&self) -> &crate::audit::AuditLog {
+        &self.audit
     }
 }
 

@@ -77,7 +77,7 @@ pub async fn clients_by_id(
     let mut out = HashMap::new();
     for id in ids {
         if !out.contains_key(id)
-            && let Some(client) = server.store.get_client(id).await?
+            && let Some(client) = server.store().get_client(id).await?
         {
             out.insert(id.to_owned(), client);
         }
@@ -89,7 +89,7 @@ pub async fn clients_by_id(
 pub fn may_administer(server: &OAuthServer, person: &SignedIn) -> bool {
     person.session.is_admin
         || server
-            .config
+            .config()
             .admin_logins
             .iter()
             .any(|l| l.eq_ignore_ascii_case(person.login()))
@@ -104,7 +104,7 @@ pub async fn account(
     let Some(person) = signed_in(&server, &headers).await else {
         return render_page(StatusCode::OK, &SignInPage::for_page(ReturnTo::Account));
     };
-    let grants = match server.store.list_grants_for_login(person.login()).await {
+    let grants = match server.store().list_grants_for_login(person.login()).await {
         Ok(grants) => grants,
         Err(err) => return store_failure(err),
     };
@@ -112,7 +112,7 @@ pub async fn account(
         Ok(clients) => clients,
         Err(err) => return store_failure(err),
     };
-    let mcp_url = server.config.resource.clone();
+    let mcp_url = server.config().resource.clone();
     let page = AccountPage {
         login: person.login().to_owned(),
         is_admin: may_administer(&server, &person),
@@ -136,7 +136,7 @@ pub async fn revoke_grant(
 ) -> Response {
     let grant_id = params.get("grant_id").unwrap_or_default();
     // Someone else's grant is answered exactly like a missing one.
-    let owned = match server.store.get_grant(grant_id).await {
+    let owned = match server.store().get_grant(grant_id).await {
         Ok(Some(g)) => g.login == person.login() && g.revoked_at.is_none(),
         Ok(None) => false,
         Err(err) => return store_failure(err),
@@ -149,7 +149,7 @@ pub async fn revoke_grant(
         )
         .into_response();
     }
-    if let Err(err) = server.store.revoke_grant(grant_id, server.now()).await {
+    if let Err(err) = server.store().revoke_grant(grant_id, server.now()).await {
         return store_failure(err);
     }
     tracing::info!(login = %person.login(), "grant revoked on the account page");
@@ -162,7 +162,7 @@ pub async fn revoke_all(
     CheckedForm { person, .. }: CheckedForm,
 ) -> Response {
     match server
-        .store
+        .store()
         .revoke_grants_for_login(person.login(), server.now())
         .await
     {

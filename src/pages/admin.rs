@@ -181,8 +181,8 @@ pub async fn admin(
         Err(page) => return page,
     };
     let (grants, clients) = match (
-        server.store.list_grants().await,
-        server.store.list_clients().await,
+        server.store().list_grants().await,
+        server.store().list_clients().await,
     ) {
         (Ok(g), Ok(c)) => (g, c),
         (Err(err), _) | (_, Err(err)) => return store_failure(err),
@@ -241,7 +241,7 @@ pub async fn confirm(
         return gone();
     };
     let (title, description, button) = match &action {
-        AdminAction::RevokeGrant { grant_id } => match server.store.get_grant(grant_id).await {
+        AdminAction::RevokeGrant { grant_id } => match server.store().get_grant(grant_id).await {
             Ok(Some(g)) if g.revoked_at.is_none() => (
                 "Revoke this grant?",
                 format!(
@@ -258,7 +258,8 @@ pub async fn confirm(
             format!("Every client connected as {login} loses its access."),
             "Revoke all",
         ),
-        AdminAction::DeleteClient { client_id } => match server.store.get_client(client_id).await {
+        AdminAction::DeleteClient { client_id } => match server.store().get_client(client_id).await
+        {
             Ok(Some(c)) => (
                 "Delete this client?",
                 format!(
@@ -303,13 +304,15 @@ pub async fn perform(
     let now = server.now();
     let outcome = match &action {
         AdminAction::RevokeGrant { grant_id } => server
-            .store
+            .store()
             .revoke_grant(grant_id, now)
             .await
             .map(u64::from),
-        AdminAction::RevokeUser { login } => server.store.revoke_grants_for_login(login, now).await,
+        AdminAction::RevokeUser { login } => {
+            server.store().revoke_grants_for_login(login, now).await
+        }
         AdminAction::DeleteClient { client_id } => server
-            .store
+            .store()
             .delete_client(client_id, now)
             .await
             .map(u64::from),
@@ -317,7 +320,7 @@ pub async fn perform(
     match outcome {
         Ok(0) if !matches!(action, AdminAction::RevokeUser { .. }) => gone(),
         Ok(changed) => {
-            record_admin_action(&server.audit, person.login(), &action, changed).await;
+            record_admin_action(server.audit(), person.login(), &action, changed).await;
             with_page_headers(
                 Redirect::to(&format!("/admin?done={}", action.name())).into_response(),
             )
@@ -330,14 +333,14 @@ pub async fn perform(
 /// with the token from their sign-in.
 async fn recheck_administrator(server: &OAuthServer, person: &SignedIn) -> Result<(), Response> {
     let listed = server
-        .config
+        .config()
         .admin_logins
         .iter()
         .any(|l| l.eq_ignore_ascii_case(person.login()));
     if listed {
         return Ok(());
     }
-    match server.upstream.user(&person.session.gitea_access_token).await {
+    match server.upstream().user(&person.session.gitea_access_token).await {
         Ok(user) if user.is_admin && user.login.eq_ignore_ascii_case(person.login()) => Ok(()),
         Ok(_) => {
             tracing::warn!(login = %person.login(), "admin action refused: no longer a Gitea site admin");

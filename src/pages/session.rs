@@ -82,9 +82,9 @@ fn csrf_token_for(session_secret: &str) -> String {
 
 /// The request's page session, if it has a live one.
 pub async fn signed_in(server: &OAuthServer, headers: &HeaderMap) -> Option<SignedIn> {
-    let secret = read_cookie(headers, SESSION_COOKIE, server.config.secure_cookies)?;
+    let secret = read_cookie(headers, SESSION_COOKIE, server.config().secure_cookies)?;
     match server
-        .store
+        .store()
         .get_page_session(&hash_secret(&secret), server.now())
         .await
     {
@@ -144,7 +144,7 @@ pub async fn check_form(
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<(SignedIn, OAuthParams), FormRefusal> {
-    if !form_origin_allowed(headers, &server.config.issuer) {
+    if !form_origin_allowed(headers, &server.config().issuer) {
         return Err(FormRefusal::CrossSite);
     }
     let params = OAuthParams::parse(body).map_err(|_| FormRefusal::Malformed)?;
@@ -215,7 +215,7 @@ pub async fn start_sign_in(
         expires_at: now + PENDING_TTL,
         upstream: Some(start.leg.clone()),
     };
-    if let Err(err) = server.store.insert_pending(&pending, now).await {
+    if let Err(err) = server.store().insert_pending(&pending, now).await {
         tracing::warn!(error = %err, "a page sign-in could not be parked");
         return ErrorPage::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -224,7 +224,7 @@ pub async fn start_sign_in(
         )
         .into_response();
     }
-    start.redirect(server.config.secure_cookies)
+    start.redirect(server.config().secure_cookies)
 }
 
 /// The callback's page half: a signed-in Gitea user becomes a page session.
@@ -262,7 +262,7 @@ pub async fn complete_sign_in(
         created_at: now,
         expires_at: now + PAGE_SESSION_TTL,
     };
-    if let Err(err) = server.store.insert_page_session(&session, now).await {
+    if let Err(err) = server.store().insert_page_session(&session, now).await {
         tracing::error!(error = %err, "a page session could not be stored");
         return ErrorPage::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -279,7 +279,7 @@ pub async fn complete_sign_in(
         set_cookie(
             SESSION_COOKIE,
             &secret,
-            server.config.secure_cookies,
+            server.config().secure_cookies,
             SameSite::Lax,
             PAGE_SESSION_TTL,
         ),
@@ -293,7 +293,7 @@ pub async fn sign_out(
     CheckedForm { person, .. }: CheckedForm,
 ) -> Response {
     if let Err(err) = server
-        .store
+        .store()
         .delete_page_session(&person.session.id_hash)
         .await
     {
@@ -303,7 +303,11 @@ pub async fn sign_out(
     let mut response = with_page_headers(Redirect::to("/account").into_response());
     response.headers_mut().append(
         header::SET_COOKIE,
-        clear_cookie(SESSION_COOKIE, server.config.secure_cookies, SameSite::Lax),
+        clear_cookie(
+            SESSION_COOKIE,
+            server.config().secure_cookies,
+            SameSite::Lax,
+        ),
     );
     response
 }
