@@ -325,17 +325,28 @@ impl Default for StoreLimits {
     }
 }
 
-/// The OAuth store. Implemented once over sqlx for SQLite and PostgreSQL.
+/// What keeps the store itself: its backend, health, pruning and keys.
 #[async_trait]
-pub trait OAuthStore: Send + Sync + std::fmt::Debug {
+pub trait StoreMaintenance: Send + Sync {
     /// Which backend, for logs and health (`sqlite` or `postgres`).
     fn backend(&self) -> &'static str;
-
     /// A cheap round trip, for health checks.
     async fn ping(&self) -> Result<(), StoreError>;
+    /// Deletes expired pending authorizations, codes, tokens and page
+    /// sessions, grants never activated whose codes have expired, and
+    /// revoked grants older than 30 days.
+    async fn prune(&self, now: UnixTime) -> Result<PruneCounts, StoreError>;
+    /// Decrypts every encrypted value; the first that no key decrypts is
+    /// [`StoreError::Undecryptable`]. Run at startup.
+    async fn verify_decryptable(&self) -> Result<u64, StoreError>;
+    /// Re-encrypts every encrypted value under the newest key, in one
+    /// transaction. Returns how many values were rewritten.
+    async fn rekey(&self) -> Result<u64, StoreError>;
+}
 
-    // -- clients --------------------------------------------------------
-
+/// Clients: registered ones and cached metadata documents.
+#[async_trait]
+pub trait ClientStore: Send + Sync {
     /// Stores a newly registered client. When `max_clients` are stored,
     /// dynamically registered clients older than a day that never got a
     /// grant are removed first; if the store is still full:
@@ -347,9 +358,11 @@ pub trait OAuthStore: Send + Sync + std::fmt::Debug {
     /// Deletes a client and revokes its grants. Returns whether it existed.
     async fn delete_client(&self, client_id: &str, now: UnixTime) -> Result<bool, StoreError>;
     async fn list_clients(&self) -> Result<Vec<ClientRecord>, StoreError>;
+}
 
-    // -- pending authorizations ----------------------------------------
-
+/// Pending authorizations: requests parked between `/authorize` and the callback.
+#[async_trait]
+pub trait PendingStore: Send + Sync {
     /// Parks a request; [`StoreError::Full`] at `max_pending` unexpired ones.
     async fn insert_pending(
         &self,
@@ -379,9 +392,11 @@ pub trait OAuthStore: Send + Sync + std::fmt::Debug {
         &self,
         state_hash: &str,
     ) -> Result<Option<PendingAuthorization>, StoreError>;
+}
 
-    // -- grants and the consent registry --------------------------------
-
+/// Grants (a user's authorization of a client, with that user's Gitea tokens) and the consent registry.
+#[async_trait]
+pub trait GrantStore: Send + Sync {
     /// Stores a grant. When the login already holds `max_grants_per_login`
     /// unrevoked grants, its least recently used ones are revoked to make
     /// room; their ids are returned.
@@ -416,11 +431,6 @@ pub trait OAuthStore: Send + Sync + std::fmt::Debug {
         scope: &str,
         now: UnixTime,
     ) -> Result<(), StoreError>;
-
-    // -- codes -------------------------------------------------------------
-
-    /// Stores a code; [`StoreError::Full`] at `max_codes` unexpired ones.
-    async fn insert_code(&self, code: &AuthCodeRecord, now: UnixTime) -> Result<(), StoreError>;
     /// A completed sign-in in one transaction: the grant (revoking the
     /// login's least recently used grants over the cap, returned), the
     /// consent, and the code. Nothing is written unless all of it is.
@@ -430,6 +440,15 @@ pub trait OAuthStore: Send + Sync + std::fmt::Debug {
         code: &AuthCodeRecord,
         now: UnixTime,
     ) -> Result<Vec<String>, StoreError>;
+    /// Revokes every unrevoked grant of `login`; returns how many.
+    async fn revoke_grants_for_login(&self, login: &str, now: UnixTime) -> Result<u64, StoreError>;
+}
+
+/// Authorization codes.
+#[async_trait]
+pub trait CodeStore: Send + Sync {
+    /// Stores a code; [`StoreError::Full`] at `max_codes` unexpired ones.
+    async fn insert_code(&self, code: &AuthCodeRecord, now: UnixTime) -> Result<(), StoreError>;
     /// Spends a code atomically: exactly one caller gets `Redeemed`. Also
     /// activates the code's grant.
     async fn redeem_code(
@@ -437,9 +456,11 @@ pub trait OAuthStore: Send + Sync + std::fmt::Debug {
         code_hash: &str,
         now: UnixTime,
     ) -> Result<CodeRedemption, StoreError>;
+}
 
-    // -- our tokens ----------------------------------------------------------
-
+/// Our access and refresh tokens.
+#[async_trait]
+pub trait TokenStore: Send + Sync {
     /// Stores a freshly issued access and refresh token of a grant.
     async fn insert_tokens(
         &self,
@@ -464,14 +485,11 @@ pub trait OAuthStore: Send + Sync + std::fmt::Debug {
     ) -> Result<RefreshOutcome, StoreError>;
     /// The grant a token (access or refresh, any state) belongs to.
     async fn grant_of_token(&self, token_hash: &str) -> Result<Option<GrantRecord>, StoreError>;
+}
 
-    // -- maintenance ---------------------------------------------------------
-
-    /// Revokes every unrevoked grant of `login`; returns how many.
-    async fn revoke_grants_for_login(&self, login: &str, now: UnixTime) -> Result<u64, StoreError>;
-
-    // -- page sessions ---------------------------------------------------
-
+/// Sessions of the gateway's own pages.
+#[async_trait]
+pub trait PageSessionStore: Send + Sync {
     /// Stores a page session. When the login already holds
     /// `max_page_sessions_per_login` unexpired sessions, its oldest are
     /// deleted to make room.
@@ -488,15 +506,31 @@ pub trait OAuthStore: Send + Sync + std::fmt::Debug {
     ) -> Result<Option<PageSession>, StoreError>;
     /// Ends a page session (sign-out). Returns whether it existed.
     async fn delete_page_session(&self, id_hash: &str) -> Result<bool, StoreError>;
+}
 
-    /// Deletes expired pending authorizations, codes, tokens and page
-    /// sessions, grants never activated whose codes have expired, and
-    /// revoked grants older than 30 days.
-    async fn prune(&self, now: UnixTime) -> Result<PruneCounts, StoreError>;
-    /// Decrypts every encrypted value; the first that no key decrypts is
-    /// [`StoreError::Undecryptable`]. Run at startup.
-    async fn verify_decryptable(&self) -> Result<u64, StoreError>;
-    /// Re-encrypts every encrypted value under the newest key, in one
-    /// transaction. Returns how many values were rewritten.
-    async fn rekey(&self) -> Result<u64, StoreError>;
+/// The whole OAuth store: every aggregate's trait. Implemented once over
+/// sqlx for SQLite and PostgreSQL (`sql`), each aggregate's methods in the
+/// file that holds its SQL.
+pub trait OAuthStore:
+    StoreMaintenance
+    + ClientStore
+    + PendingStore
+    + GrantStore
+    + CodeStore
+    + TokenStore
+    + PageSessionStore
+    + std::fmt::Debug
+{
+}
+
+impl<T> OAuthStore for T where
+    T: StoreMaintenance
+        + ClientStore
+        + PendingStore
+        + GrantStore
+        + CodeStore
+        + TokenStore
+        + PageSessionStore
+        + std::fmt::Debug
+{
 }

@@ -1,8 +1,11 @@
 //! Registered clients: dynamic registrations and cached metadata documents,
 //! capped at `max_clients`.
 
+use async_trait::async_trait;
+
 use super::backend::{SqlRow, Stmt, stmt};
 use super::{Backend, SqlStore};
+use crate::store::ClientStore;
 use crate::store::{ClientRecord, Registration, StoreError, UnixTime};
 
 /// A dynamically registered client that never got a grant may be evicted
@@ -38,51 +41,6 @@ macro_rules! client_columns {
 }
 
 impl<DB: Backend> SqlStore<DB> {
-    pub(super) async fn insert_client_impl(
-        &self,
-        client: &ClientRecord,
-        now: UnixTime,
-    ) -> Result<(), StoreError> {
-        let mut tx = self.begin_write().await?;
-        if !self.make_room_for_client(&mut tx, now).await? {
-            tx.rollback().await?;
-            return Err(StoreError::Full { what: "clients" });
-        }
-        bind_client(stmt::<DB>(INSERT_CLIENT), client)?
-            .execute(&mut tx)
-            .await?;
-        tx.commit().await?;
-        Ok(())
-    }
-
-    /// Capped like [`Self::insert_client_impl`] when the document is new
-    /// (a refresh of a cached one does not grow the table); the document's
-    /// `created_at` (its fetch time) is the clock for the eviction rule.
-    pub(super) async fn upsert_metadata_client_impl(
-        &self,
-        client: &ClientRecord,
-    ) -> Result<(), StoreError> {
-        let mut tx = self.begin_write().await?;
-        let known = stmt::<DB>("SELECT 1 AS known FROM clients WHERE client_id = $1")
-            .bind(&client.client_id)
-            .fetch_optional(&mut tx)
-            .await?
-            .is_some();
-        if !known
-            && !self
-                .make_room_for_client(&mut tx, client.created_at)
-                .await?
-        {
-            tx.rollback().await?;
-            return Err(StoreError::Full { what: "clients" });
-        }
-        bind_client(stmt::<DB>(UPSERT_METADATA_CLIENT), client)?
-            .execute(&mut tx)
-            .await?;
-        tx.commit().await?;
-        Ok(())
-    }
-
     /// Inside a write transaction: whether one more client fits, after
     /// evicting stale, grantless dynamic registrations if it would not.
     async fn make_room_for_client(
@@ -102,65 +60,6 @@ impl<DB: Backend> SqlStore<DB> {
         .execute(&mut *conn)
         .await?;
         Ok(client_count::<DB>(&mut *conn).await? < self.limits.max_clients)
-    }
-
-    pub(super) async fn get_client_impl(
-        &self,
-        client_id: &str,
-    ) -> Result<Option<ClientRecord>, StoreError> {
-        let mut conn = self.conn().await?;
-        let row = stmt::<DB>(concat!(
-            "SELECT ",
-            client_columns!(),
-            " FROM clients WHERE client_id = $1"
-        ))
-        .bind(client_id)
-        .fetch_optional(&mut conn)
-        .await?;
-        row.map(|row| client_from_row(&row)).transpose()
-    }
-
-    pub(super) async fn list_clients_impl(&self) -> Result<Vec<ClientRecord>, StoreError> {
-        let mut conn = self.conn().await?;
-        let rows = stmt::<DB>(concat!(
-            "SELECT ",
-            client_columns!(),
-            " FROM clients ORDER BY created_at, client_id"
-        ))
-        .fetch_all(&mut conn)
-        .await?;
-        rows.iter().map(client_from_row).collect()
-    }
-
-    /// Deletes the client with everything hanging off it: its grants are
-    /// revoked (their tokens and codes deleted), its pending requests and
-    /// consent records removed.
-    pub(super) async fn delete_client_impl(
-        &self,
-        client_id: &str,
-        now: UnixTime,
-    ) -> Result<bool, StoreError> {
-        let mut tx = self.begin_write().await?;
-        let existed = stmt::<DB>("DELETE FROM clients WHERE client_id = $1")
-            .bind(client_id)
-            .execute(&mut tx)
-            .await?
-            > 0;
-        stmt::<DB>("UPDATE grants SET revoked_at = $2 WHERE client_id = $1 AND revoked_at IS NULL")
-            .bind(client_id)
-            .bind(now)
-            .execute(&mut tx)
-            .await?;
-        for sql in [
-            "DELETE FROM tokens WHERE grant_id IN (SELECT id FROM grants WHERE client_id = $1)",
-            "DELETE FROM auth_codes WHERE client_id = $1",
-            "DELETE FROM pending_authorizations WHERE client_id = $1",
-            "DELETE FROM consents WHERE client_id = $1",
-        ] {
-            stmt::<DB>(sql).bind(client_id).execute(&mut tx).await?;
-        }
-        tx.commit().await?;
-        Ok(existed)
     }
 }
 
@@ -218,4 +117,97 @@ fn client_from_row<DB: Backend>(row: &SqlRow<DB>) -> Result<ClientRecord, StoreE
         created_at: row.int("created_at")?,
         expires_at: row.opt_int("expires_at")?,
     })
+}
+
+#[async_trait]
+impl<DB: Backend> ClientStore for SqlStore<DB> {
+    async fn insert_client(&self, client: &ClientRecord, now: UnixTime) -> Result<(), StoreError> {
+        let mut tx = self.begin_write().await?;
+        if !self.make_room_for_client(&mut tx, now).await? {
+            tx.rollback().await?;
+            return Err(StoreError::Full { what: "clients" });
+        }
+        bind_client(stmt::<DB>(INSERT_CLIENT), client)?
+            .execute(&mut tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Capped like [`Self::insert_client`] when the document is new
+    /// (a refresh of a cached one does not grow the table); the document's
+    /// `created_at` (its fetch time) is the clock for the eviction rule.
+    async fn upsert_metadata_client(&self, client: &ClientRecord) -> Result<(), StoreError> {
+        let mut tx = self.begin_write().await?;
+        let known = stmt::<DB>("SELECT 1 AS known FROM clients WHERE client_id = $1")
+            .bind(&client.client_id)
+            .fetch_optional(&mut tx)
+            .await?
+            .is_some();
+        if !known
+            && !self
+                .make_room_for_client(&mut tx, client.created_at)
+                .await?
+        {
+            tx.rollback().await?;
+            return Err(StoreError::Full { what: "clients" });
+        }
+        bind_client(stmt::<DB>(UPSERT_METADATA_CLIENT), client)?
+            .execute(&mut tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn get_client(&self, client_id: &str) -> Result<Option<ClientRecord>, StoreError> {
+        let mut conn = self.conn().await?;
+        let row = stmt::<DB>(concat!(
+            "SELECT ",
+            client_columns!(),
+            " FROM clients WHERE client_id = $1"
+        ))
+        .bind(client_id)
+        .fetch_optional(&mut conn)
+        .await?;
+        row.map(|row| client_from_row(&row)).transpose()
+    }
+
+    /// Deletes the client with everything hanging off it: its grants are
+    /// revoked (their tokens and codes deleted), its pending requests and
+    /// consent records removed.
+    async fn delete_client(&self, client_id: &str, now: UnixTime) -> Result<bool, StoreError> {
+        let mut tx = self.begin_write().await?;
+        let existed = stmt::<DB>("DELETE FROM clients WHERE client_id = $1")
+            .bind(client_id)
+            .execute(&mut tx)
+            .await?
+            > 0;
+        stmt::<DB>("UPDATE grants SET revoked_at = $2 WHERE client_id = $1 AND revoked_at IS NULL")
+            .bind(client_id)
+            .bind(now)
+            .execute(&mut tx)
+            .await?;
+        for sql in [
+            "DELETE FROM tokens WHERE grant_id IN (SELECT id FROM grants WHERE client_id = $1)",
+            "DELETE FROM auth_codes WHERE client_id = $1",
+            "DELETE FROM pending_authorizations WHERE client_id = $1",
+            "DELETE FROM consents WHERE client_id = $1",
+        ] {
+            stmt::<DB>(sql).bind(client_id).execute(&mut tx).await?;
+        }
+        tx.commit().await?;
+        Ok(existed)
+    }
+
+    async fn list_clients(&self) -> Result<Vec<ClientRecord>, StoreError> {
+        let mut conn = self.conn().await?;
+        let rows = stmt::<DB>(concat!(
+            "SELECT ",
+            client_columns!(),
+            " FROM clients ORDER BY created_at, client_id"
+        ))
+        .fetch_all(&mut conn)
+        .await?;
+        rows.iter().map(client_from_row).collect()
+    }
 }

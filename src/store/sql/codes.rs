@@ -1,8 +1,11 @@
 //! Our authorization codes (hashes only), capped at `max_codes` unexpired
 //! rows, and their exactly-once redemption.
 
+use async_trait::async_trait;
+
 use super::backend::{SqlRow, stmt};
 use super::{Backend, SqlStore};
+use crate::store::CodeStore;
 use crate::store::{AuthCodeRecord, CodeRedemption, StoreError, UnixTime};
 
 /// The columns [`code_from_row`] reads.
@@ -14,21 +17,7 @@ macro_rules! code_columns {
 }
 
 impl<DB: Backend> SqlStore<DB> {
-    pub(super) async fn insert_code_impl(
-        &self,
-        code: &AuthCodeRecord,
-        now: UnixTime,
-    ) -> Result<(), StoreError> {
-        let mut tx = self.begin_write().await?;
-        if let Err(err) = self.insert_code_in(&mut tx, code, now).await {
-            tx.rollback().await?;
-            return Err(err);
-        }
-        tx.commit().await?;
-        Ok(())
-    }
-
-    /// [`Self::insert_code_impl`] inside the caller's transaction (which
+    /// [`Self::insert_code`] inside the caller's transaction (which
     /// the caller rolls back on an error).
     pub(super) async fn insert_code_in(
         &self,
@@ -65,6 +54,34 @@ impl<DB: Backend> SqlStore<DB> {
         .await?;
         Ok(())
     }
+}
+
+fn code_from_row<DB: Backend>(row: &SqlRow<DB>) -> Result<AuthCodeRecord, StoreError> {
+    Ok(AuthCodeRecord {
+        code_hash: row.text("code_hash")?,
+        grant_id: row.text("grant_id")?,
+        client_id: row.text("client_id")?,
+        redirect_uri: row.text("redirect_uri")?,
+        code_challenge: row.text("code_challenge")?,
+        resource: row.text("resource")?,
+        scope: row.text("scope")?,
+        created_at: row.int("created_at")?,
+        expires_at: row.int("expires_at")?,
+        redeemed_at: row.opt_int("redeemed_at")?,
+    })
+}
+
+#[async_trait]
+impl<DB: Backend> CodeStore for SqlStore<DB> {
+    async fn insert_code(&self, code: &AuthCodeRecord, now: UnixTime) -> Result<(), StoreError> {
+        let mut tx = self.begin_write().await?;
+        if let Err(err) = self.insert_code_in(&mut tx, code, now).await {
+            tx.rollback().await?;
+            return Err(err);
+        }
+        tx.commit().await?;
+        Ok(())
+    }
 
     /// The first write is a compare-and-swap on `redeemed_at IS NULL`: of
     /// concurrent redemptions exactly one matches (on PostgreSQL the others
@@ -72,7 +89,7 @@ impl<DB: Backend> SqlStore<DB> {
     /// code that was never spent is `Unknown` (and does not activate its
     /// grant); a spent one stays `AlreadyRedeemed` until pruned, so a
     /// replay is still recognised.
-    pub(super) async fn redeem_code_impl(
+    async fn redeem_code(
         &self,
         code_hash: &str,
         now: UnixTime,
@@ -113,19 +130,4 @@ impl<DB: Backend> SqlStore<DB> {
             _ => Ok(CodeRedemption::Unknown),
         }
     }
-}
-
-fn code_from_row<DB: Backend>(row: &SqlRow<DB>) -> Result<AuthCodeRecord, StoreError> {
-    Ok(AuthCodeRecord {
-        code_hash: row.text("code_hash")?,
-        grant_id: row.text("grant_id")?,
-        client_id: row.text("client_id")?,
-        redirect_uri: row.text("redirect_uri")?,
-        code_challenge: row.text("code_challenge")?,
-        resource: row.text("resource")?,
-        scope: row.text("scope")?,
-        created_at: row.int("created_at")?,
-        expires_at: row.int("expires_at")?,
-        redeemed_at: row.opt_int("redeemed_at")?,
-    })
 }

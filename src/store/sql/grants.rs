@@ -3,45 +3,46 @@
 //! `max_grants_per_login` unrevoked grants per login, least recently used
 //! first out.
 
+use async_trait::async_trait;
+
 use super::backend::{SqlRow, stmt};
 use super::{Backend, SqlStore};
+use crate::store::GrantStore;
 use crate::store::{AuthCodeRecord, GiteaTokens, GrantRecord, StoreError, UnixTime};
 
 pub(super) const TABLE: &str = "grants";
 
 impl<DB: Backend> SqlStore<DB> {
-    pub(super) async fn insert_grant_impl(
-        &self,
-        grant: &GrantRecord,
-        now: UnixTime,
-    ) -> Result<Vec<String>, StoreError> {
-        let mut tx = self.begin_write().await?;
-        let evicted = self.insert_grant_in(&mut tx, grant, now).await?;
-        tx.commit().await?;
-        Ok(evicted)
+    /// Unrevoked, activated grants, of one login or all, newest first.
+    async fn listed_grants(&self, login: Option<&str>) -> Result<Vec<GrantRecord>, StoreError> {
+        let mut conn = self.conn().await?;
+        let rows = match login {
+            Some(login) => {
+                stmt::<DB>(concat!(
+                    "SELECT ",
+                    grant_columns!(),
+                    " FROM grants g WHERE g.login = $1 AND g.revoked_at IS NULL \
+                     AND g.activated_at IS NOT NULL ORDER BY g.created_at DESC, g.id DESC"
+                ))
+                .bind(login)
+                .fetch_all(&mut conn)
+                .await?
+            }
+            None => {
+                stmt::<DB>(concat!(
+                    "SELECT ",
+                    grant_columns!(),
+                    " FROM grants g WHERE g.revoked_at IS NULL \
+                     AND g.activated_at IS NOT NULL ORDER BY g.created_at DESC, g.id DESC"
+                ))
+                .fetch_all(&mut conn)
+                .await?
+            }
+        };
+        rows.iter().map(|row| self.grant_from_row(row)).collect()
     }
 
-    /// The grant, its consent and its code, in one transaction: a sign-in
-    /// is stored whole or not at all.
-    pub(super) async fn store_authorization_impl(
-        &self,
-        grant: &GrantRecord,
-        code: &AuthCodeRecord,
-        now: UnixTime,
-    ) -> Result<Vec<String>, StoreError> {
-        let mut tx = self.begin_write().await?;
-        // Cap locks in one order everywhere: grants, then codes.
-        let evicted = self.insert_grant_in(&mut tx, grant, now).await?;
-        Self::record_consent_in(&mut tx, &grant.login, &grant.client_id, &grant.scope, now).await?;
-        if let Err(err) = self.insert_code_in(&mut tx, code, now).await {
-            tx.rollback().await?;
-            return Err(err);
-        }
-        tx.commit().await?;
-        Ok(evicted)
-    }
-
-    /// [`Self::insert_grant_impl`] inside the caller's transaction.
+    /// [`Self::insert_grant`] inside the caller's transaction.
     async fn insert_grant_in(
         &self,
         tx: &mut DB::Connection,
@@ -88,14 +89,6 @@ impl<DB: Backend> SqlStore<DB> {
         Ok(evicted)
     }
 
-    pub(super) async fn get_grant_impl(
-        &self,
-        grant_id: &str,
-    ) -> Result<Option<GrantRecord>, StoreError> {
-        let mut conn = self.conn().await?;
-        self.grant_in(&mut conn, grant_id).await
-    }
-
     /// A grant by id, on the caller's connection or transaction.
     pub(super) async fn grant_in(
         &self,
@@ -113,142 +106,7 @@ impl<DB: Backend> SqlStore<DB> {
         row.map(|row| self.grant_from_row(&row)).transpose()
     }
 
-    pub(super) async fn update_gitea_tokens_impl(
-        &self,
-        grant_id: &str,
-        tokens: &GiteaTokens,
-    ) -> Result<(), StoreError> {
-        let access = self.seal(&tokens.access_token);
-        let refresh = tokens.refresh_token.as_ref().map(|t| self.seal(t));
-        let mut conn = self.conn().await?;
-        stmt::<DB>(
-            "UPDATE grants SET gitea_access_token_enc = $2, gitea_refresh_token_enc = $3, \
-             gitea_expires_at = $4 WHERE id = $1",
-        )
-        .bind(grant_id)
-        .bind(&access)
-        .bind(refresh.as_deref())
-        .bind(tokens.expires_at)
-        .execute(&mut conn)
-        .await?;
-        Ok(())
-    }
-
-    /// Writes at most once per second per grant: a burst of requests on
-    /// one token does not queue a burst of writes.
-    pub(super) async fn touch_grant_impl(
-        &self,
-        grant_id: &str,
-        now: UnixTime,
-    ) -> Result<(), StoreError> {
-        let mut conn = self.conn().await?;
-        stmt::<DB>(
-            "UPDATE grants SET last_used_at = $2 \
-             WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2)",
-        )
-        .bind(grant_id)
-        .bind(now)
-        .execute(&mut conn)
-        .await?;
-        Ok(())
-    }
-
-    pub(super) async fn revoke_grant_impl(
-        &self,
-        grant_id: &str,
-        now: UnixTime,
-    ) -> Result<bool, StoreError> {
-        let mut tx = self.begin_write().await?;
-        let found = Self::revoke_in(&mut tx, grant_id, now).await?;
-        tx.commit().await?;
-        Ok(found)
-    }
-
-    /// One transaction, first locking the `grants` row of `store_locks`
-    /// so that an `insert_grant` for the login is ordered before (and then
-    /// revoked here) or after; each grant then goes as in
-    /// [`Self::revoke_grant_impl`], its tokens and codes with it. A grant
-    /// revoked concurrently by someone else is not counted.
-    pub(super) async fn revoke_grants_for_login_impl(
-        &self,
-        login: &str,
-        now: UnixTime,
-    ) -> Result<u64, StoreError> {
-        let mut tx = self.begin_write().await?;
-        Self::lock_cap(&mut tx, "grants").await?;
-        let held =
-            stmt::<DB>("SELECT id FROM grants WHERE login = $1 AND revoked_at IS NULL ORDER BY id")
-                .bind(login)
-                .fetch_all(&mut tx)
-                .await?;
-        let mut revoked = 0;
-        for row in &held {
-            if Self::revoke_in(&mut tx, &row.text("id")?, now).await? {
-                revoked += 1;
-            }
-        }
-        tx.commit().await?;
-        Ok(revoked)
-    }
-
-    /// Unrevoked, activated grants, newest first; of one login when given.
-    pub(super) async fn count_active_grants_impl(&self) -> Result<u64, StoreError> {
-        let mut conn = self.conn().await?;
-        let n = stmt::<DB>(
-            "SELECT COUNT(*) AS n FROM grants WHERE revoked_at IS NULL AND activated_at IS NOT NULL",
-        )
-        .fetch_optional(&mut conn)
-        .await?
-        .ok_or(StoreError::Corrupt("grant count"))?
-        .int("n")?;
-        Ok(u64::try_from(n).unwrap_or(0))
-    }
-
-    pub(super) async fn list_grants_impl(
-        &self,
-        login: Option<&str>,
-    ) -> Result<Vec<GrantRecord>, StoreError> {
-        let mut conn = self.conn().await?;
-        let rows = match login {
-            Some(login) => {
-                stmt::<DB>(concat!(
-                    "SELECT ",
-                    grant_columns!(),
-                    " FROM grants g WHERE g.login = $1 AND g.revoked_at IS NULL \
-                     AND g.activated_at IS NOT NULL ORDER BY g.created_at DESC, g.id DESC"
-                ))
-                .bind(login)
-                .fetch_all(&mut conn)
-                .await?
-            }
-            None => {
-                stmt::<DB>(concat!(
-                    "SELECT ",
-                    grant_columns!(),
-                    " FROM grants g WHERE g.revoked_at IS NULL \
-                     AND g.activated_at IS NOT NULL ORDER BY g.created_at DESC, g.id DESC"
-                ))
-                .fetch_all(&mut conn)
-                .await?
-            }
-        };
-        rows.iter().map(|row| self.grant_from_row(row)).collect()
-    }
-
-    /// One row per (login, client): the latest approved scope, and when
-    /// the client was first and last approved.
-    pub(super) async fn record_consent_impl(
-        &self,
-        login: &str,
-        client_id: &str,
-        scope: &str,
-        now: UnixTime,
-    ) -> Result<(), StoreError> {
-        let mut conn = self.conn().await?;
-        Self::record_consent_in(&mut conn, login, client_id, scope, now).await
-    }
-
-    /// [`Self::record_consent_impl`] on the caller's connection.
+    /// [`Self::record_consent`] on the caller's connection.
     async fn record_consent_in(
         conn: &mut DB::Connection,
         login: &str,
@@ -295,5 +153,144 @@ impl<DB: Backend> SqlStore<DB> {
             revoked_at: row.opt_int("revoked_at")?,
             id,
         })
+    }
+}
+
+#[async_trait]
+impl<DB: Backend> GrantStore for SqlStore<DB> {
+    async fn insert_grant(
+        &self,
+        grant: &GrantRecord,
+        now: UnixTime,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut tx = self.begin_write().await?;
+        let evicted = self.insert_grant_in(&mut tx, grant, now).await?;
+        tx.commit().await?;
+        Ok(evicted)
+    }
+
+    async fn get_grant(&self, grant_id: &str) -> Result<Option<GrantRecord>, StoreError> {
+        let mut conn = self.conn().await?;
+        self.grant_in(&mut conn, grant_id).await
+    }
+
+    async fn update_gitea_tokens(
+        &self,
+        grant_id: &str,
+        tokens: &GiteaTokens,
+    ) -> Result<(), StoreError> {
+        let access = self.seal(&tokens.access_token);
+        let refresh = tokens.refresh_token.as_ref().map(|t| self.seal(t));
+        let mut conn = self.conn().await?;
+        stmt::<DB>(
+            "UPDATE grants SET gitea_access_token_enc = $2, gitea_refresh_token_enc = $3, \
+             gitea_expires_at = $4 WHERE id = $1",
+        )
+        .bind(grant_id)
+        .bind(&access)
+        .bind(refresh.as_deref())
+        .bind(tokens.expires_at)
+        .execute(&mut conn)
+        .await?;
+        Ok(())
+    }
+
+    /// Writes at most once per second per grant: a burst of requests on
+    /// one token does not queue a burst of writes.
+    async fn touch_grant(&self, grant_id: &str, now: UnixTime) -> Result<(), StoreError> {
+        let mut conn = self.conn().await?;
+        stmt::<DB>(
+            "UPDATE grants SET last_used_at = $2 \
+             WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2)",
+        )
+        .bind(grant_id)
+        .bind(now)
+        .execute(&mut conn)
+        .await?;
+        Ok(())
+    }
+
+    async fn revoke_grant(&self, grant_id: &str, now: UnixTime) -> Result<bool, StoreError> {
+        let mut tx = self.begin_write().await?;
+        let found = Self::revoke_in(&mut tx, grant_id, now).await?;
+        tx.commit().await?;
+        Ok(found)
+    }
+
+    async fn list_grants_for_login(&self, login: &str) -> Result<Vec<GrantRecord>, StoreError> {
+        self.listed_grants(Some(login)).await
+    }
+
+    async fn list_grants(&self) -> Result<Vec<GrantRecord>, StoreError> {
+        self.listed_grants(None).await
+    }
+
+    /// Unrevoked, activated grants, newest first; of one login when given.
+    async fn count_active_grants(&self) -> Result<u64, StoreError> {
+        let mut conn = self.conn().await?;
+        let n = stmt::<DB>(
+            "SELECT COUNT(*) AS n FROM grants WHERE revoked_at IS NULL AND activated_at IS NOT NULL",
+        )
+        .fetch_optional(&mut conn)
+        .await?
+        .ok_or(StoreError::Corrupt("grant count"))?
+        .int("n")?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    /// One row per (login, client): the latest approved scope, and when
+    /// the client was first and last approved.
+    async fn record_consent(
+        &self,
+        login: &str,
+        client_id: &str,
+        scope: &str,
+        now: UnixTime,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.conn().await?;
+        Self::record_consent_in(&mut conn, login, client_id, scope, now).await
+    }
+
+    /// The grant, its consent and its code, in one transaction: a sign-in
+    /// is stored whole or not at all.
+    async fn store_authorization(
+        &self,
+        grant: &GrantRecord,
+        code: &AuthCodeRecord,
+        now: UnixTime,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut tx = self.begin_write().await?;
+        // Cap locks in one order everywhere: grants, then codes.
+        let evicted = self.insert_grant_in(&mut tx, grant, now).await?;
+        Self::record_consent_in(&mut tx, &grant.login, &grant.client_id, &grant.scope, now).await?;
+        if let Err(err) = self.insert_code_in(&mut tx, code, now).await {
+            tx.rollback().await?;
+            return Err(err);
+        }
+        tx.commit().await?;
+        Ok(evicted)
+    }
+
+    /// One transaction, first locking the `grants` row of `store_locks`
+    /// so that an `insert_grant` for the login is ordered before (and then
+    /// revoked here) or after; each grant then goes as in
+    /// [`Self::revoke_grant`], its tokens and codes with it. A grant
+    /// revoked concurrently by someone else is not counted.
+    async fn revoke_grants_for_login(&self, login: &str, now: UnixTime) -> Result<u64, StoreError> {
+        let mut tx = self.begin_write().await?;
+        Self::lock_cap(&mut tx, "grants").await?;
+        let held =
+            stmt::<DB>("SELECT id FROM grants WHERE login = $1 AND revoked_at IS NULL ORDER BY id")
+                .bind(login)
+                .fetch_all(&mut tx)
+                .await?;
+        let mut revoked = 0;
+        for row in &held {
+            if Self::revoke_in(&mut tx, &row.text("id")?, now).await? {
+                revoked += 1;
+            }
+        }
+        tx.commit().await?;
+        Ok(revoked)
     }
 }

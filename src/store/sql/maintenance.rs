@@ -2,8 +2,11 @@
 //! encrypted value (startup verification and rekeying after a key
 //! rotation).
 
+use async_trait::async_trait;
+
 use super::backend::stmt;
 use super::{Backend, SqlStore, grants, page_sessions, pending};
+use crate::store::StoreMaintenance;
 use crate::store::{PruneCounts, StoreError, UnixTime};
 
 /// Revoked grants are kept this long (for `grant_of_token` on a late
@@ -16,95 +19,6 @@ const REVOKED_GRANT_RETENTION: i64 = 30 * 24 * 60 * 60;
 const UNACTIVATED_GRACE: i64 = 60;
 
 impl<DB: Backend> SqlStore<DB> {
-    /// Each statement stands alone (no long write lock); the grant rule
-    /// runs after expired codes are gone, so "no code left" means "every
-    /// code expired". Tokens and codes of deleted grants go with them
-    /// (`ON DELETE CASCADE`) and are not counted.
-    pub(super) async fn prune_impl(&self, now: UnixTime) -> Result<PruneCounts, StoreError> {
-        let mut conn = self.conn().await?;
-        let pending = stmt::<DB>("DELETE FROM pending_authorizations WHERE expires_at <= $1")
-            .bind(now)
-            .execute(&mut conn)
-            .await?;
-        let codes = stmt::<DB>("DELETE FROM auth_codes WHERE expires_at <= $1")
-            .bind(now)
-            .execute(&mut conn)
-            .await?;
-        let tokens = stmt::<DB>("DELETE FROM tokens WHERE expires_at <= $1")
-            .bind(now)
-            .execute(&mut conn)
-            .await?;
-        let grants = stmt::<DB>(
-            "DELETE FROM grants WHERE (activated_at IS NULL AND created_at <= $2 \
-             AND NOT EXISTS (SELECT 1 FROM auth_codes c WHERE c.grant_id = grants.id)) \
-             OR (revoked_at IS NOT NULL AND revoked_at <= $3)",
-        )
-        .bind(now)
-        .bind(now - UNACTIVATED_GRACE)
-        .bind(now - REVOKED_GRANT_RETENTION)
-        .execute(&mut conn)
-        .await?;
-        let page_sessions = stmt::<DB>("DELETE FROM page_sessions WHERE expires_at <= $1")
-            .bind(now)
-            .execute(&mut conn)
-            .await?;
-        Ok(PruneCounts {
-            pending,
-            codes,
-            tokens,
-            grants,
-            page_sessions,
-        })
-    }
-
-    /// Decrypts every stored ciphertext once; the count of values checked.
-    pub(super) async fn verify_decryptable_impl(&self) -> Result<u64, StoreError> {
-        let mut conn = self.conn().await?;
-        let mut checked = 0;
-        for value in self.sealed_values(&mut conn).await? {
-            self.unseal(value.column.table(), &value.row, &value.ciphertext)?;
-            checked += 1;
-        }
-        Ok(checked)
-    }
-
-    /// One transaction: every row holding ciphertext is locked first (a
-    /// no-op update) so no concurrent write is overwritten with the value
-    /// read here; then each value not already under the newest key is
-    /// decrypted and written back under it. Idempotent: a second run
-    /// rewrites nothing. Any undecryptable value aborts the whole rekey.
-    pub(super) async fn rekey_impl(&self) -> Result<u64, StoreError> {
-        let mut tx = self.begin_write().await?;
-        stmt::<DB>("UPDATE grants SET gitea_access_token_enc = gitea_access_token_enc")
-            .execute(&mut tx)
-            .await?;
-        stmt::<DB>(
-            "UPDATE pending_authorizations \
-             SET upstream_pkce_verifier_enc = upstream_pkce_verifier_enc \
-             WHERE upstream_pkce_verifier_enc IS NOT NULL",
-        )
-        .execute(&mut tx)
-        .await?;
-        stmt::<DB>("UPDATE page_sessions SET gitea_access_token_enc = gitea_access_token_enc")
-            .execute(&mut tx)
-            .await?;
-        let mut rewritten = 0;
-        for value in self.sealed_values(&mut tx).await? {
-            if self.cipher.is_current(&value.ciphertext) {
-                continue;
-            }
-            let plain = self.unseal(value.column.table(), &value.row, &value.ciphertext)?;
-            stmt::<DB>(value.column.rewrite_sql())
-                .bind(&self.seal(&plain))
-                .bind(&value.row)
-                .execute(&mut tx)
-                .await?;
-            rewritten += 1;
-        }
-        tx.commit().await?;
-        Ok(rewritten)
-    }
-
     /// Every ciphertext in the store.
     async fn sealed_values(
         &self,
@@ -203,4 +117,106 @@ struct SealedValue {
     column: SealedColumn,
     row: String,
     ciphertext: String,
+}
+
+#[async_trait]
+impl<DB: Backend> StoreMaintenance for SqlStore<DB> {
+    fn backend(&self) -> &'static str {
+        DB::LABEL
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        let mut conn = self.conn().await?;
+        stmt::<DB>("SELECT 1").fetch_optional(&mut conn).await?;
+        Ok(())
+    }
+
+    /// Each statement stands alone (no long write lock); the grant rule
+    /// runs after expired codes are gone, so "no code left" means "every
+    /// code expired". Tokens and codes of deleted grants go with them
+    /// (`ON DELETE CASCADE`) and are not counted.
+    async fn prune(&self, now: UnixTime) -> Result<PruneCounts, StoreError> {
+        let mut conn = self.conn().await?;
+        let pending = stmt::<DB>("DELETE FROM pending_authorizations WHERE expires_at <= $1")
+            .bind(now)
+            .execute(&mut conn)
+            .await?;
+        let codes = stmt::<DB>("DELETE FROM auth_codes WHERE expires_at <= $1")
+            .bind(now)
+            .execute(&mut conn)
+            .await?;
+        let tokens = stmt::<DB>("DELETE FROM tokens WHERE expires_at <= $1")
+            .bind(now)
+            .execute(&mut conn)
+            .await?;
+        let grants = stmt::<DB>(
+            "DELETE FROM grants WHERE (activated_at IS NULL AND created_at <= $2 \
+             AND NOT EXISTS (SELECT 1 FROM auth_codes c WHERE c.grant_id = grants.id)) \
+             OR (revoked_at IS NOT NULL AND revoked_at <= $3)",
+        )
+        .bind(now)
+        .bind(now - UNACTIVATED_GRACE)
+        .bind(now - REVOKED_GRANT_RETENTION)
+        .execute(&mut conn)
+        .await?;
+        let page_sessions = stmt::<DB>("DELETE FROM page_sessions WHERE expires_at <= $1")
+            .bind(now)
+            .execute(&mut conn)
+            .await?;
+        Ok(PruneCounts {
+            pending,
+            codes,
+            tokens,
+            grants,
+            page_sessions,
+        })
+    }
+
+    /// Decrypts every stored ciphertext once; the count of values checked.
+    async fn verify_decryptable(&self) -> Result<u64, StoreError> {
+        let mut conn = self.conn().await?;
+        let mut checked = 0;
+        for value in self.sealed_values(&mut conn).await? {
+            self.unseal(value.column.table(), &value.row, &value.ciphertext)?;
+            checked += 1;
+        }
+        Ok(checked)
+    }
+
+    /// One transaction: every row holding ciphertext is locked first (a
+    /// no-op update) so no concurrent write is overwritten with the value
+    /// read here; then each value not already under the newest key is
+    /// decrypted and written back under it. Idempotent: a second run
+    /// rewrites nothing. Any undecryptable value aborts the whole rekey.
+    async fn rekey(&self) -> Result<u64, StoreError> {
+        let mut tx = self.begin_write().await?;
+        stmt::<DB>("UPDATE grants SET gitea_access_token_enc = gitea_access_token_enc")
+            .execute(&mut tx)
+            .await?;
+        stmt::<DB>(
+            "UPDATE pending_authorizations \
+             SET upstream_pkce_verifier_enc = upstream_pkce_verifier_enc \
+             WHERE upstream_pkce_verifier_enc IS NOT NULL",
+        )
+        .execute(&mut tx)
+        .await?;
+        stmt::<DB>("UPDATE page_sessions SET gitea_access_token_enc = gitea_access_token_enc")
+            .execute(&mut tx)
+            .await?;
+        let mut rewritten = 0;
+        for value in self.sealed_values(&mut tx).await? {
+            if self.cipher.is_current(&value.ciphertext) {
+                continue;
+            }
+            let plain = self.unseal(value.column.table(), &value.row, &value.ciphertext)?;
+            stmt::<DB>(value.column.rewrite_sql())
+                .bind(&self.seal(&plain))
+                .bind(&value.row)
+                .execute(&mut tx)
+                .await?;
+            rewritten += 1;
+        }
+        tx.commit().await?;
+        Ok(rewritten)
+    }
 }

@@ -1,8 +1,9 @@
 //! The one implementation of [`OAuthStore`], over sqlx, for SQLite and
 //! PostgreSQL alike: [`SqlStore<DB>`] is generic over a [`Backend`] and
-//! every statement is written once. One file per table group; this one
-//! holds the store itself, the trait impl (delegation only) and the
-//! helpers they share (transactions, encryption, revocation).
+//! every statement is written once. One file per aggregate, each holding
+//! its SQL and its trait's impl (`ClientStore` in `clients.rs`, …); this
+//! one holds the store itself and the helpers they share (transactions,
+//! encryption, revocation).
 //!
 //! Concurrency rule used throughout: the first write of a transaction is
 //! the one that decides (a conditional `UPDATE`/`DELETE … RETURNING`, or a
@@ -29,7 +30,6 @@ mod page_sessions;
 mod pending;
 mod tokens;
 
-use async_trait::async_trait;
 use secrecy::{ExposeSecret, SecretString};
 use sqlx::pool::PoolConnection;
 use sqlx::{Pool, Transaction};
@@ -38,11 +38,7 @@ pub(crate) use backend::Backend;
 use backend::{migrator, stmt};
 
 use super::cipher::TokenCipher;
-use super::{
-    AuthCodeRecord, ClientRecord, CodeRedemption, GiteaTokens, GrantRecord, NewToken, OAuthStore,
-    PageSession, PendingAuthorization, PruneCounts, RefreshOutcome, ResolvedAccess, StoreError,
-    StoreLimits, UnixTime, UpstreamLeg,
-};
+use super::{StoreError, StoreLimits, UnixTime};
 
 /// The OAuth store over one sqlx pool.
 pub(crate) struct SqlStore<DB: Backend> {
@@ -141,213 +137,5 @@ impl<DB: Backend> SqlStore<DB> {
             .execute(&mut *conn)
             .await?;
         Ok(revoked > 0)
-    }
-}
-
-#[async_trait]
-impl<DB: Backend> OAuthStore for SqlStore<DB> {
-    fn backend(&self) -> &'static str {
-        DB::LABEL
-    }
-
-    async fn ping(&self) -> Result<(), StoreError> {
-        let mut conn = self.conn().await?;
-        stmt::<DB>("SELECT 1").fetch_optional(&mut conn).await?;
-        Ok(())
-    }
-
-    async fn insert_client(&self, client: &ClientRecord, now: UnixTime) -> Result<(), StoreError> {
-        self.insert_client_impl(client, now).await
-    }
-
-    async fn upsert_metadata_client(&self, client: &ClientRecord) -> Result<(), StoreError> {
-        self.upsert_metadata_client_impl(client).await
-    }
-
-    async fn get_client(&self, client_id: &str) -> Result<Option<ClientRecord>, StoreError> {
-        self.get_client_impl(client_id).await
-    }
-
-    async fn delete_client(&self, client_id: &str, now: UnixTime) -> Result<bool, StoreError> {
-        self.delete_client_impl(client_id, now).await
-    }
-
-    async fn list_clients(&self) -> Result<Vec<ClientRecord>, StoreError> {
-        self.list_clients_impl().await
-    }
-
-    async fn insert_pending(
-        &self,
-        pending: &PendingAuthorization,
-        now: UnixTime,
-    ) -> Result<(), StoreError> {
-        self.insert_pending_impl(pending, now).await
-    }
-
-    async fn get_pending(
-        &self,
-        id_hash: &str,
-        now: UnixTime,
-    ) -> Result<Option<PendingAuthorization>, StoreError> {
-        self.get_pending_impl(id_hash, now).await
-    }
-
-    async fn approve_pending(
-        &self,
-        id_hash: &str,
-        upstream: &UpstreamLeg,
-        now: UnixTime,
-    ) -> Result<bool, StoreError> {
-        self.approve_pending_impl(id_hash, upstream, now).await
-    }
-
-    async fn delete_pending(&self, id_hash: &str) -> Result<bool, StoreError> {
-        self.delete_pending_impl(id_hash).await
-    }
-
-    async fn take_pending_by_upstream_state(
-        &self,
-        state_hash: &str,
-    ) -> Result<Option<PendingAuthorization>, StoreError> {
-        self.take_pending_by_upstream_state_impl(state_hash).await
-    }
-
-    async fn insert_grant(
-        &self,
-        grant: &GrantRecord,
-        now: UnixTime,
-    ) -> Result<Vec<String>, StoreError> {
-        self.insert_grant_impl(grant, now).await
-    }
-
-    async fn get_grant(&self, grant_id: &str) -> Result<Option<GrantRecord>, StoreError> {
-        self.get_grant_impl(grant_id).await
-    }
-
-    async fn update_gitea_tokens(
-        &self,
-        grant_id: &str,
-        tokens: &GiteaTokens,
-    ) -> Result<(), StoreError> {
-        self.update_gitea_tokens_impl(grant_id, tokens).await
-    }
-
-    async fn touch_grant(&self, grant_id: &str, now: UnixTime) -> Result<(), StoreError> {
-        self.touch_grant_impl(grant_id, now).await
-    }
-
-    async fn revoke_grant(&self, grant_id: &str, now: UnixTime) -> Result<bool, StoreError> {
-        self.revoke_grant_impl(grant_id, now).await
-    }
-
-    async fn list_grants_for_login(&self, login: &str) -> Result<Vec<GrantRecord>, StoreError> {
-        self.list_grants_impl(Some(login)).await
-    }
-
-    async fn list_grants(&self) -> Result<Vec<GrantRecord>, StoreError> {
-        self.list_grants_impl(None).await
-    }
-
-    async fn count_active_grants(&self) -> Result<u64, StoreError> {
-        self.count_active_grants_impl().await
-    }
-
-    async fn record_consent(
-        &self,
-        login: &str,
-        client_id: &str,
-        scope: &str,
-        now: UnixTime,
-    ) -> Result<(), StoreError> {
-        self.record_consent_impl(login, client_id, scope, now).await
-    }
-
-    async fn insert_code(&self, code: &AuthCodeRecord, now: UnixTime) -> Result<(), StoreError> {
-        self.insert_code_impl(code, now).await
-    }
-
-    async fn store_authorization(
-        &self,
-        grant: &GrantRecord,
-        code: &AuthCodeRecord,
-        now: UnixTime,
-    ) -> Result<Vec<String>, StoreError> {
-        self.store_authorization_impl(grant, code, now).await
-    }
-
-    async fn redeem_code(
-        &self,
-        code_hash: &str,
-        now: UnixTime,
-    ) -> Result<CodeRedemption, StoreError> {
-        self.redeem_code_impl(code_hash, now).await
-    }
-
-    async fn insert_tokens(
-        &self,
-        grant_id: &str,
-        tokens: &[NewToken],
-        now: UnixTime,
-    ) -> Result<(), StoreError> {
-        self.insert_tokens_impl(grant_id, tokens, now).await
-    }
-
-    async fn resolve_access_token(
-        &self,
-        token_hash: &str,
-        now: UnixTime,
-    ) -> Result<Option<ResolvedAccess>, StoreError> {
-        self.resolve_access_token_impl(token_hash, now).await
-    }
-
-    async fn rotate_refresh_token(
-        &self,
-        token_hash: &str,
-        client_id: &str,
-        new_tokens: &[NewToken],
-        now: UnixTime,
-    ) -> Result<RefreshOutcome, StoreError> {
-        self.rotate_refresh_token_impl(token_hash, client_id, new_tokens, now)
-            .await
-    }
-
-    async fn grant_of_token(&self, token_hash: &str) -> Result<Option<GrantRecord>, StoreError> {
-        self.grant_of_token_impl(token_hash).await
-    }
-
-    async fn revoke_grants_for_login(&self, login: &str, now: UnixTime) -> Result<u64, StoreError> {
-        self.revoke_grants_for_login_impl(login, now).await
-    }
-
-    async fn insert_page_session(
-        &self,
-        session: &PageSession,
-        now: UnixTime,
-    ) -> Result<(), StoreError> {
-        self.insert_page_session_impl(session, now).await
-    }
-
-    async fn get_page_session(
-        &self,
-        id_hash: &str,
-        now: UnixTime,
-    ) -> Result<Option<PageSession>, StoreError> {
-        self.get_page_session_impl(id_hash, now).await
-    }
-
-    async fn delete_page_session(&self, id_hash: &str) -> Result<bool, StoreError> {
-        self.delete_page_session_impl(id_hash).await
-    }
-
-    async fn prune(&self, now: UnixTime) -> Result<PruneCounts, StoreError> {
-        self.prune_impl(now).await
-    }
-
-    async fn verify_decryptable(&self) -> Result<u64, StoreError> {
-        self.verify_decryptable_impl().await
-    }
-
-    async fn rekey(&self) -> Result<u64, StoreError> {
-        self.rekey_impl().await
     }
 }

@@ -3,8 +3,11 @@
 //! `max_page_sessions_per_login` unexpired sessions per login, oldest first
 //! out.
 
+use async_trait::async_trait;
+
 use super::backend::{SqlRow, stmt};
 use super::{Backend, SqlStore};
+use crate::store::PageSessionStore;
 use crate::store::{PageSession, StoreError, UnixTime};
 
 /// The columns [`SqlStore::page_session_from_row`] reads.
@@ -17,11 +20,35 @@ macro_rules! page_session_columns {
 pub(super) const TABLE: &str = "page_sessions";
 
 impl<DB: Backend> SqlStore<DB> {
+    /// A page session from a row selected with `page_session_columns!()`,
+    /// its Gitea token decrypted (the error names the row by its hash).
+    fn page_session_from_row(&self, row: &SqlRow<DB>) -> Result<PageSession, StoreError> {
+        let id_hash = row.text("id_hash")?;
+        let gitea_access_token =
+            self.unseal(TABLE, &id_hash, &row.text("gitea_access_token_enc")?)?;
+        let is_admin = match row.int("is_admin")? {
+            0 => false,
+            1 => true,
+            _ => return Err(StoreError::Corrupt("is_admin")),
+        };
+        Ok(PageSession {
+            login: row.text("login")?,
+            is_admin,
+            gitea_access_token,
+            created_at: row.int("created_at")?,
+            expires_at: row.int("expires_at")?,
+            id_hash,
+        })
+    }
+}
+
+#[async_trait]
+impl<DB: Backend> PageSessionStore for SqlStore<DB> {
     /// One transaction, serialised with every other page-session insert by
     /// the `page_sessions` row of `store_locks`: the login's expired
     /// sessions are dropped (they count for nothing), then its oldest
     /// unexpired ones until the new one fits, then the insert.
-    pub(super) async fn insert_page_session_impl(
+    async fn insert_page_session(
         &self,
         session: &PageSession,
         now: UnixTime,
@@ -66,7 +93,7 @@ impl<DB: Backend> SqlStore<DB> {
         Ok(())
     }
 
-    pub(super) async fn get_page_session_impl(
+    async fn get_page_session(
         &self,
         id_hash: &str,
         now: UnixTime,
@@ -84,33 +111,12 @@ impl<DB: Backend> SqlStore<DB> {
         row.map(|row| self.page_session_from_row(&row)).transpose()
     }
 
-    pub(super) async fn delete_page_session_impl(&self, id_hash: &str) -> Result<bool, StoreError> {
+    async fn delete_page_session(&self, id_hash: &str) -> Result<bool, StoreError> {
         let mut conn = self.conn().await?;
         let deleted = stmt::<DB>("DELETE FROM page_sessions WHERE id_hash = $1")
             .bind(id_hash)
             .execute(&mut conn)
             .await?;
         Ok(deleted > 0)
-    }
-
-    /// A page session from a row selected with `page_session_columns!()`,
-    /// its Gitea token decrypted (the error names the row by its hash).
-    fn page_session_from_row(&self, row: &SqlRow<DB>) -> Result<PageSession, StoreError> {
-        let id_hash = row.text("id_hash")?;
-        let gitea_access_token =
-            self.unseal(TABLE, &id_hash, &row.text("gitea_access_token_enc")?)?;
-        let is_admin = match row.int("is_admin")? {
-            0 => false,
-            1 => true,
-            _ => return Err(StoreError::Corrupt("is_admin")),
-        };
-        Ok(PageSession {
-            login: row.text("login")?,
-            is_admin,
-            gitea_access_token,
-            created_at: row.int("created_at")?,
-            expires_at: row.int("expires_at")?,
-            id_hash,
-        })
     }
 }

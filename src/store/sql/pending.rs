@@ -2,8 +2,11 @@
 //! decides, then (once approved) while the user is away at Gitea. Capped
 //! at `max_pending` unexpired rows.
 
+use async_trait::async_trait;
+
 use super::backend::{SqlRow, stmt};
 use super::{Backend, SqlStore};
+use crate::store::PendingStore;
 use crate::store::{PendingAuthorization, PendingFlow, StoreError, UnixTime, UpstreamLeg};
 
 /// The columns [`SqlStore::pending_from_row`] reads.
@@ -18,7 +21,41 @@ macro_rules! pending_columns {
 pub(super) const TABLE: &str = "pending_authorizations";
 
 impl<DB: Backend> SqlStore<DB> {
-    pub(super) async fn insert_pending_impl(
+    fn pending_from_row(&self, row: &SqlRow<DB>) -> Result<PendingAuthorization, StoreError> {
+        let id_hash = row.text("id_hash")?;
+        let upstream = match (
+            row.opt_text("upstream_state_hash")?,
+            row.opt_text("upstream_pkce_verifier_enc")?,
+            row.opt_text("upstream_binding_hash")?,
+        ) {
+            (None, None, None) => None,
+            (Some(state_hash), Some(verifier), Some(binding_hash)) => Some(UpstreamLeg {
+                state_hash,
+                pkce_verifier: self.unseal(TABLE, &id_hash, &verifier)?,
+                binding_hash,
+            }),
+            _ => return Err(StoreError::Corrupt("pending upstream leg")),
+        };
+        Ok(PendingAuthorization {
+            flow: PendingFlow::parse(&row.text("flow")?).ok_or(StoreError::Corrupt("flow"))?,
+            client_id: row.text("client_id")?,
+            redirect_uri: row.text("redirect_uri")?,
+            state: row.opt_text("state")?,
+            code_challenge: row.text("code_challenge")?,
+            resource: row.text("resource")?,
+            scope: row.text("scope")?,
+            csrf_hash: row.text("csrf_hash")?,
+            created_at: row.int("created_at")?,
+            expires_at: row.int("expires_at")?,
+            upstream,
+            id_hash,
+        })
+    }
+}
+
+#[async_trait]
+impl<DB: Backend> PendingStore for SqlStore<DB> {
+    async fn insert_pending(
         &self,
         pending: &PendingAuthorization,
         now: UnixTime,
@@ -65,7 +102,7 @@ impl<DB: Backend> SqlStore<DB> {
         Ok(())
     }
 
-    pub(super) async fn get_pending_impl(
+    async fn get_pending(
         &self,
         id_hash: &str,
         now: UnixTime,
@@ -85,7 +122,7 @@ impl<DB: Backend> SqlStore<DB> {
 
     /// One conditional UPDATE: only an unexpired request without an
     /// upstream leg matches, so of two racing approvals one wins.
-    pub(super) async fn approve_pending_impl(
+    async fn approve_pending(
         &self,
         id_hash: &str,
         upstream: &UpstreamLeg,
@@ -108,7 +145,7 @@ impl<DB: Backend> SqlStore<DB> {
         Ok(updated == 1)
     }
 
-    pub(super) async fn delete_pending_impl(&self, id_hash: &str) -> Result<bool, StoreError> {
+    async fn delete_pending(&self, id_hash: &str) -> Result<bool, StoreError> {
         let mut conn = self.conn().await?;
         let deleted = stmt::<DB>("DELETE FROM pending_authorizations WHERE id_hash = $1")
             .bind(id_hash)
@@ -119,7 +156,7 @@ impl<DB: Backend> SqlStore<DB> {
 
     /// `DELETE … RETURNING`: the row is gone the moment it is read, so a
     /// second callback with the same state finds nothing.
-    pub(super) async fn take_pending_by_upstream_state_impl(
+    async fn take_pending_by_upstream_state(
         &self,
         state_hash: &str,
     ) -> Result<Option<PendingAuthorization>, StoreError> {
@@ -132,36 +169,5 @@ impl<DB: Backend> SqlStore<DB> {
         .fetch_optional(&mut conn)
         .await?;
         row.map(|row| self.pending_from_row(&row)).transpose()
-    }
-
-    fn pending_from_row(&self, row: &SqlRow<DB>) -> Result<PendingAuthorization, StoreError> {
-        let id_hash = row.text("id_hash")?;
-        let upstream = match (
-            row.opt_text("upstream_state_hash")?,
-            row.opt_text("upstream_pkce_verifier_enc")?,
-            row.opt_text("upstream_binding_hash")?,
-        ) {
-            (None, None, None) => None,
-            (Some(state_hash), Some(verifier), Some(binding_hash)) => Some(UpstreamLeg {
-                state_hash,
-                pkce_verifier: self.unseal(TABLE, &id_hash, &verifier)?,
-                binding_hash,
-            }),
-            _ => return Err(StoreError::Corrupt("pending upstream leg")),
-        };
-        Ok(PendingAuthorization {
-            flow: PendingFlow::parse(&row.text("flow")?).ok_or(StoreError::Corrupt("flow"))?,
-            client_id: row.text("client_id")?,
-            redirect_uri: row.text("redirect_uri")?,
-            state: row.opt_text("state")?,
-            code_challenge: row.text("code_challenge")?,
-            resource: row.text("resource")?,
-            scope: row.text("scope")?,
-            csrf_hash: row.text("csrf_hash")?,
-            created_at: row.int("created_at")?,
-            expires_at: row.int("expires_at")?,
-            upstream,
-            id_hash,
-        })
     }
 }

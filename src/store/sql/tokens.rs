@@ -6,16 +6,60 @@
 //! successor is unused) and `retired` (presenting it is reuse). Access
 //! tokens are always `active`.
 
+use async_trait::async_trait;
+
 use super::backend::stmt;
 use super::{Backend, SqlStore};
+use crate::store::TokenStore;
 use crate::store::{GrantRecord, NewToken, RefreshOutcome, ResolvedAccess, StoreError, UnixTime};
 
 impl<DB: Backend> SqlStore<DB> {
+    /// Row-locks an unrevoked grant for the rest of the transaction (a
+    /// no-op update); false when it is revoked or unknown.
+    async fn lock_live_grant(
+        conn: &mut DB::Connection,
+        grant_id: &str,
+    ) -> Result<bool, StoreError> {
+        let locked = stmt::<DB>(
+            "UPDATE grants SET revoked_at = revoked_at WHERE id = $1 AND revoked_at IS NULL",
+        )
+        .bind(grant_id)
+        .execute(conn)
+        .await?;
+        Ok(locked > 0)
+    }
+
+    async fn insert_tokens_in(
+        conn: &mut DB::Connection,
+        grant_id: &str,
+        tokens: &[NewToken],
+        now: UnixTime,
+    ) -> Result<(), StoreError> {
+        for token in tokens {
+            stmt::<DB>(
+                "INSERT INTO tokens (token_hash, grant_id, kind, state, scope, created_at, \
+                 expires_at) VALUES ($1, $2, $3, 'active', $4, $5, $6)",
+            )
+            .bind(&token.token_hash)
+            .bind(grant_id)
+            .bind(token.kind.as_str())
+            .bind(&token.scope)
+            .bind(now)
+            .bind(token.expires_at)
+            .execute(&mut *conn)
+            .await?;
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl<DB: Backend> TokenStore for SqlStore<DB> {
     /// Stores the pair, under the grant's row lock so a concurrent
     /// revocation either sees these tokens (and deletes them) or has
     /// already revoked the grant, in which case nothing is stored: tokens
     /// of a revoked grant would never resolve anyway.
-    pub(super) async fn insert_tokens_impl(
+    async fn insert_tokens(
         &self,
         grant_id: &str,
         tokens: &[NewToken],
@@ -31,7 +75,7 @@ impl<DB: Backend> SqlStore<DB> {
         Ok(())
     }
 
-    pub(super) async fn resolve_access_token_impl(
+    async fn resolve_access_token(
         &self,
         token_hash: &str,
         now: UnixTime,
@@ -58,7 +102,7 @@ impl<DB: Backend> SqlStore<DB> {
     /// One transaction. The token's grant row is locked before the token's
     /// state is (re-)read, so rotations of one grant run one after another
     /// on PostgreSQL too; on SQLite `BEGIN IMMEDIATE` already does that.
-    pub(super) async fn rotate_refresh_token_impl(
+    async fn rotate_refresh_token(
         &self,
         token_hash: &str,
         client_id: &str,
@@ -140,10 +184,7 @@ impl<DB: Backend> SqlStore<DB> {
         }
     }
 
-    pub(super) async fn grant_of_token_impl(
-        &self,
-        token_hash: &str,
-    ) -> Result<Option<GrantRecord>, StoreError> {
+    async fn grant_of_token(&self, token_hash: &str) -> Result<Option<GrantRecord>, StoreError> {
         let mut conn = self.conn().await?;
         let row = stmt::<DB>(concat!(
             "SELECT ",
@@ -154,43 +195,5 @@ impl<DB: Backend> SqlStore<DB> {
         .fetch_optional(&mut conn)
         .await?;
         row.map(|row| self.grant_from_row(&row)).transpose()
-    }
-
-    /// Row-locks an unrevoked grant for the rest of the transaction (a
-    /// no-op update); false when it is revoked or unknown.
-    async fn lock_live_grant(
-        conn: &mut DB::Connection,
-        grant_id: &str,
-    ) -> Result<bool, StoreError> {
-        let locked = stmt::<DB>(
-            "UPDATE grants SET revoked_at = revoked_at WHERE id = $1 AND revoked_at IS NULL",
-        )
-        .bind(grant_id)
-        .execute(conn)
-        .await?;
-        Ok(locked > 0)
-    }
-
-    async fn insert_tokens_in(
-        conn: &mut DB::Connection,
-        grant_id: &str,
-        tokens: &[NewToken],
-        now: UnixTime,
-    ) -> Result<(), StoreError> {
-        for token in tokens {
-            stmt::<DB>(
-                "INSERT INTO tokens (token_hash, grant_id, kind, state, scope, created_at, \
-                 expires_at) VALUES ($1, $2, $3, 'active', $4, $5, $6)",
-            )
-            .bind(&token.token_hash)
-            .bind(grant_id)
-            .bind(token.kind.as_str())
-            .bind(&token.scope)
-            .bind(now)
-            .bind(token.expires_at)
-            .execute(&mut *conn)
-            .await?;
-        }
-        Ok(())
     }
 }
