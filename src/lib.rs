@@ -1,30 +1,33 @@
 //! Aegis Gitea MCP: an MCP gateway that lets AI assistants work on a Gitea
-//! instance. The modules follow the request flow: `http` (guards,
-//! authentication) → `mcp` (dispatch, validation, exposure) → `catalog`
-//! (tool definitions) → `gitea` (encoding, executor, envelope); beside them
-//! `oauth` (the authorization server and the token resolver), `store` (its
-//! database), `pages` (what browser pages share), `audit` (the hash-chained
-//! log) and `metrics` (what Prometheus scrapes).
+//! instance. The modules follow the request flow: `http` (the route table,
+//! guards, authentication) → `surface` (which tools a URL serves) → `mcp`
+//! (dispatch, validation, exposure) → `catalog` (tool definitions) →
+//! `gitea` (encoding, executor, envelope); beside them `oauth` (the
+//! authorization server and the token resolver), `store` (its database),
+//! `pages` and `page_kit` (the browser pages), `audit` (the hash-chained
+//! log) and `metrics` (what Prometheus scrapes). `docs/architecture.md`
+//! has the map and the import rules. Modules the tests and benches do not
+//! reach are `pub(crate)`.
 
 #![forbid(unsafe_code)]
 
 pub mod app;
 pub mod audit;
-pub mod bounded_body;
+pub(crate) mod bounded_body;
 pub mod catalog;
 pub mod cli;
 pub mod config;
-pub mod connector_snippets;
+pub(crate) mod connector_snippets;
 pub mod gitea;
 pub mod http;
-pub mod identity;
-pub mod masking;
+pub(crate) mod identity;
+pub(crate) mod masking;
 pub mod mcp;
-pub mod metrics;
+pub(crate) mod metrics;
 pub mod oauth;
-pub mod page_kit;
-pub mod pages;
-pub mod setup;
+pub(crate) mod page_kit;
+pub(crate) mod pages;
+pub(crate) mod setup;
 pub mod store;
-pub mod surface;
+pub(crate) mod surface;
 pub mod tls;

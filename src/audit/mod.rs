@@ -8,7 +8,7 @@
 //! ([`AuditLog::record_best_effort`] logs a warning when the write fails).
 
 pub mod chain;
-pub mod entry;
+pub(crate) mod entry;
 pub mod verify;
 mod writer;
 

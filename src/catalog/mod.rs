@@ -33,13 +33,13 @@ use std::sync::{Arc, LazyLock};
 use serde_json::{Map, Value};
 
 pub mod core;
-pub mod effects;
-pub mod naming;
+pub(crate) mod effects;
+pub(crate) mod naming;
 mod params;
 mod schema;
 #[cfg(test)]
 mod tests;
-pub mod toolsets;
+pub(crate) mod toolsets;
 
 pub use effects::Effect;
 pub use naming::tool_name_for_operation_id;
@@ -326,6 +326,7 @@ impl Catalog {
                 skipped: builder.skipped.len(),
             });
         }
+        warn_of_oversized_toolsets(&builder.operations);
         Ok(Catalog {
             inner: Arc::new(Inner {
                 toolsets: toolsets_of(&builder.operations),
@@ -520,6 +521,26 @@ impl Builder<'_> {
             consumes,
             deprecated,
         })
+    }
+}
+
+/// A live document can hold a tag too big for a client's tool limit that
+/// no `SPLIT_TAGS` entry splits (the bundled one cannot: tested). Said once
+/// at startup: `/mcp/x/<tag>` then lists more than such a client takes.
+fn warn_of_oversized_toolsets(operations: &[Operation]) {
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for name in operations.iter().flat_map(|op| op.toolsets.iter()) {
+        *counts.entry(name).or_default() += 1;
+    }
+    for (toolset, count) in counts {
+        if count > toolsets::MAX_TOOLSET_OPERATIONS {
+            tracing::warn!(
+                toolset,
+                operations = count,
+                limit = toolsets::MAX_TOOLSET_OPERATIONS,
+                "a toolset holds more operations than MCP clients take; name its finer toolsets instead"
+            );
+        }
     }
 }
 

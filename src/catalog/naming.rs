@@ -118,6 +118,7 @@ fn fnv1a(s: &str) -> u32 {
     })
 }
 
+#[cfg(test)]
 /// Whether `name` is an acceptable tool name (`^[a-z0-9_]{1,64}$`).
 pub fn is_valid_tool_name(name: &str) -> bool {
     (1..=MAX_TOOL_NAME_LEN).contains(&name.len())

@@ -13,16 +13,16 @@
 //! 5. `hygiene`: the result pipeline on the way out (exact redaction,
 //!    pattern masking, bounds, in that order).
 
-pub mod admin;
+pub(crate) mod admin;
 pub mod call;
 pub mod encoding;
 pub mod envelope;
-pub mod error;
+pub(crate) mod error;
 pub mod executor;
 pub mod hygiene;
 
 pub mod pagination;
-pub mod raw;
+pub(crate) mod raw;
 
 pub use call::{GiteaCall, build_call};
 pub use error::{ErrorKind, ToolError};

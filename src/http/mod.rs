@@ -13,13 +13,13 @@
 //! URL's surface (404 for an unknown toolset) then authentication →
 //! handler. Unknown paths get 404 after the `Host` guard.
 
-pub mod auth;
-pub mod guards;
-pub mod health;
-pub mod layers;
-pub mod mcp_url;
-pub mod metrics;
-pub mod rate_limit;
+pub(crate) mod auth;
+pub(crate) mod guards;
+pub(crate) mod health;
+pub(crate) mod layers;
+pub(crate) mod mcp_url;
+pub(crate) mod metrics;
+pub(crate) mod rate_limit;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -328,7 +328,8 @@ pub fn masker() -> &'static Masker {
     &MASKER
 }
 
-/// The names of every family, for the docs and tests.
+/// The names of every family, for the tests.
+#[cfg(test)]
 pub fn family_names() -> impl Iterator<Item = &'static str> {
     FAMILIES.iter().map(|f| f.name)
 }

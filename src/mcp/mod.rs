@@ -2,14 +2,14 @@
 //! (exposure, the surface of each MCP URL, validation, the discovery
 //! tools), and the rmcp adapter for the stdio and Streamable HTTP transports.
 
-pub mod discover;
-pub mod dispatcher;
-pub mod exposure;
-pub mod server;
-pub mod service;
-pub mod surface_tools;
-pub mod tools;
-pub mod transport;
+pub(crate) mod discover;
+pub(crate) mod dispatcher;
+pub(crate) mod exposure;
+pub(crate) mod server;
+pub(crate) mod service;
+pub(crate) mod surface_tools;
+pub(crate) mod tools;
+pub(crate) mod transport;
 pub mod validation;
 
 pub use dispatcher::{Dispatcher, ToolOutcome, UnknownTool};

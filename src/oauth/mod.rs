@@ -10,24 +10,24 @@
 //! Gitea session. The store is reached only through [`OAuthStore`]. The
 //! routes are declared in `crate::http`, which mounts these handlers.
 
-pub mod authorize;
-pub mod callback;
-pub mod client_auth;
-pub mod client_metadata;
+pub(crate) mod authorize;
+pub(crate) mod callback;
+pub(crate) mod client_auth;
+pub(crate) mod client_metadata;
 pub mod clock;
-pub mod error;
-pub mod events;
-pub mod metadata;
-pub mod params;
-pub mod pkce;
-pub mod redirect_uri;
-pub mod register;
-pub mod resolver;
-pub mod revoke;
-pub mod sign_in;
-pub mod token;
-pub mod tokens;
-pub mod upstream;
+pub(crate) mod error;
+pub(crate) mod events;
+pub(crate) mod metadata;
+pub(crate) mod params;
+pub(crate) mod pkce;
+pub(crate) mod redirect_uri;
+pub(crate) mod register;
+pub(crate) mod resolver;
+pub(crate) mod revoke;
+pub(crate) mod sign_in;
+pub(crate) mod token;
+pub(crate) mod tokens;
+pub(crate) mod upstream;
 
 use std::sync::Arc;
 

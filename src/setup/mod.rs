@@ -20,7 +20,7 @@ use secrecy::{ExposeSecret, SecretString};
 
 use crate::config::{ConfigError, Settings, SettingsSource, is_loopback_url};
 
-pub use crate::connector_snippets::{ConnectorSnippet, connector_snippets};
+pub use crate::connector_snippets::connector_snippets;
 pub use answers::SetupArgs;
 use answers::{AnswerError, Answers, TerminalPrompt};
 use env_file::{OutputError, PendingFile};

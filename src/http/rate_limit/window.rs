@@ -133,15 +133,18 @@ impl<K: Hash + Eq + Clone> KeyedLimiter<K> {
         }
     }
 
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.keys.len()
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()
     }
 
     /// True when `key` has its own window (it was not evicted).
+    #[cfg(test)]
     pub fn contains(&self, key: &K) -> bool {
         self.keys.contains_key(key)
     }
