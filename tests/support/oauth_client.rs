@@ -189,7 +189,7 @@ impl OAuthGateway {
                 OAUTH_CLIENT_SECRET.into(),
             ),
             ("TOKEN_ENCRYPTION_KEY".into(), ENCRYPTION_KEY.into()),
-            // Tests sign in far faster than people; `tests/rate_limits.rs`
+            // Tests sign in far faster than people; `tests/gateway/rate_limits.rs`
             // turns this limit on where it is the subject.
             ("RATE_LIMIT_SIGN_INS_PER_IP".into(), "0".into()),
         ];

@@ -1,7 +1,7 @@
 //! Audit-log faults that need the gateway as a process: a `kill -9` under
 //! load, and a log that can no longer grow (a full disk).
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

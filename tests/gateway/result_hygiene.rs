@@ -4,7 +4,7 @@
 //! Authorization header, third-party keys and a minted credential in what
 //! they return. What the model would read is checked as raw text.
 
-mod support;
+use crate::support;
 
 use aegis_gitea_mcp::catalog::Catalog;
 use aegis_gitea_mcp::gitea::secrets::WEBHOOK_OPERATIONS;

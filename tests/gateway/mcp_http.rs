@@ -1,7 +1,7 @@
 //! The tool path over real loopback HTTP: an MCP client (official Rust SDK)
 //! talks to the gateway, which talks to a fake Gitea.
 
-mod support;
+use crate::support;
 
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};

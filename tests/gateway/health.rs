@@ -1,7 +1,7 @@
 //! `/health` and `/` over real HTTP: what they check, what they reveal,
 //! and that the Gitea probe is cached.
 
-mod support;
+use crate::support;
 
 use reqwest::StatusCode;
 use serde_json::Value;

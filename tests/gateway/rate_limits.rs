@@ -3,7 +3,7 @@
 //! a flood of random IPs and tokens that leaves a limited client limited and
 //! a quiet one alone (SEC-09).
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

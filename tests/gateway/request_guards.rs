@@ -4,7 +4,7 @@
 //! `/account`), body limits (a streamed 100 MB body) and the rule that
 //! guards run before authentication.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,8 +1,8 @@
 //! The audit log over real files and the real binary: chain tamper tests,
 //! rotation, faults while running, startup refusal and write-ahead refusal
-//! of tool calls. (The faults that need a process: `tests/audit_process.rs`.)
+//! of tool calls. (The faults that need a process: `tests/gateway/audit_process.rs`.)
 
-mod support;
+use crate::support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! template, tool calls by catalog name, Gitea's statuses, 429s and audit
 //! writes, with labels no client can invent.
 
-mod support;
+use crate::support;
 
 use reqwest::StatusCode;
 use serde_json::json;

@@ -1,7 +1,7 @@
 //! The stdio transport, driven as a client would drive it: the built binary
 //! as a child process, newline-delimited JSON-RPC on stdin/stdout.
 
-mod support;
+use crate::support;
 
 use std::process::Stdio;
 

@@ -4,7 +4,7 @@
 //! server's settings and never widens them. `the_surfaces_measured` prints
 //! the `tools/list` sizes that `docs/tools.md` quotes.
 
-mod support;
+use crate::support;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};

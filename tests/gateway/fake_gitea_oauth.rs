@@ -1,7 +1,7 @@
 //! The fake Gitea's OAuth2 provider, exercised directly over loopback HTTP,
 //! so gateway tests can trust what it answers.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 

@@ -2,7 +2,7 @@
 //! authentication, body limits, methods, protocol versions, malformed
 //! JSON-RPC, Host and Origin checks.
 
-mod support;
+use crate::support;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};

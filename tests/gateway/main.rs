@@ -1,0 +1,24 @@
+//! The gateway's integration suites in one test binary: one link instead
+//! of one per suite. Each module is one suite, named as its file (run one
+//! with `cargo test --test gateway mcp_http::`). The store and OAuth suites
+//! (which also run against PostgreSQL) and the end-to-end sweep keep
+//! binaries of their own.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod architecture;
+mod audit;
+mod audit_process;
+mod cli;
+mod fake_gitea_oauth;
+mod health;
+mod http_guards;
+mod mcp_http;
+mod metrics;
+mod rate_limits;
+mod request_guards;
+mod result_hygiene;
+mod setup;
+mod stdio;
+mod surfaces;
