@@ -11,15 +11,12 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use secrecy::{ExposeSecret, SecretString};
+use secrecy::SecretString;
 use url::Url;
 
 pub use env_file::{EnvFileChoice, SettingsSource, select_env_file};
 pub use parse::is_loopback_url;
-use parse::{
-    parse_base_url, parse_bool, parse_choice, parse_list, parse_scopes, parse_secret, parse_usize,
-    require_key_length,
-};
+use parse::{parse_base_url, parse_bool, parse_list, parse_secret};
 
 /// A setting that failed validation. Carries the setting's name and the rule,
 /// never the offending value (it may be a secret).
@@ -199,56 +196,8 @@ impl Settings {
 
         let gitea_url = parse_base_url("GITEA_URL", get("GITEA_URL"))?
             .ok_or_else(|| ConfigError::new("GITEA_URL", "is required"))?;
-        let mcp_host = match get("MCP_HOST") {
-            None => IpAddr::from([127, 0, 0, 1]),
-            Some(v) if v.trim().eq_ignore_ascii_case("localhost") => IpAddr::from([127, 0, 0, 1]),
-            Some(v) => v.trim().parse().map_err(|_| {
-                ConfigError::new("MCP_HOST", "must be an IP address or `localhost`")
-            })?,
-        };
-        let mcp_port = match get("MCP_PORT") {
-            None => 8080,
-            Some(v) => v
-                .trim()
-                .parse::<u16>()
-                .map_err(|_| ConfigError::new("MCP_PORT", "must be a port number (0-65535)"))?,
-        };
-        let metrics_bind = get("METRICS_BIND")
-            .map(str::trim)
-            .filter(|v| !v.is_empty())
-            .map(|v| {
-                v.parse::<std::net::SocketAddr>().map_err(|_| {
-                    ConfigError::new(
-                        "METRICS_BIND",
-                        "must be an address and port, e.g. 127.0.0.1:9464",
-                    )
-                })
-            })
-            .transpose()?;
-        let mcp_bearer_token = parse_secret(get("MCP_BEARER_TOKEN"));
-        if let Some(bearer) = &mcp_bearer_token {
-            let value = bearer.expose_secret();
-            if value.chars().count() < MIN_BEARER_LEN {
-                return Err(ConfigError::new(
-                    "MCP_BEARER_TOKEN",
-                    format!("must be at least {MIN_BEARER_LEN} characters"),
-                ));
-            }
-            if value.chars().any(|c| c.is_whitespace() || c.is_control()) {
-                return Err(ConfigError::new(
-                    "MCP_BEARER_TOKEN",
-                    "must not contain whitespace or control characters",
-                ));
-            }
-            // The prefix marks tokens the OAuth server mints; a static
-            // bearer that looked like one would never be accepted.
-            if value.starts_with("agm_") {
-                return Err(ConfigError::new(
-                    "MCP_BEARER_TOKEN",
-                    "must not start with `agm_` (reserved for OAuth tokens)",
-                ));
-            }
-        }
+        let (mcp_host, mcp_port, metrics_bind) = sections::binds(&get)?;
+        let mcp_bearer_token = sections::bearer(&get)?;
         let public_base_url = parse_base_url("PUBLIC_BASE_URL", get("PUBLIC_BASE_URL"))?
             .unwrap_or_else(|| {
                 Url::parse(&format!("http://127.0.0.1:{mcp_port}")).expect("valid default URL")
@@ -260,74 +209,22 @@ impl Settings {
             ));
         }
 
-        let token_encryption_keys: Vec<SecretString> = parse_list(get("TOKEN_ENCRYPTION_KEY"))
-            .into_iter()
-            .map(SecretString::from)
-            .collect();
-        for key in &token_encryption_keys {
-            require_key_length("TOKEN_ENCRYPTION_KEY", key)?;
-        }
-
-        let gitea_oauth_client_id = get("GITEA_OAUTH_CLIENT_ID")
-            .map(str::trim)
-            .filter(|v| !v.is_empty())
-            .map(str::to_owned);
-        let gitea_oauth_client_secret = parse_secret(get("GITEA_OAUTH_CLIENT_SECRET"));
-        if gitea_oauth_client_id.is_some() != gitea_oauth_client_secret.is_some() {
-            return Err(ConfigError::new(
-                "GITEA_OAUTH_CLIENT_ID",
-                "GITEA_OAUTH_CLIENT_ID and GITEA_OAUTH_CLIENT_SECRET must be set together",
-            ));
-        }
-        if gitea_oauth_client_id.is_some() && token_encryption_keys.is_empty() {
-            return Err(ConfigError::new(
-                "TOKEN_ENCRYPTION_KEY",
-                "is required when OAuth is configured",
-            ));
-        }
-
-        let oauth_scopes = match get("OAUTH_SCOPES") {
-            None => DEFAULT_OAUTH_SCOPES.iter().map(|s| s.to_string()).collect(),
-            Some(v) => parse_scopes(v)?,
-        };
+        let sections::OAuthSettings {
+            token_encryption_keys,
+            gitea_oauth_client_id,
+            gitea_oauth_client_secret,
+            oauth_scopes,
+        } = sections::oauth(&get)?;
 
         let exposure = sections::exposure(&get)?;
-        let gitea_openapi = parse_choice(
-            "GITEA_OPENAPI",
-            get("GITEA_OPENAPI"),
-            &[
-                ("bundled", OpenApiSource::Bundled),
-                ("live", OpenApiSource::Live),
-            ],
-            OpenApiSource::Bundled,
-        )?;
-        let secret_detection_mode = parse_choice(
-            "SECRET_DETECTION_MODE",
-            get("SECRET_DETECTION_MODE"),
-            &[
-                ("off", SecretDetectionMode::Off),
-                ("mask", SecretDetectionMode::Mask),
-                ("block", SecretDetectionMode::Block),
-            ],
-            SecretDetectionMode::Mask,
-        )?;
+        let (gitea_openapi, secret_detection_mode) = sections::catalog_and_masking(&get)?;
         let limits = sections::limits(&get)?;
 
         let forwarded_allow_ips = sections::forwarded_allow_ips(&get)?;
 
         let rate_limits = sections::rate_limits(&get)?;
 
-        let audit_hmac_key = parse_secret(get("AUDIT_HMAC_KEY"));
-        if let Some(key) = &audit_hmac_key {
-            require_key_length("AUDIT_HMAC_KEY", key)?;
-        }
-
-        let audit_max_bytes = parse_usize(
-            "AUDIT_MAX_BYTES",
-            get("AUDIT_MAX_BYTES"),
-            DEFAULT_AUDIT_MAX_BYTES as usize,
-            4096..=(1 << 40),
-        )? as u64;
+        let (audit_hmac_key, audit_max_bytes) = sections::audit(&get)?;
 
         Ok(Self {
             gitea_url,

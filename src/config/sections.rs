@@ -1,11 +1,20 @@
 //! The settings that come in groups, each read by one function:
-//! exposure, result bounds, trusted proxies, rate limits.
+//! binds, the static bearer, OAuth, exposure, the catalog source and
+//! masking, result bounds, trusted proxies, rate limits, the audit log.
 
 use std::net::IpAddr;
 use std::time::Duration;
 
-use super::parse::{parse_bool, parse_choice, parse_list, parse_usize};
-use super::{ConfigError, ExposureSettings, Limits, RateLimits, ToolMode};
+use secrecy::{ExposeSecret, SecretString};
+
+use super::parse::{
+    parse_bool, parse_choice, parse_list, parse_scopes, parse_secret, parse_usize,
+    require_key_length,
+};
+use super::{
+    ConfigError, DEFAULT_AUDIT_MAX_BYTES, DEFAULT_OAUTH_SCOPES, ExposureSettings, Limits,
+    MIN_BEARER_LEN, OpenApiSource, RateLimits, SecretDetectionMode, ToolMode,
+};
 
 /// `READ_ONLY`, `TOOLSETS`, `DISABLED_TOOLS`, the raw tool's switches,
 /// `TOOL_MODE`.
@@ -119,4 +128,164 @@ pub(super) fn rate_limits<'a>(
             0..=1_000_000,
         )? as u32,
     })
+}
+
+/// `MCP_HOST`, `MCP_PORT`, `METRICS_BIND`.
+pub(super) fn binds<'a>(
+    get: &impl Fn(&str) -> Option<&'a str>,
+) -> Result<(IpAddr, u16, Option<std::net::SocketAddr>), ConfigError> {
+    let mcp_host = match get("MCP_HOST") {
+        None => IpAddr::from([127, 0, 0, 1]),
+        Some(v) if v.trim().eq_ignore_ascii_case("localhost") => IpAddr::from([127, 0, 0, 1]),
+        Some(v) => v
+            .trim()
+            .parse()
+            .map_err(|_| ConfigError::new("MCP_HOST", "must be an IP address or `localhost`"))?,
+    };
+    let mcp_port = match get("MCP_PORT") {
+        None => 8080,
+        Some(v) => v
+            .trim()
+            .parse::<u16>()
+            .map_err(|_| ConfigError::new("MCP_PORT", "must be a port number (0-65535)"))?,
+    };
+    let metrics_bind = get("METRICS_BIND")
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(|v| {
+            v.parse::<std::net::SocketAddr>().map_err(|_| {
+                ConfigError::new(
+                    "METRICS_BIND",
+                    "must be an address and port, e.g. 127.0.0.1:9464",
+                )
+            })
+        })
+        .transpose()?;
+    Ok((mcp_host, mcp_port, metrics_bind))
+}
+
+/// `MCP_BEARER_TOKEN`: at least [`MIN_BEARER_LEN`] characters, no
+/// whitespace, never an OAuth token's prefix.
+pub(super) fn bearer<'a>(
+    get: &impl Fn(&str) -> Option<&'a str>,
+) -> Result<Option<SecretString>, ConfigError> {
+    let mcp_bearer_token = parse_secret(get("MCP_BEARER_TOKEN"));
+    if let Some(bearer) = &mcp_bearer_token {
+        let value = bearer.expose_secret();
+        if value.chars().count() < MIN_BEARER_LEN {
+            return Err(ConfigError::new(
+                "MCP_BEARER_TOKEN",
+                format!("must be at least {MIN_BEARER_LEN} characters"),
+            ));
+        }
+        if value.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(ConfigError::new(
+                "MCP_BEARER_TOKEN",
+                "must not contain whitespace or control characters",
+            ));
+        }
+        // The prefix marks tokens the OAuth server mints; a static
+        // bearer that looked like one would never be accepted.
+        if value.starts_with("agm_") {
+            return Err(ConfigError::new(
+                "MCP_BEARER_TOKEN",
+                "must not start with `agm_` (reserved for OAuth tokens)",
+            ));
+        }
+    }
+    Ok(mcp_bearer_token)
+}
+
+/// The OAuth settings, checked together.
+pub(super) struct OAuthSettings {
+    pub token_encryption_keys: Vec<SecretString>,
+    pub gitea_oauth_client_id: Option<String>,
+    pub gitea_oauth_client_secret: Option<SecretString>,
+    pub oauth_scopes: Vec<String>,
+}
+
+/// `TOKEN_ENCRYPTION_KEY`, `GITEA_OAUTH_CLIENT_ID` and `_SECRET` (set
+/// together, and then with a key), `OAUTH_SCOPES`.
+pub(super) fn oauth<'a>(
+    get: &impl Fn(&str) -> Option<&'a str>,
+) -> Result<OAuthSettings, ConfigError> {
+    let token_encryption_keys: Vec<SecretString> = parse_list(get("TOKEN_ENCRYPTION_KEY"))
+        .into_iter()
+        .map(SecretString::from)
+        .collect();
+    for key in &token_encryption_keys {
+        require_key_length("TOKEN_ENCRYPTION_KEY", key)?;
+    }
+
+    let gitea_oauth_client_id = get("GITEA_OAUTH_CLIENT_ID")
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned);
+    let gitea_oauth_client_secret = parse_secret(get("GITEA_OAUTH_CLIENT_SECRET"));
+    if gitea_oauth_client_id.is_some() != gitea_oauth_client_secret.is_some() {
+        return Err(ConfigError::new(
+            "GITEA_OAUTH_CLIENT_ID",
+            "GITEA_OAUTH_CLIENT_ID and GITEA_OAUTH_CLIENT_SECRET must be set together",
+        ));
+    }
+    if gitea_oauth_client_id.is_some() && token_encryption_keys.is_empty() {
+        return Err(ConfigError::new(
+            "TOKEN_ENCRYPTION_KEY",
+            "is required when OAuth is configured",
+        ));
+    }
+
+    let oauth_scopes = match get("OAUTH_SCOPES") {
+        None => DEFAULT_OAUTH_SCOPES.iter().map(|s| s.to_string()).collect(),
+        Some(v) => parse_scopes(v)?,
+    };
+    Ok(OAuthSettings {
+        token_encryption_keys,
+        gitea_oauth_client_id,
+        gitea_oauth_client_secret,
+        oauth_scopes,
+    })
+}
+
+/// `GITEA_OPENAPI` and `SECRET_DETECTION_MODE`.
+pub(super) fn catalog_and_masking<'a>(
+    get: &impl Fn(&str) -> Option<&'a str>,
+) -> Result<(OpenApiSource, SecretDetectionMode), ConfigError> {
+    let source = parse_choice(
+        "GITEA_OPENAPI",
+        get("GITEA_OPENAPI"),
+        &[
+            ("bundled", OpenApiSource::Bundled),
+            ("live", OpenApiSource::Live),
+        ],
+        OpenApiSource::Bundled,
+    )?;
+    let masking = parse_choice(
+        "SECRET_DETECTION_MODE",
+        get("SECRET_DETECTION_MODE"),
+        &[
+            ("off", SecretDetectionMode::Off),
+            ("mask", SecretDetectionMode::Mask),
+            ("block", SecretDetectionMode::Block),
+        ],
+        SecretDetectionMode::Mask,
+    )?;
+    Ok((source, masking))
+}
+
+/// `AUDIT_HMAC_KEY` (long enough when set) and `AUDIT_MAX_BYTES`.
+pub(super) fn audit<'a>(
+    get: &impl Fn(&str) -> Option<&'a str>,
+) -> Result<(Option<SecretString>, u64), ConfigError> {
+    let key = parse_secret(get("AUDIT_HMAC_KEY"));
+    if let Some(key) = &key {
+        require_key_length("AUDIT_HMAC_KEY", key)?;
+    }
+    let max_bytes = parse_usize(
+        "AUDIT_MAX_BYTES",
+        get("AUDIT_MAX_BYTES"),
+        DEFAULT_AUDIT_MAX_BYTES as usize,
+        4096..=(1 << 40),
+    )? as u64;
+    Ok((key, max_bytes))
 }

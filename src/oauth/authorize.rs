@@ -408,28 +408,32 @@ pub async fn consent(
     }
 
     match decision {
-        "deny" => {
-            if let Err(err) = server.store.delete_pending(&id_hash).await {
-                tracing::error!(error = %err, "pending delete failed");
-                return unavailable();
-            }
-            tracing::info!(client_id = %pending.client_id, "consent denied");
-            server
-                .record(OAuthEvent::ConsentDenied {
-                    client_id: &pending.client_id,
-                })
-                .await;
-            error_redirect(
-                &server.config.issuer,
-                &pending.redirect_uri,
-                pending.state.as_deref(),
-                ErrorCode::AccessDenied,
-                "the user denied the request",
-            )
-        }
+        "deny" => deny(&server, &pending, &id_hash).await,
         "approve" => approve(&server, &headers, &pending, &id_hash, now).await,
         _ => bad_request("Invalid form", "The decision is not understood."),
     }
+}
+
+/// The person said no: the request is dropped and the client told
+/// `access_denied`.
+async fn deny(server: &OAuthServer, pending: &PendingAuthorization, id_hash: &str) -> Response {
+    if let Err(err) = server.store.delete_pending(id_hash).await {
+        tracing::error!(error = %err, "pending delete failed");
+        return unavailable();
+    }
+    tracing::info!(client_id = %pending.client_id, "consent denied");
+    server
+        .record(OAuthEvent::ConsentDenied {
+            client_id: &pending.client_id,
+        })
+        .await;
+    error_redirect(
+        &server.config.issuer,
+        &pending.redirect_uri,
+        pending.state.as_deref(),
+        ErrorCode::AccessDenied,
+        "the user denied the request",
+    )
 }
 
 async fn approve(

@@ -137,31 +137,7 @@ pub async fn complete_authorization(
         }
     };
 
-    let grant = GrantRecord {
-        id: random_value(),
-        login: user.login.clone(),
-        client_id: pending.client_id.clone(),
-        scope: pending.scope.clone(),
-        resource: pending.resource.clone(),
-        gitea,
-        created_at: now,
-        activated_at: None,
-        last_used_at: None,
-        revoked_at: None,
-    };
-    let code = new_token();
-    let record = AuthCodeRecord {
-        code_hash: hash_secret(&code),
-        grant_id: grant.id.clone(),
-        client_id: pending.client_id.clone(),
-        redirect_uri: pending.redirect_uri.clone(),
-        code_challenge: pending.code_challenge.clone(),
-        resource: pending.resource.clone(),
-        scope: pending.scope.clone(),
-        created_at: now,
-        expires_at: now + CODE_TTL,
-        redeemed_at: None,
-    };
+    let (grant, record, code) = sign_in_records(pending, &user, gitea, now);
     match server.store.store_authorization(&grant, &record, now).await {
         Ok(evicted) if !evicted.is_empty() => {
             tracing::info!(login = %user.login, evicted = evicted.len(), "grants over the per-user cap were revoked");
@@ -190,4 +166,40 @@ pub async fn complete_authorization(
     pairs.push(("iss", server.config.issuer.as_str()));
     let target = super::redirect_uri::with_query(&pending.redirect_uri, &pairs);
     with_page_headers(Redirect::to(&target).into_response())
+}
+
+/// What a completed sign-in stores: the grant (with the user's Gitea
+/// tokens), our single-use code bound to the request, and the code itself.
+fn sign_in_records(
+    pending: &PendingAuthorization,
+    user: &GiteaUser,
+    gitea: GiteaTokens,
+    now: i64,
+) -> (GrantRecord, AuthCodeRecord, String) {
+    let grant = GrantRecord {
+        id: random_value(),
+        login: user.login.clone(),
+        client_id: pending.client_id.clone(),
+        scope: pending.scope.clone(),
+        resource: pending.resource.clone(),
+        gitea,
+        created_at: now,
+        activated_at: None,
+        last_used_at: None,
+        revoked_at: None,
+    };
+    let code = new_token();
+    let record = AuthCodeRecord {
+        code_hash: hash_secret(&code),
+        grant_id: grant.id.clone(),
+        client_id: pending.client_id.clone(),
+        redirect_uri: pending.redirect_uri.clone(),
+        code_challenge: pending.code_challenge.clone(),
+        resource: pending.resource.clone(),
+        scope: pending.scope.clone(),
+        created_at: now,
+        expires_at: now + CODE_TTL,
+        redeemed_at: None,
+    };
+    (grant, record, code)
 }
