@@ -113,20 +113,7 @@ pub(crate) fn build_input(cx: &OperationContext<'_>) -> Result<Input, SkipReason
                 body_encoding = Some(encoding);
                 (param, property)
             }
-            location => {
-                let location = match location {
-                    "path" => ParamLocation::Path,
-                    "query" => ParamLocation::Query,
-                    "formData" => ParamLocation::FormData,
-                    other => {
-                        return Err(SkipReason::InvalidParameter(format!(
-                            "{} has unknown location {other:?}",
-                            str_of(p, "name")
-                        )));
-                    }
-                };
-                simple_param(&mut converter, p, location)?
-            }
+            location => simple_param(&mut converter, p, param_location(p, location)?)?,
         };
         if param.name.is_empty()
             || param.name == SUDO_PROPERTY
@@ -166,6 +153,19 @@ pub(crate) fn build_input(cx: &OperationContext<'_>) -> Result<Input, SkipReason
         schema,
         body_encoding,
     })
+}
+
+/// Where a non-body parameter goes.
+fn param_location(p: &Map<String, Value>, location: &str) -> Result<ParamLocation, SkipReason> {
+    match location {
+        "path" => Ok(ParamLocation::Path),
+        "query" => Ok(ParamLocation::Query),
+        "formData" => Ok(ParamLocation::FormData),
+        other => Err(SkipReason::InvalidParameter(format!(
+            "{} has unknown location {other:?}",
+            str_of(p, "name")
+        ))),
+    }
 }
 
 /// A parameter's identity in Swagger 2.0: its `(name, in)`.

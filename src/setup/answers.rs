@@ -217,12 +217,34 @@ pub fn resolve(
         },
     };
 
-    let oauth_app_name = if args.no_oauth {
+    let oauth_app_name = oauth_app_name(args.no_oauth, args.oauth_app_name, prompt.as_deref_mut())?;
+    let output = output_file(args.output, prompt)?;
+
+    Ok(Answers {
+        gitea_url,
+        admin_token,
+        bind,
+        port,
+        public_base_url,
+        output,
+        force: args.force,
+        oauth_app_name,
+    })
+}
+
+/// The OAuth2 application to create: none with `--no-oauth`, else the
+/// given name, else asked (or the default without a terminal).
+fn oauth_app_name(
+    no_oauth: bool,
+    given: Option<String>,
+    prompt: Option<&mut (dyn Prompt + '_)>,
+) -> Result<Option<String>, AnswerError> {
+    let name = if no_oauth {
         None
     } else {
-        match args.oauth_app_name {
+        match given {
             Some(name) => Some(name.trim().to_owned()),
-            None => match prompt.as_deref_mut() {
+            None => match prompt {
                 Some(p) => {
                     let create = ask_checked(
                         p,
@@ -245,11 +267,18 @@ pub fn resolve(
             },
         }
     };
-    if let Some(name) = &oauth_app_name {
+    if let Some(name) = &name {
         check_app_name(name)?;
     }
+    Ok(name)
+}
 
-    let output = match args.output {
+/// The env file to write: given, else asked (or the default).
+fn output_file(
+    given: Option<PathBuf>,
+    prompt: Option<&mut (dyn Prompt + '_)>,
+) -> Result<PathBuf, AnswerError> {
+    Ok(match given {
         Some(path) => path,
         None => match prompt {
             Some(p) => PathBuf::from(ask_checked(
@@ -266,17 +295,6 @@ pub fn resolve(
             )?),
             None => PathBuf::from(DEFAULT_OUTPUT),
         },
-    };
-
-    Ok(Answers {
-        gitea_url,
-        admin_token,
-        bind,
-        port,
-        public_base_url,
-        output,
-        force: args.force,
-        oauth_app_name,
     })
 }
 
