@@ -14,6 +14,10 @@ pub const SEARCH_TOOL_NAME: &str = "gitea_search_operations";
 pub const CALL_READ_TOOL_NAME: &str = "gitea_call_read_operation";
 pub const CALL_WRITE_TOOL_NAME: &str = "gitea_call_write_operation";
 
+/// The discovery tools, which `DISABLED_TOOLS` may name.
+pub const DISCOVERY_TOOL_NAMES: [&str; 3] =
+    [SEARCH_TOOL_NAME, CALL_READ_TOOL_NAME, CALL_WRITE_TOOL_NAME];
+
 pub const SEARCH_TOOL_TITLE: &str = "Search Gitea operations";
 pub const CALL_READ_TOOL_TITLE: &str = "Run a read-only Gitea operation";
 pub const CALL_WRITE_TOOL_TITLE: &str = "Run a Gitea write operation";

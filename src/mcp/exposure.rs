@@ -29,7 +29,9 @@ impl Exposure {
         }
     }
 
-    fn disabled(&self, name: &str) -> bool {
+    /// `DISABLED_TOOLS` names `name` (an operation, the raw tool, or a
+    /// discovery tool).
+    pub fn disabled(&self, name: &str) -> bool {
         self.settings.disabled_tools.iter().any(|d| d == name)
     }
 
@@ -73,7 +75,8 @@ impl Exposure {
         for name in &self.settings.disabled_tools {
             let known_tool = catalog.get(name).is_some()
                 || name == RAW_TOOL_NAME
-                || name.starts_with(&format!("{RAW_TOOL_NAME}:"));
+                || name.starts_with(&format!("{RAW_TOOL_NAME}:"))
+                || crate::mcp::discover::DISCOVERY_TOOL_NAMES.contains(&name.as_str());
             if !known_tool {
                 tracing::warn!(tool = %name, "DISABLED_TOOLS names a tool this catalog does not have");
             }

@@ -182,7 +182,12 @@ impl SurfaceTools {
     }
 
     /// A fixed tool (`name` not an operation) is listed on this surface.
+    /// `DISABLED_TOOLS` can hide each discovery tool (say, the write call
+    /// tool, to leave writes to the typed tools a client confirms one by one).
     pub fn lists_fixed(&self, surface: &Surface, name: &str) -> bool {
+        if self.exposure.disabled(name) {
+            return false;
+        }
         match name {
             RAW_TOOL_NAME => self.lists_raw(surface),
             SEARCH_TOOL_NAME | CALL_READ_TOOL_NAME => self.lists_discovery(surface),
@@ -389,6 +394,15 @@ mod tests {
         assert!(listed.iter().all(|n| !n.contains("create")));
         assert!(!listed.contains(&"gitea_repo_get".to_owned()));
         assert!(tools.check(&surface("/mcp/x/repository.releases")).is_err());
+    }
+
+    #[test]
+    fn disabled_tools_can_hide_a_discovery_tool() {
+        let tools = tools_with(|s| s.disabled_tools = vec![CALL_WRITE_TOOL_NAME.into()]);
+        let listed = names(&tools, "/mcp");
+        assert!(!listed.contains(&CALL_WRITE_TOOL_NAME.to_owned()));
+        assert!(listed.contains(&CALL_READ_TOOL_NAME.to_owned()));
+        assert!(!tools.lists_fixed(&surface("/mcp"), CALL_WRITE_TOOL_NAME));
     }
 
     #[test]
