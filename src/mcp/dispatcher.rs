@@ -30,7 +30,7 @@ use crate::surface::{Surface, SurfaceError};
 
 /// What a tool call produced, typed: the audit entry and the metrics read
 /// its status and error kind from here; its JSON is made once, at the
-/// protocol edge ([`ToolOutcome::to_json`]).
+/// protocol edge ([`ToolOutcome::into_json`]).
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolOutcome {
     /// An envelope (with Gitea's 2xx `status`), or a search result (none).
@@ -65,10 +65,11 @@ impl ToolOutcome {
         }
     }
 
-    /// The text of the result's one content item.
-    pub fn to_json(&self) -> Value {
+    /// The JSON of the result's one content item (the envelope is moved,
+    /// not copied: it can be megabytes).
+    pub fn into_json(self) -> Value {
         match self {
-            Self::Success { body, .. } => body.clone(),
+            Self::Success { body, .. } => body,
             Self::Failure(err) => err.to_json(),
         }
     }

@@ -149,8 +149,9 @@ impl ServerHandler for GatewayServer {
             tracing::error!(error = %err, seq = started_seq, "the tool_call_finished entry could not be written");
         }
         let outcome = result.map_err(|_| McpError::invalid_params("unknown tool", None))?;
-        let content = vec![ContentBlock::text(outcome.to_json().to_string())];
-        Ok(if outcome.is_error() {
+        let is_error = outcome.is_error();
+        let content = vec![ContentBlock::text(outcome.into_json().to_string())];
+        Ok(if is_error {
             CallToolResult::error(content)
         } else {
             CallToolResult::success(content)
