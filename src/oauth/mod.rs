@@ -8,7 +8,7 @@
 //! issues our code (`callback`) → `/token` (`token`) → `/revoke`
 //! (`revoke`). At `/mcp`, `resolver` maps an `agm_` token to the grant's
 //! Gitea session. The store is reached only through [`OAuthStore`]. The
-//! routes are declared in `crate::http`, which mounts these handlers.
+//! routes are declared in the HTTP layer, which mounts these handlers.
 
 pub(crate) mod authorize;
 pub(crate) mod callback;

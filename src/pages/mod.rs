@@ -2,7 +2,7 @@
 //! `/account` (one's own connected clients) and `/admin` (everyone's).
 //! What every page shares (layout, headers, error page, cookies) is the
 //! page kit (`crate::page_kit`), which the consent page uses too. The
-//! routes are declared in `crate::http`.
+//! routes are declared in the HTTP layer.
 
 pub mod account;
 pub mod admin;

@@ -7,8 +7,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-/// Top-level module → the top-level modules it names (`crate::x`), read
-/// from code lines (comments left out).
+/// Top-level module → the top-level modules it names (`crate::x`),
+/// comments included: a doc comment that names a module is a dependency a
+/// reader follows too.
 fn imports() -> BTreeMap<String, BTreeSet<String>> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
@@ -28,8 +29,7 @@ fn imports() -> BTreeMap<String, BTreeSet<String>> {
             let top = first.as_os_str().to_str().unwrap().trim_end_matches(".rs");
             let text = std::fs::read_to_string(&path).unwrap();
             let targets = edges.entry(top.to_owned()).or_default();
-            for line in text.lines() {
-                let code = line.split("//").next().unwrap_or_default();
+            for code in text.lines() {
                 for (i, _) in code.match_indices("crate::") {
                     let name: String = code[i + 7..]
                         .chars()
