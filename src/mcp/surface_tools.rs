@@ -14,7 +14,7 @@
 //!   where writes are callable. The raw tool follows the exposure rules, and
 //!   on a toolset URL only when the URL names `raw`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use rmcp::model::Tool;
@@ -57,6 +57,11 @@ pub struct SurfaceTools {
     raw_read_only: Tool,
     /// `tools/list` of the four surfaces without toolsets, built once.
     fixed_lists: HashMap<Surface, Arc<Vec<Tool>>>,
+    /// The toolsets with an exposed operation, and those with an exposed
+    /// read: what [`SurfaceTools::check`] asks on every toolset URL request,
+    /// worked out once.
+    served_toolsets: HashSet<String>,
+    served_read_toolsets: HashSet<String>,
 }
 
 impl std::fmt::Debug for SurfaceTools {
@@ -112,10 +117,22 @@ impl SurfaceTools {
                 raw_tool_schema(true),
                 Effect::Read,
             ),
+            served_toolsets: HashSet::new(),
+            served_read_toolsets: HashSet::new(),
             catalog,
             exposure,
             fixed_lists: HashMap::new(),
         };
+        for op in tools.catalog.operations() {
+            if tools.exposure.exposes(op) {
+                tools.served_toolsets.extend(op.toolsets.iter().cloned());
+                if op.is_read_only() {
+                    tools
+                        .served_read_toolsets
+                        .extend(op.toolsets.iter().cloned());
+                }
+            }
+        }
         for scope in [Scope::Default, Scope::All] {
             for read_only in [false, true] {
                 let surface = Surface {
@@ -291,12 +308,10 @@ impl SurfaceTools {
         for name in wanted {
             let served = if name == RAW_TOOLSET {
                 self.exposure.exposes_raw_tool()
+            } else if surface.read_only {
+                self.served_read_toolsets.contains(name)
             } else {
-                self.catalog.operations().iter().any(|op| {
-                    op.toolsets.contains(name)
-                        && self.exposure.exposes(op)
-                        && (!surface.read_only || op.is_read_only())
-                })
+                self.served_toolsets.contains(name)
             };
             if !served {
                 return Err(SurfaceError::NotExposed { name: name.clone() });
