@@ -152,15 +152,13 @@ pub fn resolve(
     args: SetupArgs,
     mut prompt: Option<&mut dyn Prompt>,
 ) -> Result<Answers, AnswerError> {
-    let gitea_url = match args.gitea_url {
-        Some(url) => url.trim().to_owned(),
-        None => match prompt.as_deref_mut() {
-            Some(p) => ask_checked(p, "Gitea URL", None, |url| {
-                check_setting("GITEA_URL", &[("GITEA_URL", url)])
-            })?,
-            None => return Err(missing("GITEA_URL", "--gitea-url")),
-        },
-    };
+    let gitea_url = text_answer(
+        args.gitea_url,
+        prompt.as_deref_mut(),
+        "Gitea URL",
+        Fallback::Required("GITEA_URL", "--gitea-url"),
+        |url| check_setting("GITEA_URL", &[("GITEA_URL", url)]),
+    )?;
 
     let admin_token = match args.admin_token {
         Some(token) => SecretString::from(token.expose_secret().trim().to_owned()),
@@ -176,46 +174,33 @@ pub fn resolve(
     };
     check_token(&admin_token)?;
 
-    let bind = match args.bind {
-        Some(bind) => bind.trim().to_owned(),
-        None => match prompt.as_deref_mut() {
-            Some(p) => ask_checked(p, "Bind address (MCP_HOST)", Some(DEFAULT_BIND), |host| {
-                check_setting("MCP_HOST", &[("MCP_HOST", host)])
-            })?,
-            None => DEFAULT_BIND.to_owned(),
-        },
-    };
+    let bind = text_answer(
+        args.bind,
+        prompt.as_deref_mut(),
+        "Bind address (MCP_HOST)",
+        Fallback::Default(DEFAULT_BIND.to_owned()),
+        |host| check_setting("MCP_HOST", &[("MCP_HOST", host)]),
+    )?;
     check_setting("MCP_HOST", &[("MCP_HOST", &bind)])?;
 
     let port = match args.port {
         Some(port) => port,
-        None => match prompt.as_deref_mut() {
-            Some(p) => {
-                let answer = ask_checked(
-                    p,
-                    "Port (MCP_PORT)",
-                    Some(&DEFAULT_PORT.to_string()),
-                    |port| parse_port(port).map(drop),
-                )?;
-                parse_port(&answer)?
-            }
-            None => DEFAULT_PORT,
-        },
+        None => parse_port(&text_answer(
+            None,
+            prompt.as_deref_mut(),
+            "Port (MCP_PORT)",
+            Fallback::Default(DEFAULT_PORT.to_string()),
+            |port| parse_port(port).map(drop),
+        )?)?,
     };
 
-    let default_public = default_public_base_url(&bind, port);
-    let public_base_url = match args.public_base_url {
-        Some(url) => url.trim().to_owned(),
-        None => match prompt.as_deref_mut() {
-            Some(p) => ask_checked(
-                p,
-                "Public base URL of the gateway (PUBLIC_BASE_URL; https unless loopback)",
-                Some(&default_public),
-                |url| check_setting("PUBLIC_BASE_URL", &[("PUBLIC_BASE_URL", url)]),
-            )?,
-            None => default_public,
-        },
-    };
+    let public_base_url = text_answer(
+        args.public_base_url,
+        prompt.as_deref_mut(),
+        "Public base URL of the gateway (PUBLIC_BASE_URL; https unless loopback)",
+        Fallback::Default(default_public_base_url(&bind, port)),
+        |url| check_setting("PUBLIC_BASE_URL", &[("PUBLIC_BASE_URL", url)]),
+    )?;
 
     let oauth_app_name = oauth_app_name(args.no_oauth, args.oauth_app_name, prompt.as_deref_mut())?;
     let output = output_file(args.output, prompt)?;
@@ -230,6 +215,40 @@ pub fn resolve(
         force: args.force,
         oauth_app_name,
     })
+}
+
+/// What an unanswered question falls back to without a terminal.
+enum Fallback {
+    /// This value, which a prompt also offers as its default.
+    Default(String),
+    /// Nothing: the answer is required, and the error names the setting
+    /// and the flag that gives it.
+    Required(&'static str, &'static str),
+}
+
+/// One text answer: the flag's value (trimmed), else asked (checked by
+/// `check`), else the fallback.
+fn text_answer(
+    given: Option<String>,
+    prompt: Option<&mut (dyn Prompt + '_)>,
+    question: &'static str,
+    fallback: Fallback,
+    check: impl Fn(&str) -> Result<(), ConfigError>,
+) -> Result<String, AnswerError> {
+    if let Some(value) = given {
+        return Ok(value.trim().to_owned());
+    }
+    let Some(p) = prompt else {
+        return match fallback {
+            Fallback::Default(value) => Ok(value),
+            Fallback::Required(setting, flag) => Err(missing(setting, flag)),
+        };
+    };
+    let default = match &fallback {
+        Fallback::Default(value) => Some(value.as_str()),
+        Fallback::Required(..) => None,
+    };
+    ask_checked(p, question, default, check)
 }
 
 /// The OAuth2 application to create: none with `--no-oauth`, else the

@@ -29,6 +29,47 @@ impl<DB: Backend> SqlStore<DB> {
         Ok(locked > 0)
     }
 
+    /// Finds an unexpired refresh token of `client_id`, row-locks its live
+    /// grant, and re-reads the token's state under that lock: a rotation
+    /// that held the lock may have moved it on (on PostgreSQL each
+    /// statement sees the latest committed state). `Err` is the outcome to
+    /// answer without changing anything.
+    async fn lock_refresh_token(
+        conn: &mut DB::Connection,
+        token_hash: &str,
+        client_id: &str,
+        now: UnixTime,
+    ) -> Result<Result<(String, String), RefreshOutcome>, StoreError> {
+        let owner = stmt::<DB>(
+            "SELECT t.grant_id, g.client_id FROM tokens t JOIN grants g ON g.id = t.grant_id \
+             WHERE t.token_hash = $1 AND t.kind = 'refresh'",
+        )
+        .bind(token_hash)
+        .fetch_optional(&mut *conn)
+        .await?;
+        let Some(owner) = owner else {
+            return Ok(Err(RefreshOutcome::Invalid));
+        };
+        // A grant's client never changes, so this needs no lock.
+        if owner.text("client_id")? != client_id {
+            return Ok(Err(RefreshOutcome::WrongClient));
+        }
+        let grant_id = owner.text("grant_id")?;
+        if !Self::lock_live_grant(&mut *conn, &grant_id).await? {
+            return Ok(Err(RefreshOutcome::Invalid));
+        }
+        let token = stmt::<DB>("SELECT state, expires_at FROM tokens WHERE token_hash = $1")
+            .bind(token_hash)
+            .fetch_optional(&mut *conn)
+            .await?;
+        match token {
+            Some(token) if token.int("expires_at")? > now => {
+                Ok(Ok((grant_id, token.text("state")?)))
+            }
+            _ => Ok(Err(RefreshOutcome::Invalid)),
+        }
+    }
+
     async fn insert_tokens_in(
         conn: &mut DB::Connection,
         grant_id: &str,
@@ -110,43 +151,15 @@ impl<DB: Backend> TokenStore for SqlStore<DB> {
         now: UnixTime,
     ) -> Result<RefreshOutcome, StoreError> {
         let mut tx = self.begin_write().await?;
-        let owner = stmt::<DB>(
-            "SELECT t.grant_id, g.client_id FROM tokens t JOIN grants g ON g.id = t.grant_id \
-             WHERE t.token_hash = $1 AND t.kind = 'refresh'",
-        )
-        .bind(token_hash)
-        .fetch_optional(&mut tx)
-        .await?;
-        let Some(owner) = owner else {
-            tx.rollback().await?;
-            return Ok(RefreshOutcome::Invalid);
-        };
-        // A grant's client never changes, so this needs no lock.
-        if owner.text("client_id")? != client_id {
-            tx.rollback().await?;
-            return Ok(RefreshOutcome::WrongClient);
-        }
-        let grant_id = owner.text("grant_id")?;
-        if !Self::lock_live_grant(&mut tx, &grant_id).await? {
-            tx.rollback().await?;
-            return Ok(RefreshOutcome::Invalid);
-        }
-        // Re-read under the lock: a rotation that held it may have moved
-        // this token on (on PostgreSQL each statement sees the latest
-        // committed state).
-        let token = stmt::<DB>("SELECT state, expires_at FROM tokens WHERE token_hash = $1")
-            .bind(token_hash)
-            .fetch_optional(&mut tx)
-            .await?;
-        let Some(token) = token else {
-            tx.rollback().await?;
-            return Ok(RefreshOutcome::Invalid);
-        };
-        if token.int("expires_at")? <= now {
-            tx.rollback().await?;
-            return Ok(RefreshOutcome::Invalid);
-        }
-        let retire_sql = match token.text("state")?.as_str() {
+        let (grant_id, state) =
+            match Self::lock_refresh_token(&mut tx, token_hash, client_id, now).await? {
+                Ok(found) => found,
+                Err(outcome) => {
+                    tx.rollback().await?;
+                    return Ok(outcome);
+                }
+            };
+        let retire_sql = match state.as_str() {
             // previous → retired, then this one → previous.
             "active" => {
                 "UPDATE tokens SET state = CASE WHEN token_hash = $2 THEN 'previous' \
