@@ -20,7 +20,9 @@ use super::sign_in::{self, UpstreamOutcome};
 use super::tokens::{CODE_TTL, new_token, random_value};
 use super::upstream::GiteaUser;
 use crate::page_kit::{ErrorPage, with_page_headers};
-use crate::store::{AuthCodeRecord, GiteaTokens, GrantRecord, PendingAuthorization, hash_secret};
+use crate::store::{
+    AuthCodeRecord, GiteaTokens, GrantRecord, PendingAuthorization, PendingTake, hash_secret,
+};
 
 fn error_page(status: StatusCode, title: &'static str, message: &str) -> ErrorPage {
     ErrorPage::new(status, title, message)
@@ -52,13 +54,26 @@ pub async fn receive(
             RESTART,
         ));
     };
-    let pending = match server
+    // The binding cookie is checked by the take itself: a callback from
+    // another browser leaves the pending sign-in to the one that approved.
+    let taken = server
         .store
-        .take_pending_by_upstream_state(&hash_secret(state))
-        .await
-    {
-        Ok(Some(p)) => p,
-        Ok(None) => {
+        .take_pending_by_upstream_state(
+            &hash_secret(state),
+            &sign_in::binding_hash(server, headers),
+        )
+        .await;
+    let pending = match taken {
+        Ok(PendingTake::Taken(p)) => p,
+        Ok(PendingTake::OtherBrowser) => {
+            tracing::warn!("callback without the approving browser's binding cookie");
+            return Err(error_page(
+                StatusCode::FORBIDDEN,
+                "Sign-in refused",
+                "This sign-in was started in another browser. Start again from where you began.",
+            ));
+        }
+        Ok(PendingTake::Unknown) => {
             return Err(error_page(
                 StatusCode::BAD_REQUEST,
                 "Sign-in expired",
@@ -89,17 +104,6 @@ pub async fn receive(
             RESTART,
         ));
     };
-    if !sign_in::holds_binding(server, headers, leg) {
-        tracing::warn!(
-            flow = pending.flow.as_str(),
-            "callback without the approving browser's binding cookie"
-        );
-        return Err(error_page(
-            StatusCode::FORBIDDEN,
-            "Sign-in refused",
-            "This sign-in was started in another browser. Start again from where you began.",
-        ));
-    }
     let signed_in = sign_in::finish(server, leg, &params, now).await;
     Ok(ReceivedCallback {
         pending,

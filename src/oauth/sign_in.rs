@@ -8,7 +8,6 @@ use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use cookie::SameSite;
 use secrecy::SecretString;
-use subtle::ConstantTimeEq;
 
 use super::OAuthServer;
 use super::params::OAuthParams;
@@ -75,15 +74,14 @@ impl UpstreamStart {
     }
 }
 
-/// True when the request carries the binding cookie of `leg`.
-pub fn holds_binding(server: &OAuthServer, headers: &HeaderMap, leg: &UpstreamLeg) -> bool {
-    let binding =
-        read_cookie(headers, BINDING_COOKIE, server.config.secure_cookies).unwrap_or_default();
-    let bound: bool = hash_secret(&binding)
-        .as_bytes()
-        .ct_eq(leg.binding_hash.as_bytes())
-        .into();
-    !binding.is_empty() && bound
+/// The [`hash_secret`] of the request's binding cookie, to find the
+/// pending sign-in this browser approved. Without a well-formed cookie it
+/// is the hash of nothing, which no stored binding (a random value) has.
+pub fn binding_hash(server: &OAuthServer, headers: &HeaderMap) -> String {
+    let binding = read_cookie(headers, BINDING_COOKIE, server.config.secure_cookies)
+        .filter(|v| is_random_value(v))
+        .unwrap_or_default();
+    hash_secret(&binding)
 }
 
 /// Why the trip to Gitea did not produce a signed-in user.

@@ -387,11 +387,27 @@ pub trait PendingStore: Send + Sync {
     async fn delete_pending(&self, id_hash: &str) -> Result<bool, StoreError>;
     /// Takes (removes and returns) the approved pending authorization whose
     /// upstream state hashes to `state_hash`, expired or not (the caller
-    /// tells expiry apart). A second take of the same state finds nothing.
+    /// tells expiry apart), but only for the browser whose binding cookie
+    /// hashes to `binding_hash`: any other browser finds it
+    /// [`PendingTake::OtherBrowser`] and leaves it in place. A second take
+    /// of the same state finds nothing.
     async fn take_pending_by_upstream_state(
         &self,
         state_hash: &str,
-    ) -> Result<Option<PendingAuthorization>, StoreError>;
+        binding_hash: &str,
+    ) -> Result<PendingTake, StoreError>;
+}
+
+/// What [`PendingStore::take_pending_by_upstream_state`] found.
+#[derive(Debug)]
+pub enum PendingTake {
+    /// Taken: nobody can take it again.
+    Taken(PendingAuthorization),
+    /// Approved in another browser (no or another binding cookie); left in
+    /// place, so a stranger who sees the callback URL cannot cancel it.
+    OtherBrowser,
+    /// No approved sign-in has this state (never, or already taken).
+    Unknown,
 }
 
 /// Grants (a user's authorization of a client, with that user's Gitea tokens) and the consent registry.

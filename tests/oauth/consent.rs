@@ -144,6 +144,22 @@ async fn the_callback_needs_the_binding_cookie(gateway: OAuthGateway) {
 }
 on_both_backends!(the_callback_needs_the_binding_cookie);
 
+/// F7: a callback without the binding cookie does not consume the pending
+/// sign-in; the browser that approved still completes it afterwards.
+async fn a_cookieless_callback_leaves_the_sign_in_to_its_browser(gateway: OAuthGateway) {
+    let (_, mut browser, form) = at_consent(&gateway).await;
+    let approval = gateway.decide(&mut browser, &form, "approve").await;
+    let callback_url = gateway.through_gitea(&approval, "alice").await;
+    let response = gateway
+        .callback(&mut Browser::default(), &callback_url)
+        .await;
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    let response = gateway.callback(&mut browser, &callback_url).await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    assert!(param(&location(&response), "code").is_some());
+}
+on_both_backends!(a_cookieless_callback_leaves_the_sign_in_to_its_browser);
+
 async fn a_replayed_callback_shows_an_error_page(gateway: OAuthGateway) {
     let (_, mut browser, form) = at_consent(&gateway).await;
     let approval = gateway.decide(&mut browser, &form, "approve").await;

@@ -50,11 +50,13 @@ pub async fn rekey_moves_every_value_to_the_newest_key(f: &Fixture) {
     assert_eq!(store.verify_decryptable().await.unwrap(), 3);
     let g = store.get_grant("g1").await.unwrap().unwrap();
     assert_eq!(g.gitea.access_token.expose_secret(), "gitea-access-g1");
-    let taken = store
-        .take_pending_by_upstream_state(&hash_secret("s1"))
+    let PendingTake::Taken(taken) = store
+        .take_pending_by_upstream_state(&hash_secret("s1"), &hash_secret("binding-s1"))
         .await
         .unwrap()
-        .unwrap();
+    else {
+        panic!("the pending sign-in is there");
+    };
     assert_eq!(
         taken.upstream.unwrap().pkce_verifier.expose_secret(),
         "verifier-s1"

@@ -11,8 +11,9 @@ pub use std::sync::Arc;
 pub use aegis_gitea_mcp::store::cipher::TokenCipher;
 pub use aegis_gitea_mcp::store::{
     AuthCodeRecord, ClientRecord, CodeRedemption, GiteaTokens, GrantRecord, NewToken, OAuthStore,
-    PageSession, PendingAuthorization, PendingFlow, PruneCounts, RefreshOutcome, Registration,
-    StoreError, StoreLimits, StoreLocation, TokenKind, UpstreamLeg, hash_secret, open_store,
+    PageSession, PendingAuthorization, PendingFlow, PendingTake, PruneCounts, RefreshOutcome,
+    Registration, StoreError, StoreLimits, StoreLocation, TokenKind, UpstreamLeg, hash_secret,
+    open_store,
 };
 pub use secrecy::{ExposeSecret, SecretString};
 

@@ -132,35 +132,29 @@ pub async fn take_pending_by_upstream_state_is_single_use(f: &Fixture) {
     let store = f.open().await;
     let p = pending("p1", NOW, 60);
     store.insert_pending(&p, NOW).await.unwrap();
-    assert!(
-        store
-            .take_pending_by_upstream_state(&hash_secret("s1"))
-            .await
-            .unwrap()
-            .is_none()
-    );
+    let (state, binding) = (hash_secret("s1"), hash_secret("binding-s1"));
+    let take = || store.take_pending_by_upstream_state(&state, &binding);
+    assert!(matches!(take().await.unwrap(), PendingTake::Unknown));
     store
         .approve_pending(&p.id_hash, &leg("s1"), NOW)
         .await
         .unwrap();
-    // Taken even after expiry: the caller tells an expired callback apart.
-    let taken = store
-        .take_pending_by_upstream_state(&hash_secret("s1"))
+    // Another browser's take leaves it in place.
+    let elsewhere = store
+        .take_pending_by_upstream_state(&hash_secret("s1"), &hash_secret(""))
         .await
-        .unwrap()
         .unwrap();
+    assert!(matches!(elsewhere, PendingTake::OtherBrowser));
+    // Taken even after expiry: the caller tells an expired callback apart.
+    let PendingTake::Taken(taken) = take().await.unwrap() else {
+        panic!("the approving browser takes it");
+    };
     assert_eq!(taken.id_hash, p.id_hash);
     assert_eq!(
         taken.upstream.unwrap().pkce_verifier.expose_secret(),
         "verifier-s1"
     );
-    assert!(
-        store
-            .take_pending_by_upstream_state(&hash_secret("s1"))
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(matches!(take().await.unwrap(), PendingTake::Unknown));
     assert!(store.get_pending(&p.id_hash, NOW).await.unwrap().is_none());
 }
 

@@ -7,7 +7,9 @@ use async_trait::async_trait;
 use super::backend::{SqlRow, stmt};
 use super::{Backend, SqlStore};
 use crate::store::PendingStore;
-use crate::store::{PendingAuthorization, PendingFlow, StoreError, UnixTime, UpstreamLeg};
+use crate::store::{
+    PendingAuthorization, PendingFlow, PendingTake, StoreError, UnixTime, UpstreamLeg,
+};
 
 /// The columns [`SqlStore::pending_from_row`] reads.
 macro_rules! pending_columns {
@@ -159,15 +161,30 @@ impl<DB: Backend> PendingStore for SqlStore<DB> {
     async fn take_pending_by_upstream_state(
         &self,
         state_hash: &str,
-    ) -> Result<Option<PendingAuthorization>, StoreError> {
+        binding_hash: &str,
+    ) -> Result<PendingTake, StoreError> {
         let mut conn = self.conn().await?;
         let row = stmt::<DB>(concat!(
-            "DELETE FROM pending_authorizations WHERE upstream_state_hash = $1 RETURNING ",
+            "DELETE FROM pending_authorizations WHERE upstream_state_hash = $1 \
+             AND upstream_binding_hash = $2 RETURNING ",
             pending_columns!()
         ))
         .bind(state_hash)
+        .bind(binding_hash)
         .fetch_optional(&mut conn)
         .await?;
-        row.map(|row| self.pending_from_row(&row)).transpose()
+        if let Some(row) = row {
+            return Ok(PendingTake::Taken(self.pending_from_row(&row)?));
+        }
+        let elsewhere = stmt::<DB>(
+            "SELECT 1 AS found FROM pending_authorizations WHERE upstream_state_hash = $1",
+        )
+        .bind(state_hash)
+        .fetch_optional(&mut conn)
+        .await?;
+        Ok(match elsewhere {
+            Some(_) => PendingTake::OtherBrowser,
+            None => PendingTake::Unknown,
+        })
     }
 }
