@@ -161,7 +161,10 @@ fn prepare_sqlite_file(dir: &Path) -> Result<PathBuf, StoreError> {
                 file.display()
             )));
         }
-        Ok(_) => restrict_existing(&file)?,
+        Ok(_) => {
+            restrict_existing(&file)?;
+            check_sqlite_header(&file)?;
+        }
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
             // O_EXCL: never follows a symlink planted in the meantime.
             OpenOptions::new()
@@ -176,6 +179,42 @@ fn prepare_sqlite_file(dir: &Path) -> Result<PathBuf, StoreError> {
         Err(err) => return Err(open_error("cannot inspect", &file, &err)),
     }
     Ok(file)
+}
+
+/// The first 16 bytes of every SQLite database file.
+const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
+
+/// Refuses an existing database file that is not a SQLite database: empty,
+/// truncated or foreign. SQLite would treat an empty file as a new
+/// database, and the gateway would start with every client and grant gone.
+/// The one empty file that is sound is a WAL database whose pages are all
+/// still in `aegis.db-wal` (not yet checkpointed); SQLite recovers it.
+fn check_sqlite_header(file: &Path) -> Result<(), StoreError> {
+    use std::io::Read;
+    let mut header = Vec::with_capacity(SQLITE_HEADER.len());
+    fs::File::open(file)
+        .and_then(|f| f.take(SQLITE_HEADER.len() as u64).read_to_end(&mut header))
+        .map_err(|err| open_error("cannot read", file, &err))?;
+    if header == SQLITE_HEADER {
+        return Ok(());
+    }
+    let mut wal = file.as_os_str().to_owned();
+    wal.push("-wal");
+    let wal_holds_pages = fs::metadata(&wal).is_ok_and(|meta| meta.len() > 0);
+    if header.is_empty() && wal_holds_pages {
+        return Ok(());
+    }
+    let found = if header.is_empty() {
+        "is empty (0 bytes)".to_owned()
+    } else {
+        "does not start with the SQLite header".to_owned()
+    };
+    Err(StoreError::Open(format!(
+        "{} {found}: it is not a SQLite database. A missing file means a new store, but \
+         this one exists: restore it from a backup, or delete it to start with an empty store \
+         (every client and grant is lost)",
+        file.display()
+    )))
 }
 
 /// chmod 0600 a file that exists with wider bits; nothing if it is absent.
@@ -222,6 +261,40 @@ mod tests {
                 Some(PathBuf::from("/data/aegis.db"))
             );
         }
+    }
+
+    #[test]
+    fn a_missing_file_becomes_a_new_database_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = prepare_sqlite_file(dir.path()).unwrap();
+        assert_eq!(fs::metadata(&file).unwrap().len(), 0);
+    }
+
+    #[test]
+    fn an_existing_empty_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(SQLITE_FILE_NAME), b"").unwrap();
+        let err = prepare_sqlite_file(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("is empty (0 bytes)"), "{err}");
+    }
+
+    #[test]
+    fn an_existing_foreign_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(SQLITE_FILE_NAME), b"PK\x03\x04 a zip").unwrap();
+        let err = prepare_sqlite_file(dir.path()).unwrap_err().to_string();
+        assert!(
+            err.contains("does not start with the SQLite header"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_empty_file_with_a_wal_holding_pages_is_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(SQLITE_FILE_NAME), b"").unwrap();
+        fs::write(dir.path().join("aegis.db-wal"), b"wal frames").unwrap();
+        assert!(prepare_sqlite_file(dir.path()).is_ok());
     }
 
     #[test]

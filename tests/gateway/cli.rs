@@ -15,6 +15,39 @@ fn gateway(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
     cmd.output().unwrap()
 }
 
+/// Like [`gateway`], for a command that should exit by itself: killed and
+/// reported as a failure if it still runs after `limit` (a `serve` that
+/// started instead of refusing).
+fn gateway_within(
+    limit: std::time::Duration,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> std::process::Output {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(BIN)
+        .args(args)
+        .env_clear()
+        .envs(env.iter().copied())
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + limit;
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "still running after {limit:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
 #[test]
 fn missing_gitea_url_exits_2_naming_the_setting() {
     let out = gateway(&["serve"], &[]);
@@ -226,4 +259,35 @@ fn store_rekey_needs_an_encryption_key() {
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("TOKEN_ENCRYPTION_KEY"));
+}
+
+/// F10: an existing store file that is empty or not SQLite stops startup;
+/// only a missing file means a new store.
+#[test]
+fn an_empty_or_foreign_store_file_stops_startup() {
+    for contents in [&b""[..], b"not a database, just text\n"] {
+        let data = tempfile::tempdir().unwrap();
+        std::fs::write(data.path().join("aegis.db"), contents).unwrap();
+        let out = gateway_within(
+            std::time::Duration::from_secs(15),
+            &["serve"],
+            &[
+                ("GITEA_URL", "http://127.0.0.1:9"),
+                ("GITEA_OAUTH_CLIENT_ID", "id"),
+                ("GITEA_OAUTH_CLIENT_SECRET", "secret"),
+                ("TOKEN_ENCRYPTION_KEY", OAUTH_KEY),
+                ("DATA_DIR", data.path().to_str().unwrap()),
+                ("MCP_PORT", "0"),
+            ],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("aegis.db"), "{stderr}");
+        assert!(stderr.contains("not a SQLite database"), "{stderr}");
+        // Nothing was written over it.
+        assert_eq!(
+            std::fs::read(data.path().join("aegis.db")).unwrap(),
+            contents
+        );
+    }
 }
