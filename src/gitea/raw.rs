@@ -138,35 +138,21 @@ pub fn parse_raw_request(
 /// reshape the route.
 fn normalize_path(raw: &str) -> Result<String, RawRequestError> {
     let mut path = raw.trim();
-    // Checked on the raw text: URL parsing would resolve `..` instead.
-    if path
-        .split(['/', '?', '#'])
-        .any(|segment| segment == "." || segment == "..")
-    {
-        return Err(RawRequestError::Path(
-            "must not contain empty, `.` or `..` segments",
-        ));
-    }
+    // Every rule runs on the text as given, before URL parsing: a URL
+    // parser resolves `..` and `%2e%2e`, reads `\` as `/` and drops tabs
+    // and newlines, so a route checked after parsing is not the route sent.
+    let route_part = path.split(['?', '#']).next().unwrap_or_default();
+    check_route_text(route_part)?;
     let owned;
     if path.starts_with("http://") || path.starts_with("https://") {
         let url = url::Url::parse(path).map_err(|_| RawRequestError::Path("is not a valid URL"))?;
         owned = url.path().to_owned();
         path = &owned;
+        check_route_text(path)?;
     } else if path.contains(['?', '#']) {
         return Err(RawRequestError::Path(
             "must not contain `?` or `#` (put query parameters in `query`)",
         ));
-    }
-    if path.chars().any(char::is_control) {
-        return Err(RawRequestError::Path("must not contain control characters"));
-    }
-    if path.contains('%') {
-        return Err(RawRequestError::Path(
-            "must not contain `%` (use the operation's own tool for values with `/`)",
-        ));
-    }
-    if path.contains('\\') {
-        return Err(RawRequestError::Path("must not contain `\\`"));
     }
     let trimmed = path.trim_start_matches('/');
     let trimmed = trimmed
@@ -189,6 +175,31 @@ fn normalize_path(raw: &str) -> Result<String, RawRequestError> {
         return Err(RawRequestError::Path("must not contain whitespace"));
     }
     Ok(format!("/{trimmed}"))
+}
+
+/// The route rules on raw text: no control characters, no `%` (so no
+/// encoded dot segment or slash), no `\`, no `.` or `..` segment.
+fn check_route_text(route: &str) -> Result<(), RawRequestError> {
+    if route.chars().any(char::is_control) {
+        return Err(RawRequestError::Path("must not contain control characters"));
+    }
+    if route.contains('%') {
+        return Err(RawRequestError::Path(
+            "must not contain `%` (use the operation's own tool for values with `/`)",
+        ));
+    }
+    if route.contains('\\') {
+        return Err(RawRequestError::Path("must not contain `\\`"));
+    }
+    if route
+        .split('/')
+        .any(|segment| segment == "." || segment == "..")
+    {
+        return Err(RawRequestError::Path(
+            "must not contain empty, `.` or `..` segments",
+        ));
+    }
+    Ok(())
 }
 
 /// The raw tool's input schema; under `read_only` the method enum is GET/HEAD.
@@ -262,6 +273,29 @@ mod tests {
                     Err(RawRequestError::Path(_))
                 ),
                 "{path}"
+            );
+        }
+    }
+
+    /// F11: a full URL is checked before it is parsed, since URL parsing
+    /// resolves encoded dot segments, turns `\\` into `/` and drops tabs.
+    #[test]
+    fn traversal_inside_a_full_url_is_refused_before_parsing() {
+        for path in [
+            "https://x/api/v1/repos/o/r/%2e%2e/%2e%2e/admin/users",
+            "https://x/api/v1/repos/o/r/.%2E/admin/users",
+            "https://x/api/v1/repos/o/r/%2e/x",
+            "https://x/api/v1/repos\\..\\admin/users",
+            "https://x/api/v1/repos/o/r/.\t./admin/users",
+            "https://x/api/v1/repos/o/r/\n../admin",
+            "http://x/api/v1/repos/../admin/users",
+        ] {
+            assert!(
+                matches!(
+                    parse(json!({"method": "GET", "path": path})),
+                    Err(RawRequestError::Path(_))
+                ),
+                "{path:?}"
             );
         }
     }
