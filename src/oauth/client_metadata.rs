@@ -18,7 +18,9 @@ use url::Url;
 use super::redirect_uri::check_registrable;
 use super::register::{MAX_CLIENT_NAME_CHARS, check_text};
 use super::{OAuthConfig, OAuthServer};
-use crate::store::{ClientRecord, Registration, UnixTime};
+use crate::store::{
+    ClientRecord, GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN, Registration, UnixTime,
+};
 
 /// Largest document read.
 pub const MAX_DOCUMENT_BYTES: usize = 5 * 1024;
@@ -207,7 +209,7 @@ fn record_from(
         client_name,
         redirect_uris,
         token_endpoint_auth_method: "none".into(),
-        grant_types: vec!["authorization_code".into(), "refresh_token".into()],
+        grant_types: vec![GRANT_AUTHORIZATION_CODE.into(), GRANT_REFRESH_TOKEN.into()],
         response_types: vec!["code".into()],
         scope: None,
         registration: Registration::MetadataDocument,

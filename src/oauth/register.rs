@@ -17,7 +17,9 @@ use super::events::OAuthEvent;
 use super::redirect_uri::check_registrable;
 use super::tokens::random_value;
 use super::{OAuthServer, SCOPE};
-use crate::store::{ClientRecord, Registration, hash_secret};
+use crate::store::{
+    ClientRecord, GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN, Registration, hash_secret,
+};
 
 /// Redirect URIs one client may register.
 const MAX_REDIRECT_URIS: usize = 10;
@@ -117,12 +119,7 @@ fn validate(
             "token_endpoint_auth_method must be none, client_secret_post or client_secret_basic",
         ));
     }
-    let grant_types = one_of(
-        request.grant_types,
-        "authorization_code",
-        &["authorization_code", "refresh_token"],
-        "grant_types may contain only authorization_code and refresh_token",
-    )?;
+    let grant_types = grant_types(request.grant_types)?;
     let response_types = one_of(
         request.response_types,
         "code",
@@ -207,6 +204,32 @@ fn redirect_uris(value: Option<Value>, allowlist: &[String]) -> Result<Vec<Strin
 
 /// A non-empty list whose every entry is in `allowed`; `default` alone
 /// when absent.
+/// The grants a client may use at `/token`. Left out, both: MCP clients
+/// refresh, and some register without naming `grant_types`; RFC 7591
+/// §3.2.1 lets the server answer with the value it registered (its own
+/// default would be `authorization_code` alone). Named, exactly those, and
+/// `authorization_code` among them: a grant only starts at `/authorize`.
+fn grant_types(value: Option<Vec<String>>) -> Result<Vec<String>, OAuthError> {
+    let Some(list) = value else {
+        return Ok(vec![
+            GRANT_AUTHORIZATION_CODE.to_owned(),
+            GRANT_REFRESH_TOKEN.to_owned(),
+        ]);
+    };
+    let list = one_of(
+        Some(list),
+        GRANT_AUTHORIZATION_CODE,
+        &[GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN],
+        "grant_types may contain only authorization_code and refresh_token",
+    )?;
+    if !list.iter().any(|g| g == GRANT_AUTHORIZATION_CODE) {
+        return Err(metadata_error(
+            "grant_types must contain authorization_code (every grant starts at /authorize)",
+        ));
+    }
+    Ok(list)
+}
+
 fn one_of(
     value: Option<Vec<String>>,
     default: &str,
@@ -246,7 +269,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(record.token_endpoint_auth_method, "client_secret_basic");
-        assert_eq!(record.grant_types, vec!["authorization_code"]);
+        assert_eq!(
+            record.grant_types,
+            vec!["authorization_code", "refresh_token"]
+        );
     }
 
     #[test]

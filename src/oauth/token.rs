@@ -75,6 +75,10 @@ async fn exchange(
     }
     match params.get("grant_type") {
         Some("authorization_code") => authorization_code(server, &client, &params).await,
+        Some("refresh_token") if !client.may_refresh() => Err(OAuthError::new(
+            ErrorCode::UnauthorizedClient,
+            "this client did not register the refresh_token grant",
+        )),
         Some("refresh_token") => refresh_token(server, &client, &params).await,
         Some(_) => Err(OAuthError::new(
             ErrorCode::UnsupportedGrantType,
@@ -141,7 +145,7 @@ async fn authorization_code(
             "resource does not match the authorization request",
         ));
     }
-    issue(server, &record.grant_id, &record.scope, now).await
+    issue(server, client, &record.grant_id, &record.scope, now).await
 }
 
 /// `redirect_uri` at `/token` must equal the authorize request's; it may be
@@ -185,7 +189,7 @@ async fn refresh_token(
     };
     let access = new_token();
     let refresh = new_token();
-    let new_tokens = token_pair(&access, &refresh, &scope, now);
+    let new_tokens = token_pair(&access, Some(&refresh), &scope, now);
     match server
         .store
         .rotate_refresh_token(&token_hash, &client.client_id, &new_tokens, now)
@@ -199,7 +203,7 @@ async fn refresh_token(
                     client_id: &client.client_id,
                 })
                 .await;
-            Ok(token_response(&access, &refresh, &scope))
+            Ok(token_response(&access, Some(&refresh), &scope))
         }
         RefreshOutcome::ReuseDetected { .. } => {
             tracing::warn!(client_id = %client.client_id, "refresh token reuse detected; grant revoked");
@@ -218,46 +222,53 @@ async fn refresh_token(
     }
 }
 
-fn token_pair(access: &str, refresh: &str, scope: &str, now: i64) -> [NewToken; 2] {
-    [
-        NewToken {
-            token_hash: hash_secret(access),
-            kind: TokenKind::Access,
-            scope: scope.to_owned(),
-            expires_at: now + ACCESS_TOKEN_TTL,
-        },
-        NewToken {
-            token_hash: hash_secret(refresh),
-            kind: TokenKind::Refresh,
-            scope: scope.to_owned(),
-            expires_at: now + REFRESH_TOKEN_TTL,
-        },
-    ]
+/// The new access token, and the refresh token when there is one.
+fn token_pair(access: &str, refresh: Option<&str>, scope: &str, now: i64) -> Vec<NewToken> {
+    let access = NewToken {
+        token_hash: hash_secret(access),
+        kind: TokenKind::Access,
+        scope: scope.to_owned(),
+        expires_at: now + ACCESS_TOKEN_TTL,
+    };
+    let refresh = refresh.map(|refresh| NewToken {
+        token_hash: hash_secret(refresh),
+        kind: TokenKind::Refresh,
+        scope: scope.to_owned(),
+        expires_at: now + REFRESH_TOKEN_TTL,
+    });
+    std::iter::once(access).chain(refresh).collect()
 }
 
 async fn issue(
     server: &OAuthServer,
+    client: &ClientRecord,
     grant_id: &str,
     scope: &str,
     now: i64,
 ) -> Result<serde_json::Value, OAuthError> {
     let access = new_token();
-    let refresh = new_token();
+    let refresh = client.may_refresh().then(new_token);
     server
         .store
-        .insert_tokens(grant_id, &token_pair(&access, &refresh, scope, now), now)
+        .insert_tokens(
+            grant_id,
+            &token_pair(&access, refresh.as_deref(), scope, now),
+            now,
+        )
         .await?;
     tracing::info!(grant = %grant_id, "tokens issued");
     server.record(OAuthEvent::TokenIssued { grant_id }).await;
-    Ok(token_response(&access, &refresh, scope))
+    Ok(token_response(&access, refresh.as_deref(), scope))
 }
 
-fn token_response(access: &str, refresh: &str, scope: &str) -> serde_json::Value {
-    json!({
-        "access_token": access,
-        "token_type": "Bearer",
-        "expires_in": ACCESS_TOKEN_TTL,
-        "refresh_token": refresh,
-        "scope": scope,
-    })
+fn token_response(access: &str, refresh: Option<&str>, scope: &str) -> serde_json::Value {
+    let mut response = serde_json::Map::new();
+    response.insert("access_token".into(), json!(access));
+    response.insert("token_type".into(), json!("Bearer"));
+    response.insert("expires_in".into(), json!(ACCESS_TOKEN_TTL));
+    if let Some(refresh) = refresh {
+        response.insert("refresh_token".into(), json!(refresh));
+    }
+    response.insert("scope".into(), json!(scope));
+    serde_json::Value::Object(response)
 }

@@ -88,6 +88,18 @@ pub struct ClientRecord {
     pub expires_at: Option<UnixTime>,
 }
 
+/// The grant types a client can register (RFC 7591 `grant_types`).
+pub const GRANT_AUTHORIZATION_CODE: &str = "authorization_code";
+pub const GRANT_REFRESH_TOKEN: &str = "refresh_token";
+
+impl ClientRecord {
+    /// Whether the client registered the refresh-token grant: only then is
+    /// it given refresh tokens, and only then may it use them.
+    pub fn may_refresh(&self) -> bool {
+        self.grant_types.iter().any(|g| g == GRANT_REFRESH_TOKEN)
+    }
+}
+
 /// Which flow a pending authorization completes at `/oauth/callback`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PendingFlow {

@@ -270,3 +270,75 @@ async fn duplicate_token_parameters_are_refused(gateway: OAuthGateway) {
     );
 }
 on_both_backends!(duplicate_token_parameters_are_refused);
+
+/// Registers a public client with exactly `grant_types` (`None`: the field
+/// left out); returns the client and the registration answer.
+async fn client_with_grant_types(
+    gateway: &OAuthGateway,
+    grant_types: Option<&[&str]>,
+) -> (TestClient, Value) {
+    let mut body = json!({
+        "client_name": "Grant types",
+        "redirect_uris": [CLIENT_REDIRECT],
+        "token_endpoint_auth_method": "none",
+    });
+    if let Some(types) = grant_types {
+        body["grant_types"] = json!(types);
+    }
+    let (status, answer) = gateway.register_raw(body).await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    let client = TestClient {
+        client_id: answer["client_id"].as_str().unwrap().to_owned(),
+        client_secret: None,
+        redirect_uri: CLIENT_REDIRECT.to_owned(),
+    };
+    (client, answer)
+}
+
+/// F12: a client registered for `authorization_code` alone gets no refresh
+/// token and cannot use the refresh grant.
+async fn a_client_without_the_refresh_grant_cannot_refresh(gateway: OAuthGateway) {
+    let (client, answer) = client_with_grant_types(&gateway, Some(&["authorization_code"])).await;
+    assert_eq!(answer["grant_types"], json!(["authorization_code"]));
+    let (code, pkce) = code_for(&gateway, &client).await;
+    let response = gateway.redeem(&client, &code, &pkce).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let body: Value = response.json().await.unwrap();
+    assert!(body["access_token"].is_string());
+    assert!(body.get("refresh_token").is_none(), "{body}");
+    let response = gateway.refresh(&client, "agm_any_refresh_token").await;
+    assert_eq!(
+        error_of(response).await,
+        (StatusCode::BAD_REQUEST, "unauthorized_client".to_owned())
+    );
+}
+on_both_backends!(a_client_without_the_refresh_grant_cannot_refresh);
+
+/// F12: a registration that leaves `grant_types` out (Le Chat's shape) is
+/// registered and answered with both grants, and can refresh.
+async fn a_registration_without_grant_types_can_refresh(gateway: OAuthGateway) {
+    let (client, answer) = client_with_grant_types(&gateway, None).await;
+    assert_eq!(
+        answer["grant_types"],
+        json!(["authorization_code", "refresh_token"])
+    );
+    let (code, pkce) = code_for(&gateway, &client).await;
+    let tokens = tokens_from(gateway.redeem(&client, &code, &pkce).await).await;
+    let response = gateway.refresh(&client, &tokens.refresh_token).await;
+    assert_eq!(response.status(), StatusCode::OK);
+}
+on_both_backends!(a_registration_without_grant_types_can_refresh);
+
+/// A registration whose grants cannot start at `/authorize` is refused.
+async fn a_registration_without_the_code_grant_is_refused(gateway: OAuthGateway) {
+    let (status, body) = gateway
+        .register_raw(json!({
+            "redirect_uris": [CLIENT_REDIRECT],
+            "token_endpoint_auth_method": "none",
+            "grant_types": ["refresh_token"],
+        }))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["error"], "invalid_client_metadata");
+}
+on_both_backends!(a_registration_without_the_code_grant_is_refused);

@@ -183,6 +183,15 @@ macro_rules! impl_backend {
                         "/0002_page_sessions.sql"
                     )),
                 ),
+                (
+                    3,
+                    "security review",
+                    include_str!(concat!(
+                        "../../../migrations/",
+                        $folder,
+                        "/0003_security_review.sql"
+                    )),
+                ),
             ];
 
             fn bind(query: Query<Self>, param: Param<'_>) -> Query<Self> {
