@@ -64,7 +64,7 @@ pub async fn receive(
         )
         .await;
     let pending = match taken {
-        Ok(PendingTake::Taken(p)) => p,
+        Ok(PendingTake::Taken(p)) => *p,
         Ok(PendingTake::OtherBrowser) => {
             tracing::warn!("callback without the approving browser's binding cookie");
             return Err(error_page(

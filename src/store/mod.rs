@@ -414,7 +414,7 @@ pub trait PendingStore: Send + Sync {
 #[derive(Debug)]
 pub enum PendingTake {
     /// Taken: nobody can take it again.
-    Taken(PendingAuthorization),
+    Taken(Box<PendingAuthorization>),
     /// Approved in another browser (no or another binding cookie); left in
     /// place, so a stranger who sees the callback URL cannot cancel it.
     OtherBrowser,

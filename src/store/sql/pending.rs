@@ -174,7 +174,7 @@ impl<DB: Backend> PendingStore for SqlStore<DB> {
         .fetch_optional(&mut conn)
         .await?;
         if let Some(row) = row {
-            return Ok(PendingTake::Taken(self.pending_from_row(&row)?));
+            return Ok(PendingTake::Taken(Box::new(self.pending_from_row(&row)?)));
         }
         let elsewhere = stmt::<DB>(
             "SELECT 1 AS found FROM pending_authorizations WHERE upstream_state_hash = $1",
