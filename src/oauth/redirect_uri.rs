@@ -25,19 +25,48 @@ pub enum RedirectUriProblem {
     TooLong,
 }
 
-/// Schemes that would run code or read local data in the user's browser.
+/// Schemes a redirect must never name: they run code or read local data in
+/// the browser (`javascript`, `data`, `file`, `view-source`, `jar`, the
+/// browsers' own pages), or the browser or OS hands them to a local program
+/// that acts on the URI (MS-MSDT's "Follina", Windows Search, SMB and other
+/// network shares, Android intents, Office, app installers, mail and
+/// telephony). An MCP client's own private-use scheme (`cursor`, `vscode`,
+/// `com.example.app`) names none of these. Compared in lower case.
+#[rustfmt::skip]
 const FORBIDDEN_SCHEMES: &[&str] = &[
-    "javascript",
-    "data",
-    "file",
-    "vbscript",
-    "about",
-    "blob",
-    "filesystem",
-    "ftp",
-    "ws",
-    "wss",
+    // Code or local data in the browser.
+    "javascript", "data", "file", "vbscript", "about", "blob", "filesystem", "view-source",
+    "jar", "mhtml", "resource", "wyciwyg", "livescript",
+    // Network protocols a browser or OS opens by itself.
+    "ftp", "ftps", "sftp", "ws", "wss", "smb", "cifs", "nfs", "afp", "webdav", "dav", "ssh",
+    "telnet", "ldap", "ldaps", "gopher", "nntp", "news", "irc", "ircs", "rtsp", "mms",
+    "magnet", "ed2k",
+    // OS handlers (Windows, Android, macOS/iOS, Linux desktops).
+    "search", "search-ms", "shell", "hcp", "its", "mk", "res", "msi", "ie.http",
+    "microsoft-edge", "microsoft-edge-holographic", "windows", "wsl", "intent",
+    "android-app", "market", "content", "itms", "itms-apps", "itms-services",
+    "help", "applescript", "x-man-page", "jnlp", "steam", "zoommtg",
+    // Mail, telephony, messaging.
+    "mailto", "tel", "sms", "callto", "facetime", "skype", "sip",
 ];
+
+/// Scheme prefixes of whole handler families: Microsoft's `ms-*` (MSDT,
+/// Office, settings, App Installer), `vnd.ms-*`, the browsers' internal
+/// pages and extensions, Apple's `x-apple-*`.
+#[rustfmt::skip]
+const FORBIDDEN_SCHEME_PREFIXES: &[&str] = &[
+    "ms-", "vnd.ms", "chrome", "edge", "brave", "opera", "vivaldi", "moz-", "firefox", "safari",
+    "webkit", "x-apple-",
+];
+
+/// True for a scheme a redirect URI must not use ([`FORBIDDEN_SCHEMES`]).
+fn is_forbidden_scheme(scheme: &str) -> bool {
+    let scheme = scheme.to_ascii_lowercase();
+    FORBIDDEN_SCHEMES.contains(&scheme.as_str())
+        || FORBIDDEN_SCHEME_PREFIXES
+            .iter()
+            .any(|prefix| scheme.starts_with(prefix))
+}
 
 const MAX_REDIRECT_URI_LEN: usize = 2000;
 
@@ -64,7 +93,7 @@ pub fn check_registrable(uri: &str, allowlist: &[String]) -> Result<(), Redirect
             return Err(RedirectUriProblem::InsecureHttp);
         }
         "https" | "http" => {}
-        scheme if FORBIDDEN_SCHEMES.contains(&scheme) => {
+        scheme if is_forbidden_scheme(scheme) => {
             return Err(RedirectUriProblem::ForbiddenScheme);
         }
         _ => {}
@@ -85,15 +114,16 @@ pub fn is_allowlisted(uri: &str, allowlist: &[String]) -> bool {
 }
 
 /// True when an error may be sent to `uri` without the person's say-so:
-/// a loopback or private-use-scheme URI (an application on the person's own
-/// machine), or any URI once `OAUTH_REDIRECT_ALLOWLIST` restricts them to
+/// an http loopback URI (an application on the person's own machine), or
+/// an https URI once `OAUTH_REDIRECT_ALLOWLIST` restricts them to
 /// operator-vetted ones. Otherwise a self-registered client could use our
-/// `/authorize` as an open redirector to any https URL (RFC 9700 §4.11.2).
+/// `/authorize` as an open redirector to any https URL, or to a local
+/// program behind a private-use scheme, with no click (RFC 9700 §4.11.2).
 pub fn redirects_errors_automatically(uri: &str, allowlist: &[String]) -> bool {
-    if !allowlist.is_empty() || loopback_without_port(uri).is_some() {
+    if loopback_without_port(uri).is_some() {
         return true;
     }
-    Url::parse(uri).is_ok_and(|u| !matches!(u.scheme(), "http" | "https"))
+    !allowlist.is_empty() && Url::parse(uri).is_ok_and(|u| u.scheme() == "https")
 }
 
 /// True when `presented` matches `registered`: the same string, or both
@@ -142,7 +172,7 @@ mod tests {
             "http://127.0.0.1:5599/cb",
             &[]
         ));
-        assert!(redirects_errors_automatically(
+        assert!(!redirects_errors_automatically(
             "cursor://anysphere.cursor-mcp/oauth",
             &[]
         ));
@@ -150,7 +180,11 @@ mod tests {
             "https://evil.example/cb",
             &[]
         ));
-        let vetted = vec!["https://claude.ai/".to_owned()];
+        let vetted = vec!["https://claude.ai/".to_owned(), "cursor://".to_owned()];
+        assert!(!redirects_errors_automatically(
+            "cursor://anysphere.cursor-mcp/oauth",
+            &vetted
+        ));
         assert!(redirects_errors_automatically(
             "https://claude.ai/api/mcp/auth_callback",
             &vetted

@@ -333,3 +333,21 @@ on_both_backends!(
     errors_for_an_allowlisted_client_are_redirected,
     ("OAUTH_REDIRECT_ALLOWLIST", "https://claude.ai/")
 );
+
+/// F5: an error for a private-use scheme is a page with a link: the
+/// browser is never sent to a local program without a click.
+async fn errors_for_a_private_use_scheme_wait_for_the_person(gateway: OAuthGateway) {
+    let client = gateway
+        .register("none", "cursor://anysphere.cursor-mcp/oauth/callback")
+        .await;
+    let params = gateway.authorize_params(&client, &Pkce::new(), "st-12");
+    let response = gateway
+        .authorize_fresh(&with(&params, "response_type", "token"))
+        .await;
+    let page = assert_error_page(response).await;
+    assert!(
+        page.contains("cursor://anysphere.cursor-mcp/oauth/callback?"),
+        "{page}"
+    );
+}
+on_both_backends!(errors_for_a_private_use_scheme_wait_for_the_person);

@@ -140,3 +140,35 @@ async fn registration_needs_a_json_body(gateway: OAuthGateway) {
     assert_eq!(big.status(), StatusCode::PAYLOAD_TOO_LARGE);
 }
 on_both_backends!(registration_needs_a_json_body);
+
+/// F5: schemes that browsers and operating systems hand to a local
+/// program (a diagnostics tool, a file search, an SMB share, the browser's
+/// own pages) are refused; a private-use scheme of an MCP client is not.
+async fn scheme_handlers_of_the_os_and_browser_are_refused(gateway: OAuthGateway) {
+    for uri in [
+        "ms-msdt:/id PCWDiagnostic",
+        "ms-msdt:id",
+        "search-ms:query=x",
+        "smb://attacker.example/share",
+        "view-source:https://example.com",
+        "intent://scan/#Intent;scheme=zxing;end",
+        "intent://scan/",
+        "jar:https://example.com/x.jar!/",
+        "chrome://settings",
+        "ms-officecmd:x",
+        "ms-word:ofe|u|https://x",
+        "itms-services://?action=download-manifest",
+        "mailto:a@example.com",
+    ] {
+        let (status, body) = gateway
+            .register_raw(json!({"redirect_uris": [uri], "token_endpoint_auth_method": "none"}))
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{uri}");
+        assert_eq!(body["error"], "invalid_redirect_uri", "{uri}");
+    }
+    let (status, body) = gateway
+        .register_raw(json!({"redirect_uris": ["cursor://anysphere.cursor-mcp/oauth/callback"], "token_endpoint_auth_method": "none"}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+}
+on_both_backends!(scheme_handlers_of_the_os_and_browser_are_refused);
