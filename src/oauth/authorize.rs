@@ -23,12 +23,15 @@ use super::pkce::is_valid_challenge;
 use super::redirect_uri::{
     is_allowlisted, matches_registered, redirects_errors_automatically, with_query,
 };
+use super::scope_text::describe_gitea_scope;
 use super::sign_in::{UpstreamStart, is_random_value};
 use super::tokens::{PENDING_TTL, random_value};
 use super::{OAuthServer, SCOPE};
 use crate::page_kit::cookies::{read_cookie, set_cookie};
 use crate::page_kit::host_of;
-use crate::page_kit::{ErrorPage, form_origin_allowed, render_page, with_page_headers};
+use crate::page_kit::{
+    ErrorPage, form_origin_allowed, render_page, visible_text, with_page_headers,
+};
 use crate::store::{
     ClientRecord, PendingAuthorization, PendingFlow, Registration, StoreError, hash_secret,
 };
@@ -43,8 +46,10 @@ struct ConsentPage {
     redirect_uri: String,
     redirect_host: String,
     registration: &'static str,
-    gitea_host: String,
-    gitea_scopes: Vec<String>,
+    /// The Gitea instance the application will act on (its base URL).
+    gitea_url: String,
+    /// Each granular scope asked for, with what it allows.
+    gitea_scopes: Vec<(String, String)>,
     /// The MCP URL the tokens will work at, and whether it only reads.
     mcp_url: String,
     read_only: bool,
@@ -193,7 +198,8 @@ pub async fn authorize(
     let page = ConsentPage {
         client_name: client
             .client_name
-            .clone()
+            .as_deref()
+            .map(visible_text)
             .unwrap_or_else(|| "An unnamed application".into()),
         redirect_host: host_of(&redirect_uri),
         redirect_uri,
@@ -201,8 +207,13 @@ pub async fn authorize(
             Registration::Dynamic => "self-registered (dynamic client registration)",
             Registration::MetadataDocument => "described by its own metadata document",
         },
-        gitea_host: server.upstream.gitea_host().to_owned(),
-        gitea_scopes: server.upstream.scopes().to_vec(),
+        gitea_url: server.upstream.gitea_base_url().to_owned(),
+        gitea_scopes: server
+            .upstream
+            .scopes()
+            .iter()
+            .map(|scope| (scope.clone(), describe_gitea_scope(scope)))
+            .collect(),
         mcp_url: request.resource,
         read_only,
         request_id,

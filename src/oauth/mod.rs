@@ -24,6 +24,7 @@ pub(crate) mod redirect_uri;
 pub(crate) mod register;
 pub(crate) mod resolver;
 pub(crate) mod revoke;
+pub(crate) mod scope_text;
 pub(crate) mod sign_in;
 pub(crate) mod token;
 pub(crate) mod tokens;

@@ -17,6 +17,7 @@ use super::events::OAuthEvent;
 use super::redirect_uri::check_registrable;
 use super::tokens::random_value;
 use super::{OAuthServer, SCOPE};
+use crate::page_kit::is_format_char;
 use crate::store::{
     ClientRecord, GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN, Registration, hash_secret,
 };
@@ -243,11 +244,19 @@ fn one_of(
     Ok(list)
 }
 
-/// A free-text field: bounded, no control characters.
+/// A free-text field shown to people: bounded, no control characters, and
+/// no format characters (bidi controls, zero-width characters), which
+/// would make a page show another text than the one registered.
 pub fn check_text(field: &str, value: String, max_chars: usize) -> Result<String, OAuthError> {
     if value.chars().count() > max_chars || value.chars().any(char::is_control) {
         return Err(metadata_error(format!(
             "{field} must be at most {max_chars} characters without control characters"
+        )));
+    }
+    if let Some(c) = value.chars().find(|&c| is_format_char(c)) {
+        return Err(metadata_error(format!(
+            "{field} must not contain bidi controls or invisible characters (found U+{:04X})",
+            u32::from(c)
         )));
     }
     Ok(value)

@@ -53,7 +53,8 @@ pub struct GiteaOAuth {
     http: reqwest::Client,
     user_url: String,
     scopes: Vec<String>,
-    gitea_host: String,
+    /// Gitea's base URL as people know it (no trailing `/`), for pages.
+    gitea_base_url: String,
 }
 
 impl GiteaOAuth {
@@ -93,13 +94,13 @@ impl GiteaOAuth {
             http,
             user_url: format!("{}/user", settings.gitea_api_base()),
             scopes: settings.oauth_scopes.clone(),
-            gitea_host: settings.gitea_url.host_str().unwrap_or_default().to_owned(),
+            gitea_base_url: settings.gitea_url.as_str().trim_end_matches('/').to_owned(),
         })
     }
 
-    /// The Gitea host users sign in at, for the consent page.
-    pub fn gitea_host(&self) -> &str {
-        &self.gitea_host
+    /// The Gitea instance users sign in at, for the consent page.
+    pub fn gitea_base_url(&self) -> &str {
+        &self.gitea_base_url
     }
 
     /// The granular Gitea scopes requested.

@@ -3,9 +3,12 @@
 //! headers (no caching, no referrer, no framing, a CSP without
 //! `unsafe-inline`), the error page, the stylesheet and favicon routes,
 //! cookies, the same-origin rule for form posts, and how a redirect URI's
-//! host is shown. A leaf: it knows no OAuth and no store.
+//! host and a name someone else chose are shown. A leaf: it knows no OAuth and no store.
 
 pub mod cookies;
+mod shown_text;
+
+pub use shown_text::{is_format_char, visible_text};
 
 use askama::Template;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};

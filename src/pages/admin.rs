@@ -17,7 +17,7 @@ use super::connections::{ClientRow, GrantRow, client_rows, grant_rows};
 use super::session::{CheckedForm, ReturnTo, SignedIn, signed_in};
 use crate::oauth::OAuthServer;
 use crate::oauth::upstream::UpstreamAuthError;
-use crate::page_kit::{ErrorPage, render_page, with_page_headers};
+use crate::page_kit::{ErrorPage, render_page, visible_text, with_page_headers};
 
 /// Grants per admin page.
 const PAGE_SIZE: usize = 50;
@@ -264,7 +264,9 @@ pub async fn confirm(
                 "Delete this client?",
                 format!(
                     "The client {} ({}) is deleted and every grant it holds is revoked.",
-                    c.client_name.unwrap_or_else(|| "unnamed".into()),
+                    c.client_name
+                        .as_deref()
+                        .map_or_else(|| "unnamed".into(), visible_text),
                     c.client_id
                 ),
                 "Delete",

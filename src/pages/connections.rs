@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use crate::page_kit::host_of;
+use crate::page_kit::{host_of, visible_text};
 use crate::store::{ClientRecord, GrantRecord, Registration, UnixTime};
 
 /// Longest client name shown (registration already bounds it; this keeps
@@ -47,7 +47,8 @@ fn shown_name(client: Option<&ClientRecord>) -> String {
     let name = client
         .and_then(|c| c.client_name.clone())
         .unwrap_or_else(|| "(unnamed client)".into());
-    name.chars().take(MAX_SHOWN_NAME).collect()
+    let name: String = name.chars().take(MAX_SHOWN_NAME).collect();
+    visible_text(&name)
 }
 
 fn registration(client: Option<&ClientRecord>) -> &'static str {

@@ -64,6 +64,75 @@ async fn the_consent_page_escapes_the_client_name(gateway: OAuthGateway) {
 }
 on_both_backends!(the_consent_page_escapes_the_client_name);
 
+/// The consent page of a client registered with `client_name`.
+async fn consent_of_named(gateway: &OAuthGateway, client_name: &str) -> String {
+    let (status, body) = gateway
+        .register_raw(json!({
+            "client_name": client_name,
+            "redirect_uris": [CLIENT_REDIRECT],
+            "token_endpoint_auth_method": "none",
+        }))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let client = TestClient {
+        client_id: body["client_id"].as_str().unwrap().into(),
+        client_secret: None,
+        redirect_uri: CLIENT_REDIRECT.into(),
+    };
+    gateway
+        .consent_page(
+            &mut Browser::default(),
+            &gateway.authorize_params(&client, &Pkce::new(), "st-1"),
+        )
+        .await
+        .html
+}
+
+/// F16: bidi controls and zero-width characters in `client_name` are
+/// refused at registration: they make the consent page show another name.
+async fn a_client_name_with_bidi_or_zero_width_characters_is_refused(gateway: OAuthGateway) {
+    for name in [
+        "Claude\u{202E}edualC",
+        "Cla\u{200B}ude",
+        "\u{2066}Cursor\u{2069}",
+        "Le\u{200D}Chat",
+        "VS\u{FEFF}Code",
+        "x\u{E0041}",
+    ] {
+        let (status, body) = gateway
+            .register_raw(json!({
+                "client_name": name,
+                "redirect_uris": [CLIENT_REDIRECT],
+                "token_endpoint_auth_method": "none",
+            }))
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{name:?}");
+        assert_eq!(body["error"], "invalid_client_metadata", "{name:?}");
+    }
+}
+on_both_backends!(a_client_name_with_bidi_or_zero_width_characters_is_refused);
+
+/// F16: characters that are accepted but easy to miss (a no-break space, a
+/// Hangul filler) are shown as their code points.
+async fn the_consent_page_makes_unusual_characters_visible(gateway: OAuthGateway) {
+    let html = consent_of_named(&gateway, "Claude\u{00A0}Desktop\u{3164}").await;
+    assert!(html.contains("Claude[U+00A0]Desktop[U+3164]"), "{html}");
+}
+on_both_backends!(the_consent_page_makes_unusual_characters_visible);
+
+/// The consent page names the Gitea instance the application will act on,
+/// the redirect host on its own line, and says what each scope allows.
+async fn the_consent_page_names_gitea_and_explains_each_scope(gateway: OAuthGateway) {
+    let html = consent_of_named(&gateway, "Some client").await;
+    assert!(
+        html.contains(&format!("act on <strong>{}</strong>", gateway.fake.url)),
+        "{html}"
+    );
+    assert!(html.contains("Sends you back to"), "{html}");
+    assert!(html.contains("read and change repositories"), "{html}");
+}
+on_both_backends!(the_consent_page_names_gitea_and_explains_each_scope);
+
 /// #32: the consent page, error pages and redirects from pages.
 async fn every_page_has_anti_framing_and_no_store_headers(gateway: OAuthGateway) {
     let client = gateway.public_client().await;
