@@ -118,14 +118,99 @@ fn split_host_port(value: &str) -> (&str, Option<&str>) {
     }
 }
 
-/// The `Host` a request names: the header, or the URI's authority (HTTP/2).
-fn request_host(request: &Request) -> Option<String> {
-    request
-        .headers()
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-        .or_else(|| request.uri().authority().map(|a| a.to_string()))
+/// Why a request's `Host` cannot be read as one authority (400).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HostProblem {
+    /// No `Host` header and no authority in the target.
+    Missing,
+    /// More than one `Host` header.
+    Repeated,
+    /// Not `host[:port]`: whitespace, a non-numeric or out-of-range port,
+    /// userinfo, an unclosed IPv6 bracket.
+    Malformed,
+    /// An absolute-form target (or HTTP/2 `:authority`) naming another
+    /// authority than the `Host` header.
+    Disagrees,
+}
+
+/// The one authority a request names: its single `Host` header, or the
+/// target's authority (HTTP/2), and both agree when both are there. Strict
+/// on purpose: a lenient reading (`127.0.0.1:evil` as `127.0.0.1`, the first
+/// of two headers) would let a proxy in front and this check see different
+/// hosts.
+fn request_host(request: &Request) -> Result<String, HostProblem> {
+    let mut headers = request.headers().get_all(header::HOST).iter();
+    let header = headers.next();
+    if headers.next().is_some() {
+        return Err(HostProblem::Repeated);
+    }
+    let header = match header {
+        Some(value) => Some(value.to_str().map_err(|_| HostProblem::Malformed)?),
+        None => None,
+    };
+    let target = request.uri().authority().map(|a| a.as_str());
+    let host = match (header, target) {
+        (Some(header), Some(target)) if !header.eq_ignore_ascii_case(target) => {
+            return Err(HostProblem::Disagrees);
+        }
+        (Some(host), _) | (None, Some(host)) => host,
+        (None, None) => return Err(HostProblem::Missing),
+    };
+    if !is_valid_authority(host) {
+        return Err(HostProblem::Malformed);
+    }
+    Ok(host.to_owned())
+}
+
+/// `host[:port]` (RFC 9110 §7.2) with a registered name of letters, digits,
+/// `-`, `.` and `_`, an IPv4 address, or a bracketed IPv6 address, and a
+/// port of 1 to 5 digits up to 65535. No whitespace, userinfo or
+/// percent-encoding.
+fn is_valid_authority(value: &str) -> bool {
+    let (host, port) = if let Some(rest) = value.strip_prefix('[') {
+        let Some((v6, tail)) = rest.split_once(']') else {
+            return false;
+        };
+        if v6.parse::<std::net::Ipv6Addr>().is_err() {
+            return false;
+        }
+        match tail {
+            "" => (v6, None),
+            _ => match tail.strip_prefix(':') {
+                Some(port) => (v6, Some(port)),
+                None => return false,
+            },
+        }
+    } else {
+        let (host, port) = match value.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (value, None),
+        };
+        let name_ok = !host.is_empty()
+            && host
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'));
+        if !name_ok {
+            return false;
+        }
+        (host, port)
+    };
+    let port_ok = port.is_none_or(|port| {
+        (1..=5).contains(&port.len())
+            && port.bytes().all(|b| b.is_ascii_digit())
+            && port.parse::<u16>().is_ok()
+    });
+    !host.is_empty() && port_ok
+}
+
+fn bad_host(problem: HostProblem) -> Response {
+    let message = match problem {
+        HostProblem::Missing => "the request names no Host",
+        HostProblem::Repeated => "the request has more than one Host header",
+        HostProblem::Malformed => "Host must be host[:port] with a numeric port",
+        HostProblem::Disagrees => "the request target and Host name different authorities",
+    };
+    (StatusCode::BAD_REQUEST, message).into_response()
 }
 
 fn misdirected() -> Response {
@@ -144,14 +229,17 @@ fn cross_origin_refused() -> Response {
         .into_response()
 }
 
-/// Middleware on every route: 421 for a foreign `Host`.
+/// Middleware on every route: 400 for a `Host` that is not one valid
+/// authority, 421 for a foreign one.
 pub async fn check_host(
     State(policy): State<Arc<HostPolicy>>,
     request: Request,
     next: Next,
 ) -> Response {
-    if !request_host(&request).is_some_and(|h| policy.allows_host(&h)) {
-        return misdirected();
+    match request_host(&request) {
+        Err(problem) => return bad_host(problem),
+        Ok(host) if !policy.allows_host(&host) => return misdirected(),
+        Ok(_) => {}
     }
     next.run(request).await
 }
@@ -238,6 +326,42 @@ pub async fn check_page_origin(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_port_names_and_addresses_are_valid_authorities() {
+        for ok in [
+            "localhost",
+            "127.0.0.1:8080",
+            "mcp.example.com",
+            "[::1]:8080",
+            "[::1]",
+            "a_b.example:443",
+        ] {
+            assert!(is_valid_authority(ok), "{ok}");
+        }
+    }
+
+    #[test]
+    fn lenient_host_forms_are_not_valid_authorities() {
+        for bad in [
+            "",
+            ":8080",
+            "127.0.0.1:evil",
+            "127.0.0.1:",
+            "127.0.0.1:65536",
+            "127.0.0.1:080800",
+            "127.0.0.1 ",
+            "a b",
+            "user@host",
+            "host%2e",
+            "[::1",
+            "[::1]x",
+            "[zz]",
+            "a:1:2",
+        ] {
+            assert!(!is_valid_authority(bad), "{bad:?}");
+        }
+    }
     use crate::config::SettingsSource;
 
     fn policy(pairs: &[(&str, &str)]) -> HostPolicy {

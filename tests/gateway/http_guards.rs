@@ -229,3 +229,84 @@ async fn oauth_configuration_ends_unauthenticated_loopback_access() {
     let resp = post(&gw, None, list_request().to_string()).await;
     assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
 }
+
+/// Sends `head` (the request line and headers, without the blank line) on
+/// a fresh connection and returns the status of the answer.
+async fn raw_status(gw: &Gateway, head: &str) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = gw.url.trim_start_matches("http://").to_owned();
+    let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    stream
+        .write_all(format!("{head}\r\nConnection: close\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    answer
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("no status line in {answer:?}"))
+}
+
+/// F13: a `Host` that is not a valid authority is refused, not read
+/// leniently as the host it starts with.
+#[tokio::test]
+async fn a_host_that_is_not_a_valid_authority_is_refused() {
+    let gw = Gateway::start(&[]).await;
+    let port = gw.url.rsplit(':').next().unwrap().to_owned();
+    assert_eq!(
+        raw_status(
+            &gw,
+            &format!("GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}")
+        )
+        .await,
+        200
+    );
+    for host in [
+        "127.0.0.1:evil".to_owned(),
+        format!("127.0.0.1:{port}x"),
+        "127.0.0.1:99999".to_owned(),
+        format!("127.0.0.1 :{port}"),
+        format!("127.0.0.1:{port} x"),
+        "127.0.0.1@evil.example".to_owned(),
+        "[::1".to_owned(),
+        String::new(),
+    ] {
+        let status = raw_status(&gw, &format!("GET /health HTTP/1.1\r\nHost: {host}")).await;
+        assert!(status == 400 || status == 421, "{host:?}: {status}");
+    }
+}
+
+/// F13: two `Host` headers are refused, whichever comes first.
+#[tokio::test]
+async fn two_host_headers_are_refused() {
+    let gw = Gateway::start(&[]).await;
+    for pair in [
+        "Host: 127.0.0.1\r\nHost: evil.example",
+        "Host: evil.example\r\nHost: 127.0.0.1",
+        "Host: 127.0.0.1\r\nHost: 127.0.0.1",
+    ] {
+        let status = raw_status(&gw, &format!("GET /health HTTP/1.1\r\n{pair}")).await;
+        assert_eq!(status, 400, "{pair:?}");
+    }
+}
+
+/// F13: an absolute-form target must name the same authority as `Host`.
+#[tokio::test]
+async fn an_absolute_form_target_that_disagrees_with_host_is_refused() {
+    let gw = Gateway::start(&[]).await;
+    let status = raw_status(
+        &gw,
+        "GET http://evil.example/health HTTP/1.1\r\nHost: 127.0.0.1",
+    )
+    .await;
+    assert!(status == 400 || status == 421, "{status}");
+    let status = raw_status(
+        &gw,
+        "GET http://127.0.0.1/health HTTP/1.1\r\nHost: 127.0.0.1",
+    )
+    .await;
+    assert_eq!(status, 200);
+}
