@@ -34,10 +34,13 @@ impl IdentityMode {
 
 /// The identity a call runs as: the Gitea login (when known), how it was
 /// authenticated, and the Gitea token sent upstream. `Debug` never shows the
-/// token.
+/// tokens.
 #[derive(Debug, Clone)]
 pub struct Identity {
     pub login: Option<String>,
     pub mode: IdentityMode,
     pub token: SecretString,
+    /// The user's Gitea refresh token (OAuth): never sent with a call, but
+    /// a secret of this caller that results must not carry either.
+    pub refresh_token: Option<SecretString>,
 }

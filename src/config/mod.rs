@@ -347,8 +347,18 @@ impl Settings {
         .cloned()
         .collect();
         out.extend(self.token_encryption_keys.iter().cloned());
+        out.extend(self.database_url.as_ref().and_then(database_password));
         out
     }
+}
+
+/// The password in a `DATABASE_URL`, percent-decoded (as the server sees
+/// it), when it has one.
+fn database_password(url: &SecretString) -> Option<SecretString> {
+    let url = url::Url::parse(secrecy::ExposeSecret::expose_secret(url)).ok()?;
+    let password = url.password()?;
+    let decoded = percent_encoding::percent_decode_str(password).decode_utf8_lossy();
+    Some(SecretString::from(decoded.into_owned()))
 }
 
 #[cfg(test)]

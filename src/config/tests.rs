@@ -254,6 +254,26 @@ fn known_secrets_lists_every_configured_secret() {
     assert!(secrets.contains(&"admin-tok".to_owned()));
 }
 
+/// F9: the password of `DATABASE_URL` is redacted from results too.
+#[test]
+fn known_secrets_include_the_database_password() {
+    let s = settings(&[(
+        "DATABASE_URL",
+        "postgres://aegis:pa%24%24word-4711@db.internal/aegis",
+    )])
+    .unwrap();
+    let secrets: Vec<String> = s
+        .known_secrets()
+        .iter()
+        .map(|k| k.expose_secret().to_owned())
+        .collect();
+    assert!(
+        secrets.contains(&"pa$$word-4711".to_owned()),
+        "{}",
+        secrets.len()
+    );
+}
+
 fn write_env(dir: &std::path::Path, mode: u32) -> std::path::PathBuf {
     let path = dir.join(".env");
     std::fs::write(&path, "GITEA_URL=http://from-file:3000\n").unwrap();

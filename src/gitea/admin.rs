@@ -46,6 +46,7 @@ impl AdminAccount {
             login,
             mode,
             token: self.token.clone(),
+            refresh_token: None,
         }
     }
 }

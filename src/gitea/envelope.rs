@@ -201,6 +201,7 @@ mod tests {
             login: Some("admin".into()),
             mode: IdentityMode::Bearer,
             token: SecretString::from("tok-abcdef"),
+            refresh_token: None,
         }
     }
 

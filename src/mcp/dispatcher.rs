@@ -417,6 +417,7 @@ impl Dispatcher {
                 self.known_secrets
                     .iter()
                     .chain(std::iter::once(&identity.token))
+                    .chain(identity.refresh_token.as_ref())
                     .map(|s| s.expose_secret().to_owned()),
             )
             .secrets(submitted.values)

@@ -85,6 +85,7 @@ pub async fn resolve(
         login: Some(grant.login.clone()),
         mode: IdentityMode::Oauth,
         token: grant.gitea.access_token.clone(),
+        refresh_token: grant.gitea.refresh_token.clone(),
     })
 }
 

@@ -70,6 +70,13 @@ async fn a_planted_admin_token_in_an_issue_never_reaches_the_model() {
     );
     // The token used as an object key is gone too.
     assert_eq!(env["data"][REDACTED], "a key that is the token");
+    // F9: the bearer in base64 (two alignments), base64url and hex is gone.
+    let leaks = env["data"]["encoded_leaks"].as_str().unwrap();
+    for form in support::fake_gitea::encoded_bearer_forms() {
+        let middle = &form[4..form.len() - 4];
+        assert!(!leaks.contains(middle), "{leaks}");
+    }
+    assert_eq!(leaks.matches(REDACTED).count(), 4, "{leaks}");
     assert!(
         env["untrusted_content"]
             .as_str()

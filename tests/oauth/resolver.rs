@@ -24,6 +24,25 @@ async fn tools_run_as_the_signed_in_user(gateway: OAuthGateway) {
 }
 on_both_backends!(tools_run_as_the_signed_in_user);
 
+/// F9: the user's Gitea refresh token is on the exact-redaction list of
+/// that user's calls, though it is never sent with one.
+async fn the_users_gitea_refresh_token_never_reaches_the_model(gateway: OAuthGateway) {
+    let client = gateway.public_client().await;
+    let tokens = gateway.tokens(&client, "alice").await;
+    let refresh = gateway.fake.refresh_tokens("alice");
+    assert_eq!(refresh.len(), 1);
+    let (status, envelope) = gateway
+        .call_tool(
+            &tokens.access_token,
+            "gitea_issue_create_issue",
+            json!({"owner": "alice", "repo": "r", "body": {"title": format!("pasted {}", refresh[0])}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(envelope["data"]["title"], "pasted [REDACTED]", "{envelope}");
+}
+on_both_backends!(the_users_gitea_refresh_token_never_reaches_the_model);
+
 /// An admin-only operation gets Gitea's 403 for the user, not the admin's
 /// answer; and the admin token never leaves the gateway for this call.
 async fn an_oauth_token_never_reaches_the_admin_token(gateway: OAuthGateway) {

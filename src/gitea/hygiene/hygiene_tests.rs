@@ -22,6 +22,7 @@ fn identity() -> Identity {
         login: Some("admin".into()),
         mode: IdentityMode::Bearer,
         token: SecretString::from(TOKEN),
+        refresh_token: None,
     }
 }
 

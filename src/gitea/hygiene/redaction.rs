@@ -1,7 +1,9 @@
 //! Exact redaction: every known secret is replaced with `[REDACTED]`
 //! wherever it occurs in a result, in string values and in object keys,
 //! inside longer strings, and inside the decoded bytes of base64 file
-//! fields. Always on, whatever `SECRET_DETECTION_MODE` says.
+//! fields, and in the encoded forms a leak takes (base64, base64url, hex,
+//! percent-encoding; see [`encoded_forms`]). Always on, whatever
+//! `SECRET_DETECTION_MODE` says.
 //!
 //! All secrets are searched in one Aho-Corasick pass (leftmost-longest),
 //! so the cost is linear in the text whatever the number of secrets, and a
@@ -43,13 +45,18 @@ impl std::fmt::Debug for Redactor {
 /// Collects the secrets of one call.
 #[derive(Default)]
 pub struct RedactorBuilder {
+    /// The secrets, each followed by its encoded forms.
     secrets: Vec<String>,
+    /// How many secrets were added (without their encoded forms).
+    added: usize,
 }
 
 impl RedactorBuilder {
     fn push(mut self, secret: String, min_chars: usize) -> Self {
         if secret.chars().count() >= min_chars {
+            self.secrets.extend(encoded_forms(secret.as_bytes()));
             self.secrets.push(secret);
+            self.added += 1;
         }
         self
     }
@@ -101,9 +108,60 @@ impl RedactorBuilder {
             .expect("an Aho-Corasick automaton over the secrets of one call builds");
         Redactor {
             matcher: Some(matcher),
-            count: self.secrets.len(),
+            count: self.added,
         }
     }
+}
+
+/// Secrets shorter than this (in bytes) are searched for as they are only:
+/// their encoded fragments would be too short to tell from other text.
+pub const MIN_ENCODED_SECRET_BYTES: usize = 8;
+
+/// The forms `secret` takes when someone encodes it, as found inside longer
+/// text: base64 and base64url at each of the three byte alignments (only
+/// the characters that depend on the secret's bytes alone, so the
+/// neighbouring bytes do not matter), hex in both cases, and
+/// percent-encoding of every byte that is not unreserved (upper and lower
+/// hex) when that differs from the secret.
+pub fn encoded_forms(secret: &[u8]) -> Vec<String> {
+    use base64::Engine;
+    use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
+    if secret.len() < MIN_ENCODED_SECRET_BYTES {
+        return Vec::new();
+    }
+    let mut forms = Vec::with_capacity(10);
+    for offset in 0..3 {
+        let mut shifted = vec![0u8; offset];
+        shifted.extend_from_slice(secret);
+        // Character i covers bits 6i..6i+6; the secret's bits are
+        // 8·offset..8·(offset+len).
+        let first = (8 * offset).div_ceil(6);
+        let end = 8 * (offset + secret.len()) / 6;
+        for engine in [&STANDARD_NO_PAD, &URL_SAFE_NO_PAD] {
+            let encoded = engine.encode(&shifted);
+            forms.push(encoded[first..end].to_owned());
+        }
+    }
+    let hex: String = secret.iter().map(|b| format!("{b:02x}")).collect();
+    forms.push(hex.to_ascii_uppercase());
+    forms.push(hex);
+    // By hand rather than with `percent-encoding`: it writes upper-case
+    // hex only, and a leak may use either case.
+    let unreserved = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~');
+    if secret.iter().any(|&b| !unreserved(b)) {
+        for upper in [true, false] {
+            let encoded: String = secret
+                .iter()
+                .map(|&b| match (unreserved(b), upper) {
+                    (true, _) => char::from(b).to_string(),
+                    (false, true) => format!("%{b:02X}"),
+                    (false, false) => format!("%{b:02x}"),
+                })
+                .collect();
+            forms.push(encoded);
+        }
+    }
+    forms
 }
 
 impl Redactor {
@@ -211,6 +269,40 @@ mod tests {
     use super::*;
     use base64::Engine;
     use serde_json::json;
+
+    /// F9: whatever the secret's alignment inside the encoded text, one of
+    /// its encoded forms is found there.
+    #[test]
+    fn a_secret_encoded_inside_longer_text_is_redacted() {
+        use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+        let secret = "s3cr3t/token+with=odd chars";
+        let r = Redactor::new([secret]);
+        for prefix in ["", "a", "ab", "abc"] {
+            let plain = format!("{prefix}{secret}~tail");
+            for encoded in [
+                STANDARD.encode(&plain),
+                URL_SAFE_NO_PAD.encode(&plain),
+                plain.bytes().map(|b| format!("{b:02x}")).collect(),
+                plain.bytes().map(|b| format!("{b:02X}")).collect(),
+            ] {
+                let text = format!("leak: {encoded} end");
+                let out = r.redact_str(&text);
+                assert!(out.contains(REDACTED), "{prefix:?}: {text}");
+            }
+        }
+        let percent = "s3cr3t%2Ftoken%2Bwith%3Dodd%20chars";
+        assert!(r.redact_str(&format!("?q={percent}")).contains(REDACTED));
+        assert!(
+            r.redact_str(&format!("?q={}", percent.to_lowercase()))
+                .contains(REDACTED)
+        );
+    }
+
+    #[test]
+    fn short_secrets_get_no_encoded_forms() {
+        assert!(encoded_forms(b"abcdefg").is_empty());
+        assert!(!encoded_forms(b"abcdefgh").is_empty());
+    }
 
     #[test]
     fn secrets_are_replaced_in_values_keys_and_substrings() {

@@ -409,7 +409,22 @@ pub const MINTED_CLIENT_SECRET: &str = "gto_abcdefghijklmnopqrstuvwxyz234567abcd
 /// Lines of the planted text file.
 pub const PLANTED_FILE_LINES: usize = 20_000;
 
+/// The gateway's bearer token in the encodings a leak may take: base64 at
+/// two alignments (after one and two other bytes), base64url, and hex.
+pub fn encoded_bearer_forms() -> [String; 4] {
+    use base64::Engine;
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+    let bearer = super::BEARER.as_bytes();
+    [
+        STANDARD.encode([b"x".as_slice(), bearer].concat()),
+        STANDARD.encode([b"xy".as_slice(), bearer].concat()),
+        URL_SAFE_NO_PAD.encode(bearer),
+        bearer.iter().map(|b| format!("{b:02X}")).collect(),
+    ]
+}
+
 fn planted_issue(base: &str, number: u64) -> Value {
+    let [b64_one, b64_two, b64_url, hex] = encoded_bearer_forms();
     json!({
         "id": 5000 + number,
         "number": number,
@@ -418,6 +433,7 @@ fn planted_issue(base: &str, number: u64) -> Value {
         "html_url": format!("{base}/{HYGIENE_OWNER}/app/issues/{number}"),
         ADMIN_TOKEN: "a key that is the token",
         "state": "open",
+        "encoded_leaks": format!("basic {b64_one}; again {b64_two}; url {b64_url}; hex {hex}"),
     })
 }
 

@@ -116,4 +116,15 @@ impl FakeGitea {
             .max_by_key(|(_, t)| t.serial)
             .map(|(token, _)| token.clone())
     }
+
+    /// The unrevoked refresh tokens of `login`.
+    pub fn refresh_tokens(&self, login: &str) -> Vec<String> {
+        let provider = self.provider();
+        provider
+            .refresh
+            .iter()
+            .filter(|(_, t)| t.login == login && !t.revoked)
+            .map(|(token, _)| token.clone())
+            .collect()
+    }
 }
