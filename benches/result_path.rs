@@ -69,6 +69,7 @@ fn bench_envelope(c: &mut Criterion) {
         login: Some("admin".into()),
         mode: IdentityMode::Bearer,
         token: SecretString::from(ADMIN_TOKEN),
+        refresh_token: None,
     };
     let call = GiteaCall {
         method: http::Method::GET,

@@ -90,6 +90,7 @@ fn identity() -> Identity {
         login: Some("admin".into()),
         mode: IdentityMode::Bearer,
         token: SecretString::from(ADMIN_TOKEN),
+        refresh_token: None,
     }
 }
 
