@@ -8,3 +8,12 @@
 -- refreshes would sign out every such client (Le Chat registers that way).
 UPDATE clients SET grant_types = '["authorization_code","refresh_token"]'
 WHERE grant_types = '["authorization_code"]';
+
+-- F6: refresh-token rotation with one live pair and a bounded grace.
+-- rotated_at: when a refresh token was rotated away from (it became
+-- 'previous'); its grace counts from there. minted_by: the token_hash of
+-- the refresh token presented to mint this token (NULL for the pair the
+-- code redemption issued), so a retry within the grace replaces exactly
+-- the pair the lost answer carried.
+ALTER TABLE tokens ADD COLUMN rotated_at INTEGER;
+ALTER TABLE tokens ADD COLUMN minted_by TEXT;

@@ -243,14 +243,25 @@ pub struct ResolvedAccess {
     pub grant: GrantRecord,
 }
 
+/// How long the refresh token just rotated away from stays usable, for a
+/// client that lost the answer and retries, or that raced itself. Short on
+/// purpose (Ory Hydra's default grace is 0, its maximum 5 minutes; AWS
+/// Cognito's at most 60 s): a stolen previous token is useful to a thief
+/// for no longer than this, and its use retires the pair the rightful
+/// client holds, whose next refresh then ends the grant.
+pub const PREVIOUS_REFRESH_GRACE_SECS: i64 = 10;
+
 /// The outcome of presenting a refresh token.
 ///
 /// Rotation rules (one atomic step in the store): an *active* token becomes
 /// *previous*, any older *previous* token of the grant becomes *retired*,
-/// and the new pair is stored. A *previous* token is still honoured while
-/// its successor has not been used (a client that lost the response
-/// retries): the unused successor is retired and a new pair issued. A
-/// *retired* token is reuse: the whole grant is revoked.
+/// and the new pair is stored. A *previous* token is still honoured for
+/// [`PREVIOUS_REFRESH_GRACE_SECS`] after it was rotated away from, while its
+/// successor has not been used (a client that lost the response retries):
+/// the pair it minted before is replaced (that refresh token retired, that
+/// access token deleted), so concurrent refreshes of one token leave one
+/// live pair. A *retired* token, or a *previous* one past its grace, is
+/// reuse: the whole grant is revoked.
 #[derive(Debug, Clone)]
 pub enum RefreshOutcome {
     Rotated {

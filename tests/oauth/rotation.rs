@@ -41,6 +41,8 @@ async fn the_previous_refresh_token_is_honoured_until_its_successor_is_used(gate
     assert_eq!(retried.status(), StatusCode::OK);
     let retried = tokens_from(retried).await;
     assert!(works_at_mcp(&gateway, &retried).await);
+    // The pair the retry replaced is gone: one live pair at a time.
+    assert!(!works_at_mcp(&gateway, &lost).await);
     // The successor that was never used is now retired: presenting it is reuse.
     assert_eq!(
         error_of(gateway.refresh(&client, &lost.refresh_token).await).await,
@@ -111,6 +113,59 @@ async fn concurrent_refreshes_leave_one_current_token(gateway: OAuthGateway) {
     }
 }
 on_both_backends!(concurrent_refreshes_leave_one_current_token);
+
+/// F6: twenty concurrent refreshes of one token leave exactly one live
+/// pair: one access token that works and one refresh token that refreshes.
+async fn concurrent_refreshes_leave_exactly_one_live_pair(gateway: OAuthGateway) {
+    let client = gateway.public_client().await;
+    let first = gateway.tokens(&client, "alice").await;
+    let attempts =
+        futures::future::join_all((0..20).map(|_| gateway.refresh(&client, &first.refresh_token)))
+            .await;
+    let mut issued = Vec::new();
+    for response in attempts {
+        if response.status() == StatusCode::OK {
+            issued.push(tokens_from(response).await);
+        }
+    }
+    assert!(!issued.is_empty());
+    let mut live = Vec::new();
+    for tokens in &issued {
+        if works_at_mcp(&gateway, tokens).await {
+            live.push(tokens);
+        }
+    }
+    assert_eq!(
+        live.len(),
+        1,
+        "live access tokens among {} issued",
+        issued.len()
+    );
+    assert_eq!(
+        gateway
+            .refresh(&client, &live[0].refresh_token)
+            .await
+            .status(),
+        StatusCode::OK
+    );
+}
+on_both_backends!(concurrent_refreshes_leave_exactly_one_live_pair);
+
+/// F6: the previous token's grace is bounded: used after it, it is reuse,
+/// and the grant ends.
+async fn the_previous_token_is_reuse_once_its_grace_has_passed(gateway: OAuthGateway) {
+    let client = gateway.public_client().await;
+    let first = gateway.tokens(&client, "alice").await;
+    let second = tokens_from(gateway.refresh(&client, &first.refresh_token).await).await;
+    gateway.clock.advance(11);
+    let late = gateway.refresh(&client, &first.refresh_token).await;
+    assert_eq!(error_of(late).await, "invalid_grant");
+    assert!(
+        !works_at_mcp(&gateway, &second).await,
+        "reuse revokes the grant"
+    );
+}
+on_both_backends!(the_previous_token_is_reuse_once_its_grace_has_passed);
 
 /// #24
 async fn refresh_never_widens_the_scope(gateway: OAuthGateway) {

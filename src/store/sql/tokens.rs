@@ -2,16 +2,21 @@
 //! the refresh-token rotation state machine of [`RefreshOutcome`].
 //!
 //! Refresh tokens carry a state: `active` (the one to use next),
-//! `previous` (the one just rotated away from, honoured while its
-//! successor is unused) and `retired` (presenting it is reuse). Access
-//! tokens are always `active`.
+//! `previous` (the one just rotated away from, honoured for
+//! [`PREVIOUS_REFRESH_GRACE_SECS`], each use replacing the pair it minted
+//! before) and `retired` (presenting it is reuse). Access tokens are always
+//! `active`. Every token records the refresh token that minted it, so at
+//! most one pair minted from one token is live.
 
 use async_trait::async_trait;
 
 use super::backend::stmt;
 use super::{Backend, SqlStore};
 use crate::store::TokenStore;
-use crate::store::{GrantRecord, NewToken, RefreshOutcome, ResolvedAccess, StoreError, UnixTime};
+use crate::store::{
+    GrantRecord, NewToken, PREVIOUS_REFRESH_GRACE_SECS, RefreshOutcome, ResolvedAccess, StoreError,
+    UnixTime,
+};
 
 impl<DB: Backend> SqlStore<DB> {
     /// Row-locks an unrevoked grant for the rest of the transaction (a
@@ -39,7 +44,7 @@ impl<DB: Backend> SqlStore<DB> {
         token_hash: &str,
         client_id: &str,
         now: UnixTime,
-    ) -> Result<Result<(String, String), RefreshOutcome>, StoreError> {
+    ) -> Result<Result<(String, Presented), RefreshOutcome>, StoreError> {
         let owner = stmt::<DB>(
             "SELECT t.grant_id, g.client_id FROM tokens t JOIN grants g ON g.id = t.grant_id \
              WHERE t.token_hash = $1 AND t.kind = 'refresh'",
@@ -58,28 +63,33 @@ impl<DB: Backend> SqlStore<DB> {
         if !Self::lock_live_grant(&mut *conn, &grant_id).await? {
             return Ok(Err(RefreshOutcome::Invalid));
         }
-        let token = stmt::<DB>("SELECT state, expires_at FROM tokens WHERE token_hash = $1")
-            .bind(token_hash)
-            .fetch_optional(&mut *conn)
-            .await?;
+        let token =
+            stmt::<DB>("SELECT state, expires_at, rotated_at FROM tokens WHERE token_hash = $1")
+                .bind(token_hash)
+                .fetch_optional(&mut *conn)
+                .await?;
         match token {
             Some(token) if token.int("expires_at")? > now => {
-                Ok(Ok((grant_id, token.text("state")?)))
+                let state = presented(&token.text("state")?, token.opt_int("rotated_at")?, now)?;
+                Ok(Ok((grant_id, state)))
             }
             _ => Ok(Err(RefreshOutcome::Invalid)),
         }
     }
 
+    /// Inserts `tokens` as active; `minted_by` is the hash of the refresh
+    /// token presented to mint them (`None` for a code redemption's pair).
     async fn insert_tokens_in(
         conn: &mut DB::Connection,
         grant_id: &str,
         tokens: &[NewToken],
+        minted_by: Option<&str>,
         now: UnixTime,
     ) -> Result<(), StoreError> {
         for token in tokens {
             stmt::<DB>(
                 "INSERT INTO tokens (token_hash, grant_id, kind, state, scope, created_at, \
-                 expires_at) VALUES ($1, $2, $3, 'active', $4, $5, $6)",
+                 expires_at, minted_by) VALUES ($1, $2, $3, 'active', $4, $5, $6, $7)",
             )
             .bind(&token.token_hash)
             .bind(grant_id)
@@ -87,11 +97,95 @@ impl<DB: Backend> SqlStore<DB> {
             .bind(&token.scope)
             .bind(now)
             .bind(token.expires_at)
+            .bind(minted_by)
             .execute(&mut *conn)
             .await?;
         }
         Ok(())
     }
+
+    /// Moves the refresh tokens of a rotation along: for a rotation of the
+    /// active token, the older previous one is retired and this one becomes
+    /// previous (its grace starts now); for a retry within the previous
+    /// token's grace, the pair it minted before is replaced (its refresh
+    /// token retired, so presenting it is reuse; its access token deleted),
+    /// leaving one live pair.
+    async fn advance_rotation(
+        conn: &mut DB::Connection,
+        grant_id: &str,
+        token_hash: &str,
+        state: PresentedState,
+        now: UnixTime,
+    ) -> Result<(), StoreError> {
+        match state {
+            PresentedState::Active => {
+                stmt::<DB>(
+                    "UPDATE tokens SET state = CASE WHEN token_hash = $2 THEN 'previous' \
+                     ELSE 'retired' END, rotated_at = CASE WHEN token_hash = $2 THEN $3 \
+                     ELSE rotated_at END WHERE grant_id = $1 AND kind = 'refresh' \
+                     AND (state = 'previous' OR token_hash = $2)",
+                )
+                .bind(grant_id)
+                .bind(token_hash)
+                .bind(now)
+                .execute(&mut *conn)
+                .await?;
+            }
+            PresentedState::PreviousInGrace => {
+                stmt::<DB>(
+                    "UPDATE tokens SET state = 'retired' WHERE grant_id = $1 \
+                     AND kind = 'refresh' AND minted_by = $2",
+                )
+                .bind(grant_id)
+                .bind(token_hash)
+                .execute(&mut *conn)
+                .await?;
+                stmt::<DB>(
+                    "DELETE FROM tokens WHERE grant_id = $1 AND kind = 'access' \
+                     AND minted_by = $2",
+                )
+                .bind(grant_id)
+                .bind(token_hash)
+                .execute(&mut *conn)
+                .await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A presented refresh token that may still be rotated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PresentedState {
+    Active,
+    /// Rotated away from at most [`PREVIOUS_REFRESH_GRACE_SECS`] ago.
+    PreviousInGrace,
+}
+
+/// What a presented refresh token's stored state means now.
+enum Presented {
+    Rotatable(PresentedState),
+    /// Retired, or previous past its grace: reuse.
+    Reuse,
+}
+
+fn presented(
+    state: &str,
+    rotated_at: Option<UnixTime>,
+    now: UnixTime,
+) -> Result<Presented, StoreError> {
+    Ok(match state {
+        "active" => Presented::Rotatable(PresentedState::Active),
+        "previous" => match rotated_at {
+            Some(at) if now - at <= PREVIOUS_REFRESH_GRACE_SECS => {
+                Presented::Rotatable(PresentedState::PreviousInGrace)
+            }
+            // Rows from before rotated_at existed count as past their grace.
+            _ => Presented::Reuse,
+        },
+        "retired" => Presented::Reuse,
+        _ => return Err(StoreError::Corrupt("token state")),
+    })
 }
 
 #[async_trait]
@@ -111,7 +205,7 @@ impl<DB: Backend> TokenStore for SqlStore<DB> {
             tx.rollback().await?;
             return Ok(());
         }
-        Self::insert_tokens_in(&mut tx, grant_id, tokens, now).await?;
+        Self::insert_tokens_in(&mut tx, grant_id, tokens, None, now).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -159,31 +253,16 @@ impl<DB: Backend> TokenStore for SqlStore<DB> {
                     return Ok(outcome);
                 }
             };
-        let retire_sql = match state.as_str() {
-            // previous → retired, then this one → previous.
-            "active" => {
-                "UPDATE tokens SET state = CASE WHEN token_hash = $2 THEN 'previous' \
-                 ELSE 'retired' END WHERE grant_id = $1 AND kind = 'refresh' \
-                 AND (state = 'previous' OR token_hash = $2)"
-            }
-            // The client lost the response: retire the unused successor.
-            "previous" => {
-                "UPDATE tokens SET state = 'retired' WHERE grant_id = $1 \
-                 AND kind = 'refresh' AND state = 'active' AND token_hash <> $2"
-            }
-            "retired" => {
+        let state = match state {
+            Presented::Rotatable(state) => state,
+            Presented::Reuse => {
                 Self::revoke_in(&mut tx, &grant_id, now).await?;
                 tx.commit().await?;
                 return Ok(RefreshOutcome::ReuseDetected { grant_id });
             }
-            _ => return Err(StoreError::Corrupt("token state")),
         };
-        stmt::<DB>(retire_sql)
-            .bind(&grant_id)
-            .bind(token_hash)
-            .execute(&mut tx)
-            .await?;
-        Self::insert_tokens_in(&mut tx, &grant_id, new_tokens, now).await?;
+        Self::advance_rotation(&mut tx, &grant_id, token_hash, state, now).await?;
+        Self::insert_tokens_in(&mut tx, &grant_id, new_tokens, Some(token_hash), now).await?;
         stmt::<DB>("UPDATE grants SET last_used_at = $2 WHERE id = $1")
             .bind(&grant_id)
             .bind(now)
