@@ -15,6 +15,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use url::Url;
 
+use super::public_address::is_public_address;
 use super::redirect_uri::check_registrable;
 use super::register::{MAX_CLIENT_NAME_CHARS, check_text};
 use super::{OAuthConfig, OAuthServer};
@@ -103,10 +104,16 @@ async fn fetch(
     let port = url
         .port_or_known_default()
         .ok_or(MetadataDocumentError::BadUrl)?;
-    let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
-        .await
-        .map_err(|_| MetadataDocumentError::Unreachable)?
-        .collect();
+    // An IP literal is its own address: `host_str` keeps an IPv6 literal's
+    // brackets, which no resolver answers.
+    let addrs: Vec<SocketAddr> = match url.host() {
+        Some(url::Host::Ipv4(ip)) => vec![SocketAddr::new(IpAddr::V4(ip), port)],
+        Some(url::Host::Ipv6(ip)) => vec![SocketAddr::new(IpAddr::V6(ip), port)],
+        _ => tokio::net::lookup_host((host, port))
+            .await
+            .map_err(|_| MetadataDocumentError::Unreachable)?
+            .collect(),
+    };
     if addrs.is_empty() {
         return Err(MetadataDocumentError::Unreachable);
     }
@@ -241,67 +248,9 @@ fn cache_lifetime(value: Option<&axum::http::HeaderValue>) -> i64 {
     lifetime
 }
 
-/// True for globally routable unicast addresses.
-pub fn is_public_address(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => {
-            let [a, b, ..] = v4.octets();
-            !(v4.is_private()
-                || v4.is_loopback()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || v4.is_documentation()
-                || v4.is_multicast()
-                || a == 0
-                || (a == 100 && (64..128).contains(&b)) // shared address space
-                || (a == 192 && b == 0) // IETF protocol assignments
-                || (a == 198 && (b == 18 || b == 19)) // benchmarking
-                || a >= 240)
-        }
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_public_address(IpAddr::V4(v4));
-            }
-            let first = v6.segments()[0];
-            !(v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || (first & 0xfe00) == 0xfc00 // unique local
-                || (first & 0xffc0) == 0xfe80 // link-local
-                || first == 0x2001 && v6.segments()[1] == 0x0db8 // documentation
-                || first == 0x0064 && v6.segments()[1] == 0xff9b // NAT64: an IPv4 inside
-                || first == 0x2002) // 6to4: an IPv4 inside
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn special_purpose_addresses_are_not_public() {
-        for ip in [
-            "127.0.0.1",
-            "10.1.2.3",
-            "172.16.0.1",
-            "192.168.1.1",
-            "169.254.169.254",
-            "100.64.0.1",
-            "0.0.0.0",
-            "::1",
-            "fe80::1",
-            "fd00::1",
-            "::ffff:10.0.0.1",
-            "64:ff9b::a9fe:a9fe", // NAT64 of 169.254.169.254
-            "2002:7f00:1::1",     // 6to4 of 127.0.0.1
-        ] {
-            assert!(!is_public_address(ip.parse().unwrap()), "{ip}");
-        }
-        assert!(is_public_address("93.184.216.34".parse().unwrap()));
-        assert!(is_public_address("2606:4700::1".parse().unwrap()));
-    }
 
     #[test]
     fn document_urls_must_be_https_with_a_path() {

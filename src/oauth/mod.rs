@@ -20,6 +20,7 @@ pub(crate) mod events;
 pub(crate) mod metadata;
 pub(crate) mod params;
 pub(crate) mod pkce;
+pub(crate) mod public_address;
 pub(crate) mod redirect_uri;
 pub(crate) mod register;
 pub(crate) mod resolver;

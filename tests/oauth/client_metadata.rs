@@ -16,7 +16,12 @@ use crate::{
 
 /// Serves metadata documents on loopback; returns the base URL.
 async fn document_server() -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    document_server_on("127.0.0.1:0").await
+}
+
+/// Serves metadata documents on `bind`; returns the base URL.
+async fn document_server_on(bind: &str) -> String {
+    let listener = tokio::net::TcpListener::bind(bind).await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let b = base.clone();
     let app = Router::new()
@@ -90,6 +95,25 @@ async fn a_metadata_document_client_signs_in(gateway: OAuthGateway) {
     assert!(tokens.access_token.starts_with("agm_"));
 }
 on_both_backends!(a_metadata_document_client_signs_in, TEST_SETTING);
+
+/// F15: a document on an IPv6 literal host is fetched from that address
+/// (it used to be looked up as a name, with its brackets, and never found).
+async fn a_metadata_document_on_an_ipv6_literal_is_fetched(gateway: OAuthGateway) {
+    let base = document_server_on("[::1]:0").await;
+    assert!(base.starts_with("http://[::1]:"), "{base}");
+    let client = metadata_client(format!("{base}/good.json"));
+    let form = gateway
+        .consent_page(
+            &mut Browser::default(),
+            &gateway.authorize_params(&client, &Pkce::new(), "st-1"),
+        )
+        .await;
+    assert!(form.html.contains("Metadata Client"));
+}
+on_both_backends!(
+    a_metadata_document_on_an_ipv6_literal_is_fetched,
+    TEST_SETTING
+);
 
 async fn refused_document(gateway: &OAuthGateway, client_id: String) {
     let client = metadata_client(client_id);
