@@ -136,6 +136,7 @@ impl App {
 async fn open_audit(settings: &Settings, metrics: Arc<Metrics>) -> Result<AuditLog, AuditError> {
     let mut options = AuditOptions::new(&settings.data_dir, settings.audit_hmac_key.as_ref());
     options.max_bytes = settings.audit_max_bytes;
+    options.keep_files = settings.audit_keep_files;
     options.metrics = Some(metrics);
     let audit = AuditLog::open_with(options).await?;
     tracing::info!(path = %audit.path().display(), keyed = audit.is_keyed(), "audit log opened");

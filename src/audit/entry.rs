@@ -44,6 +44,9 @@ pub enum EventKind {
     ToolCallStarted,
     /// Exactly one per started call.
     ToolCallFinished,
+    /// A call refused before anything was written for it or sent: an
+    /// unknown tool, or arguments that do not fit the schema. One entry.
+    ToolCallRefused,
     ClientRegistered,
     ConsentApproved,
     ConsentDenied,
@@ -67,6 +70,7 @@ impl EventKind {
             Self::LogRecovered => "log_recovered",
             Self::ToolCallStarted => "tool_call_started",
             Self::ToolCallFinished => "tool_call_finished",
+            Self::ToolCallRefused => "tool_call_refused",
             Self::ClientRegistered => "client_registered",
             Self::ConsentApproved => "consent_approved",
             Self::ConsentDenied => "consent_denied",

@@ -25,8 +25,6 @@ pub use entry::{AuditIdentity, Event, EventKind, Outcome};
 /// The log's file name inside `DATA_DIR`.
 pub const AUDIT_FILE_NAME: &str = "audit.log";
 pub use crate::config::DEFAULT_AUDIT_MAX_BYTES as DEFAULT_MAX_BYTES;
-/// Rotated files kept (`audit.log.1` … `audit.log.10`).
-pub const KEEP_FILES: usize = 10;
 /// Entries that may wait for the writer before callers wait to enqueue.
 const QUEUE: usize = 16 * 1024;
 
@@ -59,7 +57,10 @@ pub struct AuditOptions {
     pub data_dir: PathBuf,
     pub key: ChainKey,
     pub max_bytes: u64,
-    pub keep_files: usize,
+    /// Rotated files kept; `None` keeps every one (the default): a log
+    /// that drops its oldest file on size lets anyone who can make calls
+    /// decide when history disappears.
+    pub keep_files: Option<usize>,
     /// Where write latencies are observed, when set.
     pub metrics: Option<Arc<crate::metrics::Metrics>>,
 }
@@ -70,7 +71,7 @@ impl AuditOptions {
             data_dir: data_dir.to_path_buf(),
             key: ChainKey::new(key.map(|k| k.expose_secret().as_bytes())),
             max_bytes: DEFAULT_MAX_BYTES,
-            keep_files: KEEP_FILES,
+            keep_files: None,
             metrics: None,
         }
     }
@@ -126,7 +127,7 @@ impl AuditLog {
             path: path.clone(),
             key: options.key.clone(),
             max_bytes: options.max_bytes.max(1),
-            keep: options.keep_files.max(1),
+            keep: options.keep_files.map(|k| k.max(1)),
         };
         let data_dir = options.data_dir.clone();
         let started = tokio::task::spawn_blocking(move || {

@@ -15,7 +15,8 @@
 //! sequence numbers and chain value of a failed group are not kept.
 //!
 //! Rotation: when the file has reached `max_bytes`, `audit.log.K` becomes
-//! `audit.log.K+1` (the oldest beyond `keep` is dropped), `audit.log`
+//! `audit.log.K+1` (with `keep` set, those beyond it are dropped; by
+//! default none is), `audit.log`
 //! becomes `audit.log.1`, and the new `audit.log` starts with a
 //! `log_rotated` entry chained to the last value of the previous file (and
 //! naming it as `detail.prev_chain`).
@@ -33,7 +34,8 @@ use super::entry::{EntryBody, Event, EventKind, FORMAT_VERSION, line, now_rfc333
 
 /// Most entries written as one group.
 const MAX_GROUP: usize = 4096;
-/// How much of the end of a file is read to resume the chain.
+/// How much of a file is read at a time when searching backwards for the
+/// last line (which may be of any length).
 const TAIL_BYTES: u64 = 256 * 1024;
 
 /// One caller's entry and where to answer.
@@ -47,7 +49,8 @@ pub(super) struct WriterConfig {
     pub path: PathBuf,
     pub key: ChainKey,
     pub max_bytes: u64,
-    pub keep: usize,
+    /// Rotated files kept; `None`: all.
+    pub keep: Option<usize>,
 }
 
 /// What the end of an existing file says.
@@ -247,17 +250,24 @@ impl Writer {
         Ok(())
     }
 
-    /// `audit.log` → `audit.log.1` (older ones shifted, beyond `keep` dropped),
+    /// `audit.log` → `audit.log.1` (older ones shifted; beyond `keep`, when
+    /// set, dropped),
     /// and a new `audit.log` starting with `log_rotated`.
     fn rotate(&mut self, group: &mut Group) -> io::Result<()> {
         self.file = None;
         self.closed_because = Some("rotation failed");
         let path = self.cfg.path.clone();
         let numbered = |k: usize| path.with_extension(format!("log.{k}"));
-        for k in (1..self.cfg.keep.max(1)).rev() {
-            match std::fs::rename(numbered(k), numbered(k + 1)) {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-                _ => {}
+        let mut highest = 0;
+        while numbered(highest + 1).exists() {
+            highest += 1;
+        }
+        let keep = self.cfg.keep.unwrap_or(usize::MAX);
+        for k in (1..=highest).rev() {
+            if k >= keep {
+                std::fs::remove_file(numbered(k))?;
+            } else {
+                std::fs::rename(numbered(k), numbered(k + 1))?;
             }
         }
         std::fs::rename(&self.cfg.path, numbered(1))?;
@@ -345,22 +355,25 @@ fn sync_dir(path: &Path) -> io::Result<()> {
 fn read_tail(path: &Path) -> io::Result<Tail> {
     let mut file = File::open(path)?;
     let len = file.metadata()?.len();
-    let start = len.saturating_sub(TAIL_BYTES);
-    file.seek(SeekFrom::Start(start))?;
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)?;
-    let (complete, fragment) = match bytes.iter().rposition(|&b| b == b'\n') {
-        Some(i) => (&bytes[..i], &bytes[i + 1..]),
-        None if start == 0 => (&bytes[..0], &bytes[..]),
-        None => return Err(io::Error::other("the audit log's last line is too long")),
+    // The last newline ends the last complete line; what follows it is a
+    // fragment (torn, or an entry missing its newline). Lines of any length
+    // are found: the file is searched backwards in chunks, and only the
+    // last line and the fragment are read.
+    let last_newline = newline_before(&mut file, len)?;
+    let (line_start, line_end) = match last_newline {
+        Some(end) => (newline_before(&mut file, end)?.map_or(0, |nl| nl + 1), end),
+        None => (0, 0),
     };
+    let fragment_start = last_newline.map_or(0, |nl| nl + 1);
+    let fragment = read_range(&mut file, fragment_start, len)?;
+    let last_line = read_range(&mut file, line_start, line_end)?;
     let mut tail = Tail {
         last: None,
         torn_bytes: None,
         needs_newline: false,
     };
     if !fragment.is_empty() {
-        match std::str::from_utf8(fragment).ok().map(parse_line) {
+        match std::str::from_utf8(&fragment).ok().map(parse_line) {
             Some(Ok(entry)) => {
                 tail.last = Some((entry.seq, entry.chain));
                 tail.needs_newline = true;
@@ -369,12 +382,12 @@ fn read_tail(path: &Path) -> io::Result<Tail> {
             _ => tail.torn_bytes = Some(fragment.len() as u64),
         }
     }
-    let last_line = complete.rsplit(|&b| b == b'\n').next().unwrap_or(&[]);
-    if last_line.is_empty() && (start > 0 || !complete.is_empty()) {
+    // An empty line other than the file's first: two newlines in a row.
+    if last_line.is_empty() && line_start > 0 {
         return Err(io::Error::other("the audit log ends with an empty line"));
     }
     if !last_line.is_empty() {
-        let parsed = std::str::from_utf8(last_line)
+        let parsed = std::str::from_utf8(&last_line)
             .ok()
             .map(parse_line)
             .and_then(Result::ok)
@@ -386,4 +399,30 @@ fn read_tail(path: &Path) -> io::Result<Tail> {
         tail.last = Some((parsed.seq, parsed.chain));
     }
     Ok(tail)
+}
+
+/// The offset of the last `\n` before `end`, searching backwards in
+/// [`TAIL_BYTES`] chunks; `None` when there is none.
+fn newline_before(file: &mut File, end: u64) -> io::Result<Option<u64>> {
+    let mut chunk_end = end;
+    let mut chunk = Vec::new();
+    while chunk_end > 0 {
+        let chunk_start = chunk_end.saturating_sub(TAIL_BYTES);
+        chunk.resize((chunk_end - chunk_start) as usize, 0);
+        file.seek(SeekFrom::Start(chunk_start))?;
+        file.read_exact(&mut chunk)?;
+        if let Some(i) = chunk.iter().rposition(|&b| b == b'\n') {
+            return Ok(Some(chunk_start + i as u64));
+        }
+        chunk_end = chunk_start;
+    }
+    Ok(None)
+}
+
+/// The bytes `start..end` of `file`.
+fn read_range(file: &mut File, start: u64, end: u64) -> io::Result<Vec<u8>> {
+    let mut bytes = vec![0; end.saturating_sub(start) as usize];
+    file.seek(SeekFrom::Start(start))?;
+    file.read_exact(&mut bytes)?;
+    Ok(bytes)
 }

@@ -182,6 +182,9 @@ pub struct Settings {
     pub audit_hmac_key: Option<SecretString>,
     /// `AUDIT_MAX_BYTES`: size at which `audit.log` is rotated.
     pub audit_max_bytes: u64,
+    /// `AUDIT_KEEP_FILES`: rotated files kept; `None` (the default) keeps
+    /// every one, so no caller can push history out of the log.
+    pub audit_keep_files: Option<usize>,
     pub admin_logins: Vec<String>,
     pub expose_error_details: bool,
 }
@@ -224,7 +227,7 @@ impl Settings {
 
         let rate_limits = sections::rate_limits(&get)?;
 
-        let (audit_hmac_key, audit_max_bytes) = sections::audit(&get)?;
+        let (audit_hmac_key, audit_max_bytes, audit_keep_files) = sections::audit(&get)?;
 
         Ok(Self {
             gitea_url,
@@ -255,6 +258,7 @@ impl Settings {
             rate_limits,
             audit_hmac_key,
             audit_max_bytes,
+            audit_keep_files,
             admin_logins: parse_list(get("ADMIN_LOGINS")),
             expose_error_details: parse_bool(
                 "EXPOSE_ERROR_DETAILS",

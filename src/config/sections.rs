@@ -273,10 +273,11 @@ pub(super) fn catalog_and_masking<'a>(
     Ok((source, masking))
 }
 
-/// `AUDIT_HMAC_KEY` (long enough when set) and `AUDIT_MAX_BYTES`.
+/// `AUDIT_HMAC_KEY` (long enough when set), `AUDIT_MAX_BYTES` and
+/// `AUDIT_KEEP_FILES` (unset: every rotated file is kept).
 pub(super) fn audit<'a>(
     get: &impl Fn(&str) -> Option<&'a str>,
-) -> Result<(Option<SecretString>, u64), ConfigError> {
+) -> Result<(Option<SecretString>, u64, Option<usize>), ConfigError> {
     let key = parse_secret(get("AUDIT_HMAC_KEY"));
     if let Some(key) = &key {
         require_key_length("AUDIT_HMAC_KEY", key)?;
@@ -287,5 +288,14 @@ pub(super) fn audit<'a>(
         DEFAULT_AUDIT_MAX_BYTES as usize,
         4096..=(1 << 40),
     )? as u64;
-    Ok((key, max_bytes))
+    let keep_files = match get("AUDIT_KEEP_FILES") {
+        None => None,
+        Some(value) => Some(parse_usize(
+            "AUDIT_KEEP_FILES",
+            Some(value),
+            1,
+            1..=100_000,
+        )?),
+    };
+    Ok((key, max_bytes, keep_files))
 }

@@ -75,6 +75,15 @@ impl ToolOutcome {
     }
 }
 
+/// Why a call was refused before anything was written or sent.
+#[derive(Debug)]
+pub enum Refusal {
+    /// The URL's surface does not list the tool.
+    UnknownTool,
+    /// The arguments do not fit the tool's schema.
+    Invalid(ToolError),
+}
+
 /// The tool name is unknown, or hidden by the exposure settings.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown tool")]
@@ -182,19 +191,21 @@ impl Dispatcher {
 
     /// What the audit entry records of a call of `name` with `args`.
     pub fn describe_call(&self, name: &str, args: &Map<String, Value>) -> CallDescription {
-        let names = |args: &Map<String, Value>| args.keys().cloned().collect::<Vec<_>>();
+        // Only names the tool's schema declares: see `known_argument_names`.
+        let names =
+            |tool: &str, args: &Map<String, Value>| self.validator.known_argument_names(tool, args);
         match name {
             CALL_READ_TOOL_NAME | CALL_WRITE_TOOL_NAME => {
-                let inner = match args.get("arguments") {
-                    Some(Value::Object(inner)) => names(inner),
-                    _ => Vec::new(),
-                };
                 // The operation is a catalog name, not user data.
-                match args
+                let op = args
                     .get("name")
                     .and_then(Value::as_str)
-                    .and_then(|op| self.catalog().get(op))
-                {
+                    .and_then(|op| self.catalog().get(op));
+                let inner = match (op, args.get("arguments")) {
+                    (Some(op), Some(Value::Object(inner))) => names(&op.tool_name, inner),
+                    _ => Vec::new(),
+                };
+                match op {
                     Some(op) => CallDescription {
                         method: Some(op.method.as_str().to_owned()),
                         route: Some(op.route.clone()),
@@ -214,10 +225,10 @@ impl Dispatcher {
                     method: Some(request.call.method.as_str().to_owned()),
                     route: Some(request.call.route.clone()),
                     operation: Some(request.virtual_name()),
-                    arg_names: names(args),
+                    arg_names: names(name, args),
                 },
                 Err(_) => CallDescription {
-                    arg_names: names(args),
+                    arg_names: names(name, args),
                     ..CallDescription::default()
                 },
             },
@@ -226,14 +237,34 @@ impl Dispatcher {
                     method: Some(op.method.as_str().to_owned()),
                     route: Some(op.route.clone()),
                     operation: None,
-                    arg_names: names(args),
+                    arg_names: names(name, args),
                 },
                 None => CallDescription {
-                    arg_names: names(args),
+                    arg_names: names(name, args),
                     ..CallDescription::default()
                 },
             },
         }
+    }
+
+    /// Whether `surface` lists `name` and `args` fit its schema: the checks
+    /// made before anything is written or sent. A refusal is final.
+    pub fn admit(
+        &self,
+        surface: &Surface,
+        name: &str,
+        args: &Map<String, Value>,
+    ) -> Result<(), Refusal> {
+        let listed = match self.catalog().get(name) {
+            Some(op) => self.tools.lists_operation(surface, op),
+            None => self.tools.lists_fixed(surface, name),
+        };
+        if !listed {
+            return Err(Refusal::UnknownTool);
+        }
+        self.validator
+            .validate(name, args)
+            .map_err(|problem| Refusal::Invalid(ToolError::invalid_arguments(problem.to_string())))
     }
 
     /// Runs one `tools/call` on `surface`. A tool the surface does not
@@ -245,25 +276,28 @@ impl Dispatcher {
         name: &str,
         args: Map<String, Value>,
     ) -> Result<ToolOutcome, UnknownTool> {
+        match self.admit(surface, name, &args) {
+            Ok(()) => Ok(self.run_admitted(identity, surface, name, args).await),
+            Err(Refusal::UnknownTool) => Err(UnknownTool),
+            Err(Refusal::Invalid(err)) => Ok(ToolOutcome::error(err)),
+        }
+    }
+
+    /// Runs a call that [`Dispatcher::admit`] admitted.
+    pub async fn run_admitted(
+        &self,
+        identity: &Identity,
+        surface: &Surface,
+        name: &str,
+        args: Map<String, Value>,
+    ) -> ToolOutcome {
         let operation = self.catalog().get(name);
-        let listed = match operation {
-            Some(op) => self.tools.lists_operation(surface, op),
-            None => self.tools.lists_fixed(surface, name),
-        };
-        if !listed {
-            return Err(UnknownTool);
-        }
-        if let Err(problem) = self.validator.validate(name, &args) {
-            return Ok(ToolOutcome::error(ToolError::invalid_arguments(
-                problem.to_string(),
-            )));
-        }
-        Ok(match (name, operation) {
+        match (name, operation) {
             (_, Some(op)) => self.call_operation(identity, op, &args).await,
             (RAW_TOOL_NAME, None) => self.call_raw(identity, surface, &args).await,
             (SEARCH_TOOL_NAME, None) => self.search_operations(surface, &args),
             (_, None) => self.call_by_name(identity, surface, name, &args).await,
-        })
+        }
     }
 
     async fn call_operation(

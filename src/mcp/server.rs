@@ -16,7 +16,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use super::ToolService;
 use crate::audit::{Event, EventKind, Outcome};
 use crate::gitea::{ErrorKind, Identity, IdentityMode, ToolError};
-use crate::mcp::dispatcher::{ToolOutcome, UnknownTool};
+use crate::mcp::dispatcher::{Refusal, ToolOutcome};
 use crate::metrics::{CallOutcome, UNKNOWN_TOOL};
 use crate::surface::Surface;
 
@@ -108,9 +108,6 @@ impl ServerHandler for GatewayServer {
         let identity = self.identity(&context).await?;
         let surface = self.surface(&context)?;
         let args = request.arguments.unwrap_or_default();
-        // Write-ahead entry: durable before anything goes upstream; a call
-        // whose entry cannot be written is refused.
-        let started = tool_call_event(&self.service, &identity, &request.name, &args);
         let audit = self.service.audit();
         let metrics = self.service.metrics();
         // A label only for names the catalog defines: clients cannot add any.
@@ -119,6 +116,31 @@ impl ServerHandler for GatewayServer {
         } else {
             UNKNOWN_TOOL.to_owned()
         };
+        // Checked before anything is written: a refused call gets one
+        // small entry, whatever it carried.
+        if let Err(refusal) = self
+            .service
+            .dispatcher()
+            .admit(&surface, &request.name, &args)
+        {
+            metrics.observe_tool_call(&tool_label, CallOutcome::Error, None, Duration::ZERO);
+            if let Err(err) = audit
+                .record(refused_event(&identity, &request.name, &refusal))
+                .await
+            {
+                tracing::error!(error = %err, "the tool_call_refused entry could not be written");
+            }
+            return match refusal {
+                Refusal::UnknownTool => Err(McpError::invalid_params("unknown tool", None)),
+                Refusal::Invalid(err) => Ok(CallToolResult::error(vec![ContentBlock::text(
+                    err.to_json().to_string(),
+                )])
+                .into()),
+            };
+        }
+        // Write-ahead entry: durable before anything goes upstream; a call
+        // whose entry cannot be written is refused.
+        let started = tool_call_event(&self.service, &identity, &request.name, &args);
         let started_seq = match audit.record(started.clone()).await {
             Ok(seq) => seq,
             Err(err) => {
@@ -131,24 +153,23 @@ impl ServerHandler for GatewayServer {
             }
         };
         let began = std::time::Instant::now();
-        let result = self
+        let outcome = self
             .service
             .dispatcher()
-            .call(&identity, &surface, &request.name, args)
+            .run_admitted(&identity, &surface, &request.name, args)
             .await;
         let took = began.elapsed();
-        let finished = finished_event(started, started_seq, took, &result);
-        let outcome = match finished.outcome {
+        let finished = finished_event(started, started_seq, took, &outcome);
+        let counted = match finished.outcome {
             Some(Outcome::Ok) => CallOutcome::Ok,
             _ => CallOutcome::Error,
         };
-        metrics.observe_tool_call(&tool_label, outcome, finished.status, took);
+        metrics.observe_tool_call(&tool_label, counted, finished.status, took);
         // Exactly one result entry. The call has run: its result is returned
         // even if this write fails (a retry would repeat the action).
         if let Err(err) = audit.record(finished).await {
             tracing::error!(error = %err, seq = started_seq, "the tool_call_finished entry could not be written");
         }
-        let outcome = result.map_err(|_| McpError::invalid_params("unknown tool", None))?;
         let is_error = outcome.is_error();
         let content = vec![ContentBlock::text(outcome.into_json().to_string())];
         Ok(if is_error {
@@ -190,30 +211,52 @@ fn tool_call_event(
     event
 }
 
+/// Longest tool name an entry records as given; a longer one is a name no
+/// catalog has, and is cut (with `…`) so it cannot grow the log.
+const MAX_RECORDED_TOOL_NAME: usize = 128;
+
+/// `tool_call_refused`: identity, the tool name (cut to
+/// [`MAX_RECORDED_TOOL_NAME`] characters), and why (`unknown_tool`,
+/// `invalid_arguments`). No argument names: they did not fit the schema.
+fn refused_event(identity: &Identity, name: &str, refusal: &Refusal) -> Event {
+    let shown: String = if name.chars().count() > MAX_RECORDED_TOOL_NAME {
+        name.chars()
+            .take(MAX_RECORDED_TOOL_NAME)
+            .chain(std::iter::once('…'))
+            .collect()
+    } else {
+        name.to_owned()
+    };
+    let mut event = Event::new(EventKind::ToolCallRefused)
+        .identity(identity)
+        .tool(&shown);
+    event.outcome = Some(Outcome::Error);
+    event.error_kind = Some(
+        match refusal {
+            Refusal::UnknownTool => "unknown_tool",
+            Refusal::Invalid(_) => ErrorKind::InvalidArguments.as_str(),
+        }
+        .to_owned(),
+    );
+    event
+}
+
 /// `tool_call_finished`: outcome, status, duration, error kind (never the message).
 fn finished_event(
     mut event: Event,
     started_seq: u64,
     elapsed: std::time::Duration,
-    result: &Result<ToolOutcome, UnknownTool>,
+    outcome: &ToolOutcome,
 ) -> Event {
     event.event = EventKind::ToolCallFinished;
     event.duration_ms = Some(elapsed.as_millis() as u64);
     event = event.detail("started_seq", started_seq);
-    match result {
-        Err(UnknownTool) => {
-            event.outcome = Some(Outcome::Error);
-            event.error_kind = Some("unknown_tool".to_owned());
-        }
-        Ok(outcome) => {
-            event.outcome = Some(if outcome.is_error() {
-                Outcome::Error
-            } else {
-                Outcome::Ok
-            });
-            event.status = outcome.status();
-            event.error_kind = outcome.error_kind().map(|kind| kind.as_str().to_owned());
-        }
-    }
+    event.outcome = Some(if outcome.is_error() {
+        Outcome::Error
+    } else {
+        Outcome::Ok
+    });
+    event.status = outcome.status();
+    event.error_kind = outcome.error_kind().map(|kind| kind.as_str().to_owned());
     event
 }

@@ -35,6 +35,10 @@ pub enum ArgumentError {
     Invalid(Vec<String>),
 }
 
+/// Most argument names one audit entry records (no Gitea 1.27 operation
+/// has more parameters than this).
+pub const MAX_RECORDED_ARGUMENTS: usize = 64;
+
 /// A compiled-on-demand validator per tool.
 pub struct ArgumentValidator {
     schemas: HashMap<String, LazyValidator>,
@@ -56,6 +60,26 @@ impl ArgumentValidator {
                 .map(|(name, schema)| (name, (schema, OnceLock::new())))
                 .collect(),
         }
+    }
+
+    /// The names in `args` that the schema of `tool` declares as
+    /// properties, in their order, at most [`MAX_RECORDED_ARGUMENTS`]: what
+    /// the audit log may record of a call. A name the schema does not know
+    /// is the caller's invention, and recording it would let any caller
+    /// grow the log at will.
+    pub fn known_argument_names(&self, tool: &str, args: &Map<String, Value>) -> Vec<String> {
+        let Some(Value::Object(properties)) = self
+            .schemas
+            .get(tool)
+            .and_then(|(schema, _)| schema.get("properties"))
+        else {
+            return Vec::new();
+        };
+        args.keys()
+            .filter(|name| properties.contains_key(name.as_str()))
+            .take(MAX_RECORDED_ARGUMENTS)
+            .cloned()
+            .collect()
     }
 
     /// Validates `args` against the schema of `tool`. A tool without a

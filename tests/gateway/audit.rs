@@ -145,7 +145,7 @@ async fn rotation_keeps_verification_green_across_files() {
     let dir = tempfile::tempdir().unwrap();
     let mut options = AuditOptions::new(dir.path(), Some(&key()));
     options.max_bytes = 4096;
-    options.keep_files = 50;
+    options.keep_files = Some(50);
     let log = AuditLog::open_with(options).await.unwrap();
     for i in 0..300 {
         log.record(Event::new(EventKind::RateLimited).detail("n", i))
@@ -178,7 +178,7 @@ async fn rotation_drops_the_oldest_file_beyond_keep_and_still_verifies() {
     let dir = tempfile::tempdir().unwrap();
     let mut options = AuditOptions::new(dir.path(), None);
     options.max_bytes = 4096;
-    options.keep_files = 2;
+    options.keep_files = Some(2);
     let log = AuditLog::open_with(options).await.unwrap();
     for i in 0..200 {
         log.record(Event::new(EventKind::RateLimited).detail("n", i))
@@ -460,4 +460,94 @@ async fn discovery_and_raw_calls_record_which_operation_ran() {
     assert_eq!(raw["detail"]["operation"], "gitea_api_request:GET:repos");
     let text = std::fs::read_to_string(data.join("audit.log")).unwrap();
     assert!(!text.contains("secret-repo"), "no argument values");
+}
+
+/// F2: a last entry longer than any tail window (a 300 KB line, as an
+/// earlier version wrote for a call with 1,200 long argument names) does
+/// not stop the next start.
+#[tokio::test]
+async fn a_log_whose_last_entry_is_very_long_reopens() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = AuditLog::open(dir.path(), Some(&key())).await.unwrap();
+    let mut event = Event::new(EventKind::ToolCallStarted).tool("gitea_repo_get");
+    event.args = Some((0..1_200).map(|i| format!("{i:0>250}")).collect());
+    log.record(event).await.unwrap();
+    drop(log);
+    let len = std::fs::metadata(dir.path().join("audit.log"))
+        .unwrap()
+        .len();
+    assert!(len > 300_000, "{len}");
+    write_entries(dir.path(), 1, 1).await;
+    let (code, out) = verify(dir.path(), Some(KEY), &[]);
+    assert_eq!(code, 0, "{out}");
+}
+
+/// F1: by default no rotated file is ever deleted: a flood of calls cannot
+/// push earlier entries out of the log.
+#[tokio::test]
+async fn rotation_keeps_every_file_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = AuditOptions::new(dir.path(), None);
+    options.max_bytes = 4096;
+    let log = AuditLog::open_with(options).await.unwrap();
+    log.record(Event::new(EventKind::AdminAction).detail("first", "kept"))
+        .await
+        .unwrap();
+    for i in 0..1_000 {
+        log.record(Event::new(EventKind::RateLimited).detail("n", i))
+            .await
+            .unwrap();
+    }
+    drop(log);
+    let files = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            let name = e.as_ref().unwrap().file_name();
+            name.to_string_lossy().starts_with("audit.log")
+        })
+        .count();
+    assert!(files > 11, "{files} files");
+    let all: String = (1..files)
+        .map(|k| std::fs::read_to_string(dir.path().join(format!("audit.log.{k}"))).unwrap())
+        .collect();
+    assert!(all.contains("\"first\":\"kept\""));
+    let (code, out) = verify(dir.path(), None, &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("older entries were not checked"), "{out}");
+}
+
+/// F1: argument names the schema does not know are never written, however
+/// many are sent, and a refused call's entry stays small; an unknown tool's
+/// name is cut short.
+#[tokio::test]
+async fn argument_names_and_tool_names_cannot_grow_the_log() {
+    let data = support::scratch_dir();
+    let gw = Gateway::start(&[("DATA_DIR", data.to_str().unwrap())]).await;
+    let client = gw.client().await;
+    let path = data.join("audit.log");
+    let before = std::fs::metadata(&path).unwrap().len();
+    let mut args = serde_json::Map::new();
+    args.insert("owner".into(), json!("acme"));
+    args.insert("repo".into(), json!("app"));
+    for i in 0..1_200 {
+        args.insert(format!("{i:0>250}"), json!(1));
+    }
+    let (is_error, env) = call(&client, "gitea_issue_list_issues", Value::Object(args)).await;
+    assert!(is_error);
+    assert_eq!(env["error"]["kind"], "invalid_arguments");
+    let grown = std::fs::metadata(&path).unwrap().len() - before;
+    assert!(grown < 4096, "the refused call wrote {grown} bytes");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        !text.contains(&"0".repeat(240)),
+        "unknown names are not written"
+    );
+
+    let params = rmcp::model::CallToolRequestParams::new("x".repeat(100_000));
+    let _ = client.call_tool(params).await;
+    let grown = std::fs::metadata(&path).unwrap().len() - before;
+    assert!(grown < 8192, "two refused calls wrote {grown} bytes");
+    assert_eq!(gw.fake.tool_requests().len(), 0);
+    let (code, out) = verify(&data, None, &[]);
+    assert_eq!(code, 0, "{out}");
 }
