@@ -6,6 +6,8 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+use crate::http::listener::{self, ConnectionLimits, HEADER_READ_TIMEOUT};
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
@@ -267,13 +269,21 @@ async fn serve_http(app: Arc<App>, addr: SocketAddr) -> Result<(), CliError> {
     if let Some(metrics_addr) = app.settings().metrics_bind {
         serve_metrics(app.clone(), metrics_addr).await?;
     }
+    let settings = app.settings();
+    let limits = ConnectionLimits {
+        max_connections: settings.max_connections,
+        max_per_ip: settings.max_connections_per_ip,
+        exempt: settings.forwarded_allow_ips.clone(),
+    }
+    .within_descriptor_limit();
+    tracing::info!(
+        max_connections = limits.max_connections,
+        max_per_ip = limits.max_per_ip,
+        header_read_timeout_secs = HEADER_READ_TIMEOUT.as_secs(),
+        "connection limits"
+    );
     let router = crate::http::router(app);
-    axum::serve(
-        listener,
-        router.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown_signal())
-    .await?;
+    listener::serve(listener, router, limits, shutdown_signal()).await?;
     Ok(())
 }
 
@@ -286,12 +296,16 @@ async fn serve_metrics(app: Arc<App>, addr: SocketAddr) -> Result<(), CliError> 
         tracing::warn!(address = %bound, "METRICS_BIND is not a loopback address: keep it off the public network");
     }
     tracing::info!(address = %bound, "serving Prometheus metrics at /metrics");
+    // A scraper or two: a small cap, and the same header timeout.
+    let limits = ConnectionLimits {
+        max_connections: 64,
+        max_per_ip: 16,
+        exempt: Vec::new(),
+    }
+    .within_descriptor_limit();
     let router = crate::http::metrics::router(app);
     tokio::spawn(async move {
-        if let Err(err) = axum::serve(listener, router)
-            .with_graceful_shutdown(shutdown_signal())
-            .await
-        {
+        if let Err(err) = listener::serve(listener, router, limits, shutdown_signal()).await {
             tracing::error!(error = %err, "the metrics listener stopped");
         }
     });

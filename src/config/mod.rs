@@ -122,6 +122,13 @@ impl Default for RateLimits {
     }
 }
 
+/// Open client connections at most, by default (`MAX_CONNECTIONS`).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
+/// Open connections from one address at most, by default
+/// (`MAX_CONNECTIONS_PER_IP`): far more than any one person's clients
+/// hold, far fewer than the descriptor limit.
+pub const DEFAULT_MAX_CONNECTIONS_PER_IP: usize = 64;
+
 /// Default size at which the audit log is rotated (`AUDIT_MAX_BYTES`).
 pub const DEFAULT_AUDIT_MAX_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -178,6 +185,12 @@ pub struct Settings {
     pub limits: Limits,
     pub allowed_hosts: Vec<String>,
     pub forwarded_allow_ips: Vec<ipnet::IpNet>,
+    /// `MAX_CONNECTIONS`: open client connections at most (lowered at
+    /// startup to fit the descriptor limit).
+    pub max_connections: usize,
+    /// `MAX_CONNECTIONS_PER_IP`: open connections at most from one address
+    /// (trusted proxies excepted).
+    pub max_connections_per_ip: usize,
     pub rate_limits: RateLimits,
     pub audit_hmac_key: Option<SecretString>,
     /// `AUDIT_MAX_BYTES`: size at which `audit.log` is rotated.
@@ -224,6 +237,18 @@ impl Settings {
         let limits = sections::limits(&get)?;
 
         let forwarded_allow_ips = sections::forwarded_allow_ips(&get)?;
+        let max_connections = parse::parse_usize(
+            "MAX_CONNECTIONS",
+            get("MAX_CONNECTIONS"),
+            DEFAULT_MAX_CONNECTIONS,
+            16..=1_000_000,
+        )?;
+        let max_connections_per_ip = parse::parse_usize(
+            "MAX_CONNECTIONS_PER_IP",
+            get("MAX_CONNECTIONS_PER_IP"),
+            DEFAULT_MAX_CONNECTIONS_PER_IP,
+            1..=1_000_000,
+        )?;
 
         let rate_limits = sections::rate_limits(&get)?;
 
@@ -255,6 +280,8 @@ impl Settings {
             limits,
             allowed_hosts: parse_list(get("ALLOWED_HOSTS")),
             forwarded_allow_ips,
+            max_connections,
+            max_connections_per_ip,
             rate_limits,
             audit_hmac_key,
             audit_max_bytes,

@@ -17,6 +17,7 @@ pub(crate) mod auth;
 pub(crate) mod guards;
 pub(crate) mod health;
 pub(crate) mod layers;
+pub(crate) mod listener;
 pub(crate) mod mcp_url;
 pub(crate) mod metrics;
 pub(crate) mod rate_limit;

@@ -20,6 +20,7 @@ fn serve<'a>(fake: &'a FakeGitea, data: &'a Path, port: u16) -> ServeProcess<'a>
         port,
         audit_key: KEY,
         max_file_bytes: None,
+        max_open_files: None,
         extra: &[],
     }
 }

@@ -11,6 +11,7 @@ mod architecture;
 mod audit;
 mod audit_process;
 mod cli;
+mod connections;
 mod fake_gitea_oauth;
 mod health;
 mod http_guards;

@@ -33,6 +33,7 @@ async fn metrics_are_served_on_their_own_listener_with_bounded_labels() {
         port,
         audit_key: KEY,
         max_file_bytes: None,
+        max_open_files: None,
         extra: &[
             ("METRICS_BIND", metrics_bind.as_str()),
             ("RATE_LIMIT_PER_TOKEN", "6"),

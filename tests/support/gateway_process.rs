@@ -30,6 +30,9 @@ pub struct ServeProcess<'a> {
     /// `RLIMIT_FSIZE` in bytes: a write past it fails with `EFBIG`, the
     /// way a full disk fails a write with `ENOSPC`.
     pub max_file_bytes: Option<u64>,
+    /// `RLIMIT_NOFILE`: open descriptors at most (a common systemd limit
+    /// is 1024).
+    pub max_open_files: Option<u64>,
     /// More settings.
     pub extra: &'a [(&'a str, &'a str)],
 }
@@ -49,6 +52,21 @@ impl ServeProcess<'_> {
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         cmd.envs(self.extra.iter().copied());
+        if let Some(limit) = self.max_open_files {
+            // SAFETY: between fork and exec only setrlimit runs.
+            unsafe {
+                cmd.pre_exec(move || {
+                    let rlimit = libc::rlimit {
+                        rlim_cur: limit as libc::rlim_t,
+                        rlim_max: limit as libc::rlim_t,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &rlimit) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
         if let Some(limit) = self.max_file_bytes {
             // SAFETY: between fork and exec only async-signal-safe calls
             // (setrlimit, signal) run, and nothing is allocated.

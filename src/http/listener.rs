@@ -1,0 +1,289 @@
+//! The accept loop: HTTP/1.1 and HTTP/2 (prior knowledge) connections on
+//! one listener, with the limits that keep one client from taking the
+//! server away from the others (the security review's slowloris, F3):
+//!
+//! - a **header-read timeout**: a connection that does not deliver a whole
+//!   request head within [`HEADER_READ_TIMEOUT`] (the first one, or the next
+//!   one on a kept-alive connection) is closed, and so is one that sends
+//!   nothing at all;
+//! - a **global connection cap** (`MAX_CONNECTIONS`), held below the
+//!   process's descriptor limit so that accepting never fails for want of a
+//!   descriptor;
+//! - a **per-address connection cap** (`MAX_CONNECTIONS_PER_IP`), not applied
+//!   to the trusted proxies of `FORWARDED_ALLOW_IPS` (behind a proxy every
+//!   connection comes from it).
+//!
+//! Past a cap the connection is accepted and closed at once, so the
+//! descriptor is free again and the client sees a prompt reset rather than
+//! a hang. Written over hyper-util rather than `axum::serve`, which sets no
+//! timer (so no header timeout) and has no connection limits.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::ConnectInfo;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto::Builder;
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::{TcpListener, TcpStream};
+use tower::ServiceExt;
+
+/// How long a client has to send a request head, on a new connection and
+/// between requests on a kept-alive one.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long open connections get to finish at shutdown.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// Descriptors left for everything that is not a client connection (the
+/// store, the audit log, connections to Gitea).
+const RESERVED_DESCRIPTORS: usize = 256;
+
+/// The HTTP/2 connection preface; a connection that starts with a part of
+/// it is waited on until it can be told apart from HTTP/1.
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// The connection limits of one listener.
+#[derive(Debug, Clone)]
+pub struct ConnectionLimits {
+    /// Open connections at most, all clients together.
+    pub max_connections: usize,
+    /// Open connections at most from one address.
+    pub max_per_ip: usize,
+    /// Addresses the per-address cap does not apply to (trusted proxies).
+    pub exempt: Vec<ipnet::IpNet>,
+}
+
+impl ConnectionLimits {
+    /// `max_connections`, lowered to what the descriptor limit leaves.
+    pub fn within_descriptor_limit(mut self) -> Self {
+        if let Some(limit) = descriptor_limit() {
+            let usable = limit.saturating_sub(RESERVED_DESCRIPTORS).max(16);
+            if usable < self.max_connections {
+                tracing::warn!(
+                    max_connections = self.max_connections,
+                    usable,
+                    descriptor_limit = limit,
+                    "MAX_CONNECTIONS lowered to fit RLIMIT_NOFILE"
+                );
+                self.max_connections = usable;
+            }
+        }
+        self
+    }
+}
+
+/// The soft `RLIMIT_NOFILE`; `None` when unlimited.
+fn descriptor_limit() -> Option<usize> {
+    rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+}
+
+/// Who holds how many connections. A [`Slot`] is one of them; dropping it
+/// gives the connection back.
+#[derive(Debug, Default)]
+struct Occupancy {
+    total: usize,
+    per_ip: HashMap<IpAddr, usize>,
+}
+
+struct Slot {
+    occupancy: Arc<Mutex<Occupancy>>,
+    ip: Option<IpAddr>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut occupancy = lock(&self.occupancy);
+        occupancy.total -= 1;
+        if let Some(ip) = self.ip
+            && let Some(count) = occupancy.per_ip.get_mut(&ip)
+        {
+            *count -= 1;
+            if *count == 0 {
+                occupancy.per_ip.remove(&ip);
+            }
+        }
+    }
+}
+
+fn lock(occupancy: &Mutex<Occupancy>) -> std::sync::MutexGuard<'_, Occupancy> {
+    // The counters stay consistent even if a holder panicked.
+    occupancy
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A slot for a connection from `ip`, or `None` past a cap.
+fn admit(occupancy: &Arc<Mutex<Occupancy>>, limits: &ConnectionLimits, ip: IpAddr) -> Option<Slot> {
+    let counted = !limits.exempt.iter().any(|net| net.contains(&ip));
+    let mut state = lock(occupancy);
+    if state.total >= limits.max_connections {
+        return None;
+    }
+    if counted {
+        let count = state.per_ip.entry(ip).or_insert(0);
+        if *count >= limits.max_per_ip {
+            return None;
+        }
+        *count += 1;
+    }
+    state.total += 1;
+    Some(Slot {
+        occupancy: occupancy.clone(),
+        ip: counted.then_some(ip),
+    })
+}
+
+/// Serves `router` on `listener` under `limits` until `shutdown` resolves,
+/// then lets open connections finish for a few seconds.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    limits: ConnectionLimits,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    let occupancy = Arc::new(Mutex::new(Occupancy::default()));
+    let graceful = GracefulShutdown::new();
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(Some(Duration::from_secs(30)))
+        .keep_alive_timeout(Duration::from_secs(10));
+    let builder = Arc::new(builder);
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(pair) => pair,
+                Err(err) => {
+                    // Out of descriptors or a connection reset before accept:
+                    // wait a moment rather than spin.
+                    tracing::warn!(error = %err, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let Some(slot) = admit(&occupancy, &limits, peer.ip()) else {
+            drop(stream);
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let service =
+            router
+                .clone()
+                .map_request(move |mut request: axum::http::Request<Incoming>| {
+                    request.extensions_mut().insert(ConnectInfo(peer));
+                    request
+                });
+        let builder = builder.clone();
+        let watcher = graceful.watcher();
+        tokio::spawn(async move {
+            let _slot = slot;
+            if !first_bytes_arrive(&stream, HEADER_READ_TIMEOUT).await {
+                return;
+            }
+            let connection = builder.serve_connection_with_upgrades(
+                TokioIo::new(stream),
+                TowerToHyperService::new(service),
+            );
+            let _ = watcher.watch(connection).await;
+        });
+    }
+    drop(listener);
+    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("connections still open after the shutdown grace; closing them");
+    }
+    Ok(())
+}
+
+/// Waits until `stream` has sent enough to tell HTTP/1 from HTTP/2: a byte
+/// that is not the start of the HTTP/2 preface, or the whole preface. False
+/// when that does not happen within `limit`, or the peer closed. (The
+/// header-read timeout only starts once the protocol is known.)
+async fn first_bytes_arrive(stream: &TcpStream, limit: Duration) -> bool {
+    let wait = async {
+        let mut buf = [0u8; 24];
+        loop {
+            if stream.readable().await.is_err() {
+                return false;
+            }
+            match stream.peek(&mut buf).await {
+                Ok(0) | Err(_) => return false,
+                Ok(n) if n >= H2_PREFACE.len() || !H2_PREFACE.starts_with(&buf[..n]) => {
+                    return true;
+                }
+                // A part of the preface: wait for the rest.
+                Ok(_) => tokio::time::sleep(Duration::from_millis(5)).await,
+            }
+        }
+    };
+    tokio::time::timeout(limit, wait).await.unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(max: usize, per_ip: usize) -> ConnectionLimits {
+        ConnectionLimits {
+            max_connections: max,
+            max_per_ip: per_ip,
+            exempt: vec!["10.0.0.1/32".parse().unwrap()],
+        }
+    }
+
+    #[test]
+    fn one_address_gets_at_most_its_share() {
+        let occupancy = Arc::new(Mutex::new(Occupancy::default()));
+        let limits = limits(100, 2);
+        let ip: IpAddr = "192.0.2.7".parse().unwrap();
+        let a = admit(&occupancy, &limits, ip).unwrap();
+        let _b = admit(&occupancy, &limits, ip).unwrap();
+        assert!(admit(&occupancy, &limits, ip).is_none());
+        assert!(admit(&occupancy, &limits, "192.0.2.8".parse().unwrap()).is_some());
+        drop(a);
+        assert!(admit(&occupancy, &limits, ip).is_some());
+    }
+
+    #[test]
+    fn the_global_cap_holds_for_everyone() {
+        let occupancy = Arc::new(Mutex::new(Occupancy::default()));
+        let limits = limits(2, 10);
+        let _a = admit(&occupancy, &limits, "192.0.2.1".parse().unwrap()).unwrap();
+        let _b = admit(&occupancy, &limits, "192.0.2.2".parse().unwrap()).unwrap();
+        assert!(admit(&occupancy, &limits, "192.0.2.3".parse().unwrap()).is_none());
+    }
+
+    #[test]
+    fn a_trusted_proxy_is_not_capped_per_address() {
+        let occupancy = Arc::new(Mutex::new(Occupancy::default()));
+        let limits = limits(100, 1);
+        let proxy: IpAddr = "10.0.0.1".parse().unwrap();
+        let held: Vec<_> = (0..5)
+            .map(|_| admit(&occupancy, &limits, proxy).unwrap())
+            .collect();
+        assert_eq!(lock(&occupancy).total, 5);
+        drop(held);
+        let state = lock(&occupancy);
+        assert_eq!(state.total, 0);
+        assert!(state.per_ip.is_empty());
+    }
+}
