@@ -202,7 +202,11 @@ async fn build_oauth(
     audit: AuditLog,
 ) -> Result<Arc<OAuthServer>, BuildError> {
     let cipher = TokenCipher::new(&settings.token_encryption_keys)?;
-    let store = open_store(&store_location(settings), cipher, StoreLimits::default()).await?;
+    let limits = StoreLimits {
+        max_clients: settings.oauth_max_clients,
+        ..StoreLimits::default()
+    };
+    let store = open_store(&store_location(settings), cipher, limits).await?;
     let checked = store.verify_decryptable().await?;
     tracing::info!(
         backend = store.backend(),

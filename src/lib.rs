@@ -16,6 +16,7 @@ pub mod audit;
 pub(crate) mod bounded_body;
 pub mod catalog;
 pub mod cli;
+pub(crate) mod client_address;
 pub mod config;
 pub(crate) mod connector_snippets;
 pub mod gitea;

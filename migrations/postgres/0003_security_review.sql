@@ -17,3 +17,14 @@ WHERE grant_types = '["authorization_code"]';
 -- the pair the lost answer carried.
 ALTER TABLE tokens ADD COLUMN rotated_at BIGINT;
 ALTER TABLE tokens ADD COLUMN minted_by TEXT;
+
+-- F4: registration quotas and the pruning of unused registrations.
+-- registered_from: the network a dynamic registration came from (IPv4 /24,
+-- IPv6 /48), for the per-network quota; NULL for metadata documents and
+-- rows from before. first_used_at: when the client's first grant was
+-- stored; a dynamic registration never used within an hour is removed.
+ALTER TABLE clients ADD COLUMN registered_from TEXT;
+ALTER TABLE clients ADD COLUMN first_used_at BIGINT;
+UPDATE clients SET first_used_at = created_at
+WHERE EXISTS (SELECT 1 FROM grants g WHERE g.client_id = clients.client_id);
+CREATE INDEX clients_registered_from ON clients (registered_from, created_at);

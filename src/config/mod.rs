@@ -191,6 +191,8 @@ pub struct Settings {
     /// `MAX_CONNECTIONS_PER_IP`: open connections at most from one address
     /// (trusted proxies excepted).
     pub max_connections_per_ip: usize,
+    /// `OAUTH_MAX_CLIENTS`: registered clients the store holds at most.
+    pub oauth_max_clients: u64,
     pub rate_limits: RateLimits,
     pub audit_hmac_key: Option<SecretString>,
     /// `AUDIT_MAX_BYTES`: size at which `audit.log` is rotated.
@@ -243,6 +245,12 @@ impl Settings {
             DEFAULT_MAX_CONNECTIONS,
             16..=1_000_000,
         )?;
+        let oauth_max_clients = parse::parse_usize(
+            "OAUTH_MAX_CLIENTS",
+            get("OAUTH_MAX_CLIENTS"),
+            10_000,
+            1..=1_000_000,
+        )? as u64;
         let max_connections_per_ip = parse::parse_usize(
             "MAX_CONNECTIONS_PER_IP",
             get("MAX_CONNECTIONS_PER_IP"),
@@ -282,6 +290,7 @@ impl Settings {
             forwarded_allow_ips,
             max_connections,
             max_connections_per_ip,
+            oauth_max_clients,
             rate_limits,
             audit_hmac_key,
             audit_max_bytes,

@@ -20,7 +20,7 @@ use super::redirect_uri::check_registrable;
 use super::register::{MAX_CLIENT_NAME_CHARS, check_text};
 use super::{OAuthConfig, OAuthServer};
 use crate::store::{
-    ClientRecord, GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN, Registration, UnixTime,
+    ClientRecord, GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN, Registration, StoreError, UnixTime,
 };
 
 /// Largest document read.
@@ -41,6 +41,10 @@ pub enum MetadataDocumentError {
     PrivateAddress,
     #[error("the client's metadata document could not be fetched")]
     Unreachable,
+    #[error("the server holds as many clients as it can; try again later")]
+    AtCapacity,
+    #[error("the client could not be stored; try again later")]
+    NotStored,
     #[error("the client's metadata document is larger than 5 KB")]
     TooLarge,
     #[error("the client's metadata document is not valid")]
@@ -85,9 +89,13 @@ impl MetadataDocuments {
             return Ok(cached);
         }
         let record = fetch(&server.config, client_id, now).await?;
-        if let Err(err) = server.store.upsert_metadata_client(&record).await {
-            tracing::error!(error = %err, "a metadata-document client could not be stored");
-            return Err(MetadataDocumentError::Unreachable);
+        match server.store.upsert_metadata_client(&record).await {
+            Ok(()) => {}
+            Err(StoreError::Full { .. }) => return Err(MetadataDocumentError::AtCapacity),
+            Err(err) => {
+                tracing::error!(error = %err, "a metadata-document client could not be stored");
+                return Err(MetadataDocumentError::NotStored);
+            }
         }
         Ok(record)
     }

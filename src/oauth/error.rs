@@ -94,6 +94,12 @@ impl From<StoreError> for OAuthError {
                 ErrorCode::TemporarilyUnavailable,
                 "the server is at capacity; try again later",
             ),
+            StoreError::QuotaSpent { what } => Self::new(
+                ErrorCode::TemporarilyUnavailable,
+                format!(
+                    "too many {what} are waiting to be used; a registration no sign-in uses within an hour is removed, try again later"
+                ),
+            ),
             other => {
                 tracing::error!(error = %other, "store failure in an OAuth endpoint");
                 Self::new(ErrorCode::ServerError, "the request could not be completed")

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use axum::Extension;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
@@ -17,6 +18,7 @@ use super::events::OAuthEvent;
 use super::redirect_uri::check_registrable;
 use super::tokens::random_value;
 use super::{OAuthServer, SCOPE};
+use crate::client_address::ClientAddress;
 use crate::page_kit::is_format_char;
 use crate::store::{
     ClientRecord, GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN, Registration, hash_secret,
@@ -53,17 +55,29 @@ fn metadata_error(description: impl Into<String>) -> OAuthError {
 /// `POST /register`.
 pub async fn register(
     State(server): State<Arc<OAuthServer>>,
+    address: Option<Extension<ClientAddress>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    match register_client(&server, &headers, &body).await {
+    let network = address.and_then(|Extension(address)| quota_network(address));
+    match register_client(&server, network.as_deref(), &headers, &body).await {
         Ok(body) => no_store_json(StatusCode::CREATED, body),
         Err(err) => err.into_response(),
     }
 }
 
+/// The network a registration counts against, or `None` for a loopback
+/// address: that is the operator's own machine, or a reverse proxy not
+/// named in `FORWARDED_ALLOW_IPS`, behind which every client would share
+/// one quota. (The global cap and the pruning of unused registrations
+/// still hold.)
+fn quota_network(address: ClientAddress) -> Option<String> {
+    (!address.0.to_canonical().is_loopback()).then(|| address.network())
+}
+
 async fn register_client(
     server: &OAuthServer,
+    network: Option<&str>,
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<Value, OAuthError> {
@@ -83,7 +97,7 @@ async fn register_client(
     record.created_at = now;
     let secret = (record.token_endpoint_auth_method != "none").then(random_value);
     record.secret_hash = secret.as_deref().map(hash_secret);
-    server.store.insert_client(&record, now).await?;
+    server.store.insert_client(&record, network, now).await?;
     tracing::info!(
         client_id = %record.client_id,
         auth_method = %record.token_endpoint_auth_method,

@@ -280,6 +280,7 @@ pub enum RefreshOutcome {
 /// What [`OAuthStore::prune`] removed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PruneCounts {
+    pub clients: u64,
     pub pending: u64,
     pub codes: u64,
     pub tokens: u64,
@@ -308,6 +309,8 @@ pub struct PageSession {
 pub enum StoreError {
     #[error("the store is full ({what})")]
     Full { what: &'static str },
+    #[error("the quota is spent ({what})")]
+    QuotaSpent { what: &'static str },
     #[error("a {table} row ({row}) could not be decrypted with any TOKEN_ENCRYPTION_KEY")]
     Undecryptable { table: &'static str, row: String },
     #[error("the store refused the operation: {0}")]
@@ -326,6 +329,17 @@ impl From<sqlx::Error> for StoreError {
     }
 }
 
+/// How long a dynamic registration may go unused (no grant stored for it)
+/// before it is removed: long enough for a person to finish a sign-in (a
+/// pending one lives 10 minutes), short enough that registrations nobody
+/// uses cannot hold the table (the security review's F4).
+pub const UNUSED_REGISTRATION_TTL: UnixTime = 60 * 60;
+
+/// Unused dynamic registrations one network (IPv4 /24, IPv6 /48) may hold
+/// within [`UNUSED_REGISTRATION_TTL`]: a team behind one NAT registers a
+/// few clients, not dozens.
+pub const MAX_UNUSED_REGISTRATIONS_PER_NETWORK: u64 = 20;
+
 /// Caps that bound the store's growth (the spec's limits).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StoreLimits {
@@ -339,7 +353,7 @@ pub struct StoreLimits {
 impl Default for StoreLimits {
     fn default() -> Self {
         Self {
-            max_clients: 500,
+            max_clients: 10_000,
             max_pending: 8192,
             max_codes: 1024,
             max_grants_per_login: 50,
@@ -370,11 +384,19 @@ pub trait StoreMaintenance: Send + Sync {
 /// Clients: registered ones and cached metadata documents.
 #[async_trait]
 pub trait ClientStore: Send + Sync {
-    /// Stores a newly registered client. When `max_clients` are stored,
-    /// dynamically registered clients older than a day that never got a
-    /// grant are removed first; if the store is still full:
-    /// [`StoreError::Full`].
-    async fn insert_client(&self, client: &ClientRecord, now: UnixTime) -> Result<(), StoreError>;
+    /// Stores a newly registered client, registered from the network
+    /// `registered_from` (see `ClientAddress::network`) when known. When
+    /// `max_clients` are stored, dynamic registrations that no sign-in used
+    /// within [`UNUSED_REGISTRATION_TTL`] are removed first; if the store is
+    /// still full: [`StoreError::Full`]. A network that already holds
+    /// [`MAX_UNUSED_REGISTRATIONS_PER_NETWORK`] unused recent registrations
+    /// gets [`StoreError::QuotaSpent`].
+    async fn insert_client(
+        &self,
+        client: &ClientRecord,
+        registered_from: Option<&str>,
+        now: UnixTime,
+    ) -> Result<(), StoreError>;
     /// Inserts or replaces a metadata-document client (a refreshed cache).
     async fn upsert_metadata_client(&self, client: &ClientRecord) -> Result<(), StoreError>;
     async fn get_client(&self, client_id: &str) -> Result<Option<ClientRecord>, StoreError>;

@@ -2,7 +2,7 @@
 //! echoed metadata, the redirect rules and the allowlist, the client cap.
 
 use reqwest::StatusCode;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::{CLIENT_REDIRECT, OAuthGateway, normalised, on_both_backends};
 
@@ -96,10 +96,11 @@ on_both_backends!(
     ("OAUTH_REDIRECT_ALLOWLIST", "https://claude.ai/")
 );
 
-/// At 500 clients, registration answers 503 `temporarily_unavailable`
-/// (stale unused clients older than a day are cleared first).
+/// At `OAUTH_MAX_CLIENTS` clients, registration answers 503
+/// `temporarily_unavailable`; registrations no sign-in used are removed an
+/// hour after they were made, and make room.
 async fn registration_stops_at_the_client_cap(gateway: OAuthGateway) {
-    for _ in 0..500 {
+    for _ in 0..50 {
         gateway.register("none", CLIENT_REDIRECT).await;
     }
     let (status, body) = gateway
@@ -109,8 +110,8 @@ async fn registration_stops_at_the_client_cap(gateway: OAuthGateway) {
         .await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(body["error"], "temporarily_unavailable");
-    // A day later the never-used clients are stale and make room.
-    gateway.clock.advance(24 * 3600 + 1);
+    // An hour later the never-used clients are gone.
+    gateway.clock.advance(3600 + 1);
     let (status, _) = gateway
         .register_raw(
             json!({"redirect_uris": [CLIENT_REDIRECT], "token_endpoint_auth_method": "none"}),
@@ -118,7 +119,10 @@ async fn registration_stops_at_the_client_cap(gateway: OAuthGateway) {
         .await;
     assert_eq!(status, StatusCode::CREATED);
 }
-on_both_backends!(registration_stops_at_the_client_cap);
+on_both_backends!(
+    registration_stops_at_the_client_cap,
+    ("OAUTH_MAX_CLIENTS", "50")
+);
 
 async fn registration_needs_a_json_body(gateway: OAuthGateway) {
     let response = gateway
@@ -172,3 +176,50 @@ async fn scheme_handlers_of_the_os_and_browser_are_refused(gateway: OAuthGateway
     assert_eq!(status, StatusCode::CREATED, "{body}");
 }
 on_both_backends!(scheme_handlers_of_the_os_and_browser_are_refused);
+
+/// Registers from `address` (through the trusted loopback proxy).
+async fn register_from(gateway: &OAuthGateway, address: &str) -> (StatusCode, Value) {
+    let response = gateway
+        .http
+        .post(format!("{}/register", gateway.url))
+        .header("x-forwarded-for", address)
+        .json(&json!({"redirect_uris": [CLIENT_REDIRECT], "token_endpoint_auth_method": "none"}))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// F4: 26 addresses of one network get 20 registrations between them; the
+/// rest is a clear, temporary refusal, and another network is unaffected.
+async fn one_network_cannot_fill_the_client_table(gateway: OAuthGateway) {
+    let mut created = 0;
+    let mut refused = Vec::new();
+    for host in 1..=26 {
+        let (status, body) = register_from(&gateway, &format!("203.0.113.{host}")).await;
+        match status {
+            StatusCode::CREATED => created += 1,
+            _ => refused.push((status, body)),
+        }
+    }
+    assert_eq!(created, 20);
+    assert_eq!(refused.len(), 6);
+    for (status, body) in &refused {
+        assert_eq!(*status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(body["error"], "temporarily_unavailable");
+        assert!(
+            body["error_description"]
+                .as_str()
+                .unwrap()
+                .contains("within an hour"),
+            "{body}"
+        );
+    }
+    let (status, body) = register_from(&gateway, "198.51.100.7").await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+}
+on_both_backends!(
+    one_network_cannot_fill_the_client_table,
+    ("FORWARDED_ALLOW_IPS", "127.0.0.1")
+);

@@ -7,7 +7,7 @@ pub async fn client_round_trips(f: &Fixture) {
     let mut c = client("c1", NOW);
     c.secret_hash = Some(hash_secret("client-secret"));
     c.scope = Some("gitea".into());
-    store.insert_client(&c, NOW).await.unwrap();
+    store.insert_client(&c, None, NOW).await.unwrap();
     assert_eq!(store.get_client("c1").await.unwrap(), Some(c));
     assert_eq!(store.get_client("nobody").await.unwrap(), None);
 }
@@ -21,11 +21,11 @@ pub async fn full_client_table_evicts_stale_grantless_registrations(f: &Fixture)
         .await;
     let two_days_ago = NOW - 2 * DAY;
     store
-        .insert_client(&client("stale", two_days_ago), two_days_ago)
+        .insert_client(&client("stale", two_days_ago), None, two_days_ago)
         .await
         .unwrap();
     store
-        .insert_client(&client("used", two_days_ago), two_days_ago)
+        .insert_client(&client("used", two_days_ago), None, two_days_ago)
         .await
         .unwrap();
     store
@@ -36,7 +36,10 @@ pub async fn full_client_table_evicts_stale_grantless_registrations(f: &Fixture)
     document.registration = Registration::MetadataDocument;
     store.upsert_metadata_client(&document).await.unwrap();
 
-    store.insert_client(&client("new", NOW), NOW).await.unwrap();
+    store
+        .insert_client(&client("new", NOW), None, NOW)
+        .await
+        .unwrap();
 
     let ids: HashSet<_> = store
         .list_clients()
@@ -59,11 +62,11 @@ pub async fn full_client_table_refuses_when_nothing_is_stale(f: &Fixture) {
         })
         .await;
     store
-        .insert_client(&client("fresh", NOW - 60), NOW - 60)
+        .insert_client(&client("fresh", NOW - 60), None, NOW - 60)
         .await
         .unwrap();
     let err = store
-        .insert_client(&client("c2", NOW), NOW)
+        .insert_client(&client("c2", NOW), None, NOW)
         .await
         .unwrap_err();
     assert!(matches!(err, StoreError::Full { what: "clients" }), "{err}");
@@ -91,7 +94,10 @@ pub async fn metadata_client_upsert_replaces_the_cached_document(f: &Fixture) {
 
 pub async fn delete_client_revokes_its_grants(f: &Fixture) {
     let store = f.open().await;
-    store.insert_client(&client("c1", NOW), NOW).await.unwrap();
+    store
+        .insert_client(&client("c1", NOW), None, NOW)
+        .await
+        .unwrap();
     let g = issued_grant(&store, "g1", "alice", "c1", "t1").await;
     assert!(store.delete_client("c1", NOW + 1).await.unwrap());
     assert!(!store.delete_client("c1", NOW + 1).await.unwrap());
@@ -105,4 +111,110 @@ pub async fn delete_client_revokes_its_grants(f: &Fixture) {
             .unwrap()
             .is_none()
     );
+}
+
+/// F4: one network (an IPv4 /24 or IPv6 /48) holds at most 20 unused
+/// registrations; other networks are not affected, a used registration no
+/// longer counts, and an hour later the network may register again.
+pub async fn a_network_holds_at_most_its_quota_of_unused_registrations(f: &Fixture) {
+    let store = f.open().await;
+    let network = Some("203.0.113.0/24");
+    for i in 0..20 {
+        store
+            .insert_client(&client(&format!("c{i}"), NOW), network, NOW)
+            .await
+            .unwrap();
+    }
+    let err = store
+        .insert_client(&client("c20", NOW), network, NOW)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::QuotaSpent { .. }), "{err}");
+    store
+        .insert_client(&client("other", NOW), Some("198.51.100.0/24"), NOW)
+        .await
+        .unwrap();
+    // A sign-in uses c0: the network may register one more.
+    store
+        .insert_grant(&grant("g0", "alice", "c0"), NOW)
+        .await
+        .unwrap();
+    store
+        .insert_client(&client("c21", NOW), network, NOW)
+        .await
+        .unwrap();
+    let later = NOW + UNUSED_REGISTRATION_TTL + 1;
+    store
+        .insert_client(&client("c22", later), network, later)
+        .await
+        .unwrap();
+}
+
+/// F4: registrations no sign-in used are pruned an hour after they were
+/// made; used ones and metadata documents stay.
+pub async fn unused_registrations_are_pruned_after_an_hour(f: &Fixture) {
+    let store = f.open().await;
+    store
+        .insert_client(&client("unused", NOW), Some("203.0.113.0/24"), NOW)
+        .await
+        .unwrap();
+    store
+        .insert_client(&client("used", NOW), None, NOW)
+        .await
+        .unwrap();
+    store
+        .insert_grant(&grant("g1", "alice", "used"), NOW)
+        .await
+        .unwrap();
+    let mut document = client("https://app.example/cimd", NOW);
+    document.registration = Registration::MetadataDocument;
+    store.upsert_metadata_client(&document).await.unwrap();
+
+    assert_eq!(store.prune(NOW + 60).await.unwrap().clients, 0);
+    let counts = store
+        .prune(NOW + UNUSED_REGISTRATION_TTL + 1)
+        .await
+        .unwrap();
+    assert_eq!(counts.clients, 1);
+    assert!(store.get_client("unused").await.unwrap().is_none());
+    assert!(store.get_client("used").await.unwrap().is_some());
+    assert!(
+        store
+            .get_client("https://app.example/cimd")
+            .await
+            .unwrap()
+            .is_some()
+    );
+}
+
+/// F4: 26 networks that fill the table lock a new client out for at most
+/// an hour: then their unused registrations make room.
+pub async fn a_table_filled_by_unused_registrations_frees_up_within_an_hour(f: &Fixture) {
+    let store = f
+        .open_limited(StoreLimits {
+            max_clients: 26,
+            ..StoreLimits::default()
+        })
+        .await;
+    for i in 0..26 {
+        let network = format!("203.0.{i}.0/24");
+        store
+            .insert_client(&client(&format!("flood{i}"), NOW), Some(&network), NOW)
+            .await
+            .unwrap();
+    }
+    let err = store
+        .insert_client(
+            &client("legit", NOW + 60),
+            Some("198.51.100.0/24"),
+            NOW + 60,
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Full { .. }), "{err}");
+    let later = NOW + UNUSED_REGISTRATION_TTL + 1;
+    store
+        .insert_client(&client("legit", later), Some("198.51.100.0/24"), later)
+        .await
+        .unwrap();
 }

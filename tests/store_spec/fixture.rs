@@ -12,8 +12,8 @@ pub use aegis_gitea_mcp::store::cipher::TokenCipher;
 pub use aegis_gitea_mcp::store::{
     AuthCodeRecord, ClientRecord, CodeRedemption, GiteaTokens, GrantRecord, NewToken, OAuthStore,
     PageSession, PendingAuthorization, PendingFlow, PendingTake, PruneCounts, RefreshOutcome,
-    Registration, StoreError, StoreLimits, StoreLocation, TokenKind, UpstreamLeg, hash_secret,
-    open_store,
+    Registration, StoreError, StoreLimits, StoreLocation, TokenKind, UNUSED_REGISTRATION_TTL,
+    UpstreamLeg, hash_secret, open_store,
 };
 pub use secrecy::{ExposeSecret, SecretString};
 

@@ -48,6 +48,7 @@ pub async fn prune_removes_what_expired_and_counts_it(f: &Fixture) {
     assert_eq!(
         counts,
         PruneCounts {
+            clients: 0,
             pending: 1,
             codes: 2,
             tokens: 2,

@@ -5,7 +5,10 @@ use super::fixture::*;
 
 pub async fn migrations_apply_again_on_reopen(f: &Fixture) {
     let store = f.open().await;
-    store.insert_client(&client("c1", NOW), NOW).await.unwrap();
+    store
+        .insert_client(&client("c1", NOW), None, NOW)
+        .await
+        .unwrap();
     drop(store);
     let store = f.open().await;
     assert!(store.get_client("c1").await.unwrap().is_some());
@@ -33,7 +36,10 @@ pub mod sqlite_file {
     async fn database_file_and_data_dir_are_owner_only() {
         let f = Fixture::sqlite();
         let store = f.open().await;
-        store.insert_client(&client("c1", NOW), NOW).await.unwrap();
+        store
+            .insert_client(&client("c1", NOW), None, NOW)
+            .await
+            .unwrap();
         let file = f.location().sqlite_file().unwrap();
         assert_eq!(mode(&file), 0o600);
         assert_eq!(mode(file.parent().unwrap()), 0o700);

@@ -30,6 +30,7 @@ use sha2::{Digest, Sha256};
 
 pub use window::{Decision, KeyedLimiter, MAX_KEYS, WINDOW};
 
+use crate::client_address::ClientAddress;
 use crate::config::Settings;
 
 /// Which key set refused a request.
@@ -278,6 +279,9 @@ pub async fn limit(
         // Served without connection info (in-process tests): one shared key.
         .unwrap_or(IpAddr::from([0, 0, 0, 0]));
     let client = limiter.client_ip(peer, request.headers());
+    // The handlers that count per network read the same address.
+    let mut request = request;
+    request.extensions_mut().insert(ClientAddress(client));
     let authorization = request
         .headers()
         .get(header::AUTHORIZATION)

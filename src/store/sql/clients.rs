@@ -1,28 +1,34 @@
 //! Registered clients: dynamic registrations and cached metadata documents,
-//! capped at `max_clients`.
+//! capped at `max_clients`, with a per-network quota on unused dynamic
+//! registrations, which are removed an hour after registering.
 
 use async_trait::async_trait;
 
 use super::backend::{SqlRow, Stmt, stmt};
 use super::{Backend, SqlStore};
 use crate::store::ClientStore;
-use crate::store::{ClientRecord, Registration, StoreError, UnixTime};
-
-/// A dynamically registered client that never got a grant may be evicted
-/// once it is this old and the table is full.
-const STALE_DCR_AGE: i64 = 24 * 60 * 60;
+use crate::store::{
+    ClientRecord, MAX_UNUSED_REGISTRATIONS_PER_NETWORK, Registration, StoreError,
+    UNUSED_REGISTRATION_TTL, UnixTime,
+};
 
 const INSERT_CLIENT: &str = "INSERT INTO clients (client_id, client_name, redirect_uris, \
      token_endpoint_auth_method, grant_types, response_types, scope, registration, \
-     secret_hash, metadata, created_at, expires_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
+     secret_hash, metadata, created_at, expires_at, registered_from) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
+
+/// Removes dynamic registrations that no sign-in used within
+/// [`UNUSED_REGISTRATION_TTL`] of registering.
+const DELETE_UNUSED_REGISTRATIONS: &str = "DELETE FROM clients WHERE registration = 'dcr' \
+     AND first_used_at IS NULL AND created_at <= $1 \
+     AND NOT EXISTS (SELECT 1 FROM grants g WHERE g.client_id = clients.client_id)";
 
 // A metadata document never replaces a dynamically registered client of
 // the same id (they cannot collide in practice: theirs is an https URL).
 const UPSERT_METADATA_CLIENT: &str = "INSERT INTO clients (client_id, client_name, \
      redirect_uris, token_endpoint_auth_method, grant_types, response_types, scope, \
-     registration, secret_hash, metadata, created_at, expires_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+     registration, secret_hash, metadata, created_at, expires_at, registered_from) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) \
      ON CONFLICT (client_id) DO UPDATE SET client_name = excluded.client_name, \
      redirect_uris = excluded.redirect_uris, \
      token_endpoint_auth_method = excluded.token_endpoint_auth_method, \
@@ -42,7 +48,7 @@ macro_rules! client_columns {
 
 impl<DB: Backend> SqlStore<DB> {
     /// Inside a write transaction: whether one more client fits, after
-    /// evicting stale, grantless dynamic registrations if it would not.
+    /// removing dynamic registrations that were never used.
     async fn make_room_for_client(
         &self,
         conn: &mut DB::Connection,
@@ -52,14 +58,37 @@ impl<DB: Backend> SqlStore<DB> {
         if client_count::<DB>(&mut *conn).await? < self.limits.max_clients {
             return Ok(true);
         }
-        stmt::<DB>(
-            "DELETE FROM clients WHERE registration = 'dcr' AND created_at < $1 \
-             AND NOT EXISTS (SELECT 1 FROM grants g WHERE g.client_id = clients.client_id)",
-        )
-        .bind(now - STALE_DCR_AGE)
-        .execute(&mut *conn)
-        .await?;
+        Self::delete_unused_registrations(conn, now).await?;
         Ok(client_count::<DB>(&mut *conn).await? < self.limits.max_clients)
+    }
+
+    pub(super) async fn delete_unused_registrations(
+        conn: &mut DB::Connection,
+        now: UnixTime,
+    ) -> Result<u64, StoreError> {
+        stmt::<DB>(DELETE_UNUSED_REGISTRATIONS)
+            .bind(now - UNUSED_REGISTRATION_TTL)
+            .execute(conn)
+            .await
+    }
+
+    /// Inside the clients' cap lock: whether `network` already holds its
+    /// quota of unused recent registrations.
+    async fn network_quota_spent(
+        conn: &mut DB::Connection,
+        network: &str,
+        now: UnixTime,
+    ) -> Result<bool, StoreError> {
+        let row = stmt::<DB>(
+            "SELECT COUNT(*) AS n FROM clients WHERE registered_from = $1 \
+             AND first_used_at IS NULL AND created_at > $2",
+        )
+        .bind(network)
+        .bind(now - UNUSED_REGISTRATION_TTL)
+        .fetch_optional(conn)
+        .await?
+        .ok_or(StoreError::Corrupt("registration count"))?;
+        Ok(row.int("n")? as u64 >= MAX_UNUSED_REGISTRATIONS_PER_NETWORK)
     }
 }
 
@@ -121,13 +150,27 @@ fn client_from_row<DB: Backend>(row: &SqlRow<DB>) -> Result<ClientRecord, StoreE
 
 #[async_trait]
 impl<DB: Backend> ClientStore for SqlStore<DB> {
-    async fn insert_client(&self, client: &ClientRecord, now: UnixTime) -> Result<(), StoreError> {
+    async fn insert_client(
+        &self,
+        client: &ClientRecord,
+        registered_from: Option<&str>,
+        now: UnixTime,
+    ) -> Result<(), StoreError> {
         let mut tx = self.begin_write().await?;
         if !self.make_room_for_client(&mut tx, now).await? {
             tx.rollback().await?;
             return Err(StoreError::Full { what: "clients" });
         }
+        if let Some(network) = registered_from
+            && Self::network_quota_spent(&mut tx, network, now).await?
+        {
+            tx.rollback().await?;
+            return Err(StoreError::QuotaSpent {
+                what: "registrations from this network",
+            });
+        }
         bind_client(stmt::<DB>(INSERT_CLIENT), client)?
+            .bind(registered_from)
             .execute(&mut tx)
             .await?;
         tx.commit().await?;
@@ -153,6 +196,7 @@ impl<DB: Backend> ClientStore for SqlStore<DB> {
             return Err(StoreError::Full { what: "clients" });
         }
         bind_client(stmt::<DB>(UPSERT_METADATA_CLIENT), client)?
+            .bind(None::<&str>)
             .execute(&mut tx)
             .await?;
         tx.commit().await?;

@@ -86,6 +86,14 @@ impl<DB: Backend> SqlStore<DB> {
         .bind(grant.revoked_at)
         .execute(&mut *tx)
         .await?;
+        // The client has been used: it is no longer an unused registration.
+        stmt::<DB>(
+            "UPDATE clients SET first_used_at = $2 WHERE client_id = $1 AND first_used_at IS NULL",
+        )
+        .bind(&grant.client_id)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
         Ok(evicted)
     }
 

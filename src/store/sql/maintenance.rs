@@ -137,6 +137,7 @@ impl<DB: Backend> StoreMaintenance for SqlStore<DB> {
     /// (`ON DELETE CASCADE`) and are not counted.
     async fn prune(&self, now: UnixTime) -> Result<PruneCounts, StoreError> {
         let mut conn = self.conn().await?;
+        let clients = Self::delete_unused_registrations(&mut conn, now).await?;
         let pending = stmt::<DB>("DELETE FROM pending_authorizations WHERE expires_at <= $1")
             .bind(now)
             .execute(&mut conn)
@@ -164,6 +165,7 @@ impl<DB: Backend> StoreMaintenance for SqlStore<DB> {
             .execute(&mut conn)
             .await?;
         Ok(PruneCounts {
+            clients,
             pending,
             codes,
             tokens,
