@@ -28,3 +28,9 @@ ALTER TABLE clients ADD COLUMN first_used_at BIGINT;
 UPDATE clients SET first_used_at = created_at
 WHERE EXISTS (SELECT 1 FROM grants g WHERE g.client_id = clients.client_id);
 CREATE INDEX clients_registered_from ON clients (registered_from, created_at);
+
+-- OpenID Connect sign-in: the hash of the nonce sent to Gitea with the
+-- sign-in, and Gitea's user id (the ID token's sub) on each grant, checked
+-- against the ID token of every upstream refresh.
+ALTER TABLE pending_authorizations ADD COLUMN upstream_nonce_hash TEXT;
+ALTER TABLE grants ADD COLUMN gitea_subject TEXT;

@@ -15,6 +15,7 @@ use super::OAuthServer;
 use super::authorize::error_redirect;
 use super::error::ErrorCode;
 use super::events::OAuthEvent;
+use super::id_token::IdTokenError;
 use super::params::OAuthParams;
 use super::sign_in::{self, UpstreamOutcome};
 use super::tokens::{CODE_TTL, new_token, random_value};
@@ -139,6 +140,7 @@ pub async fn complete_authorization(
                 "the Gitea sign-in could not be completed",
             );
         }
+        Err(UpstreamOutcome::IdTokenRefused(err)) => return id_token_refused(err),
     };
 
     let (grant, record, code) = sign_in_records(pending, &user, gitea, now);
@@ -172,6 +174,17 @@ pub async fn complete_authorization(
     with_page_headers(Redirect::to(&target).into_response())
 }
 
+/// The page for a sign-in whose Gitea ID token was missing or did not
+/// verify: nothing was stored, and no code goes to the client.
+pub fn id_token_refused(err: IdTokenError) -> Response {
+    ErrorPage::new(
+        StatusCode::BAD_GATEWAY,
+        "Sign-in refused",
+        format!("{err}. Nothing was stored; start again from your application."),
+    )
+    .into_response()
+}
+
 /// What a completed sign-in stores: the grant (with the user's Gitea
 /// tokens), our single-use code bound to the request, and the code itself.
 fn sign_in_records(
@@ -187,6 +200,7 @@ fn sign_in_records(
         scope: pending.scope.clone(),
         resource: pending.resource.clone(),
         gitea,
+        gitea_subject: Some(user.subject.clone()),
         created_at: now,
         activated_at: None,
         last_used_at: None,

@@ -17,6 +17,7 @@ pub(crate) mod client_metadata;
 pub mod clock;
 pub(crate) mod error;
 pub(crate) mod events;
+pub(crate) mod id_token;
 pub(crate) mod metadata;
 pub(crate) mod params;
 pub(crate) mod pkce;

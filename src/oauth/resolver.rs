@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use super::OAuthServer;
 use super::events::OAuthEvent;
+use super::id_token::{Expected, IdTokenError};
 use super::upstream::UpstreamAuthError;
 use crate::identity::{Identity, IdentityMode};
 use crate::store::{GrantRecord, hash_secret};
@@ -131,7 +132,15 @@ async fn refresh_if_still_expired(
         return Err(ResolveError::InvalidToken);
     };
     match server.upstream.refresh(&refresh_token, now).await {
-        Ok(tokens) => {
+        Ok(answer) => {
+            if let Err(err) =
+                check_refreshed_subject(server, &grant, answer.id_token.as_deref()).await
+            {
+                tracing::warn!(error = %err, login = %grant.login, "the refreshed ID token was refused");
+                revoke(server, &grant, now, "the refreshed ID token did not verify").await;
+                return Err(ResolveError::InvalidToken);
+            }
+            let tokens = answer.tokens;
             server
                 .store
                 .update_gitea_tokens(&grant.id, &tokens)
@@ -151,6 +160,26 @@ async fn refresh_if_still_expired(
             Err(ResolveError::Unavailable)
         }
     }
+}
+
+/// A refresh's ID token must verify and name the grant's Gitea user. A
+/// grant from before ID tokens (no subject) is not checked; one with a
+/// subject must get an ID token back, as Gitea sends for `openid` grants.
+async fn check_refreshed_subject(
+    server: &OAuthServer,
+    grant: &GrantRecord,
+    id_token: Option<&str>,
+) -> Result<(), IdTokenError> {
+    let Some(subject) = grant.gitea_subject.as_deref() else {
+        return Ok(());
+    };
+    let raw = id_token.ok_or(IdTokenError::Missing)?;
+    server
+        .upstream
+        .id_tokens()
+        .verify(raw, Expected::Subject(subject))
+        .await
+        .map(drop)
 }
 
 async fn revoke(server: &OAuthServer, grant: &GrantRecord, now: i64, why: &'static str) {

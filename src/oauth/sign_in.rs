@@ -1,8 +1,9 @@
 //! The upstream leg, shared by the two flows that send a person to Gitea:
 //! an MCP client's authorization (after consent) and the sign-in to the
 //! gateway's own pages. Going out: a fresh state and PKCE pair of ours and
-//! the browser-binding cookie. Coming back: the binding check and the code
-//! exchange, then the signed-in user.
+//! the browser-binding cookie and a nonce. Coming back: the binding check,
+//! the code exchange, then the signed-in user from Gitea's verified ID
+//! token (`id_token`).
 
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -10,6 +11,7 @@ use cookie::SameSite;
 use secrecy::SecretString;
 
 use super::OAuthServer;
+use super::id_token::{Expected, IdTokenError};
 use super::params::OAuthParams;
 use super::tokens::{PENDING_TTL, random_value};
 use super::upstream::{GiteaUser, UpstreamAuthError};
@@ -42,6 +44,7 @@ impl UpstreamStart {
     pub fn new(server: &OAuthServer, headers: &HeaderMap) -> Self {
         let state = random_value();
         let verifier = random_value();
+        let nonce = random_value();
         let binding = read_cookie(headers, BINDING_COOKIE, server.config.secure_cookies)
             .filter(|v| is_random_value(v))
             .unwrap_or_else(random_value);
@@ -50,8 +53,9 @@ impl UpstreamStart {
                 state_hash: hash_secret(&state),
                 pkce_verifier: SecretString::from(verifier.clone()),
                 binding_hash: hash_secret(&binding),
+                nonce_hash: hash_secret(&nonce),
             },
-            gitea_url: server.upstream.authorize_url(&state, &verifier),
+            gitea_url: server.upstream.authorize_url(&state, &verifier, &nonce),
             binding,
         }
     }
@@ -91,10 +95,14 @@ pub enum UpstreamOutcome {
     Denied,
     /// Gitea answered with another error, or the exchange failed.
     Failed,
+    /// Gitea's ID token is missing or failed verification: nothing is
+    /// stored, and the person sees why.
+    IdTokenRefused(IdTokenError),
 }
 
 /// Gitea's answer at the callback: exchanges the code (client secret plus
-/// our verifier) and reads who signed in.
+/// our verifier), verifies the ID token against the nonce we sent, and
+/// asks Gitea whether that user is an admin.
 pub async fn finish(
     server: &OAuthServer,
     leg: &UpstreamLeg,
@@ -109,17 +117,42 @@ pub async fn finish(
         });
     }
     let code = params.get("code").ok_or(UpstreamOutcome::Failed)?;
-    let tokens = server
+    let answer = server
         .upstream
         .exchange_code(code, &leg.pkce_verifier, now)
         .await
         .map_err(|err| log_failure(err, "code exchange"))?;
-    let user = server
+    let raw = answer
+        .id_token
+        .as_deref()
+        .ok_or(UpstreamOutcome::IdTokenRefused(IdTokenError::Missing))?;
+    let verified = server
         .upstream
-        .user(&tokens.access_token)
+        .id_tokens()
+        .verify(
+            raw,
+            Expected::Nonce {
+                hash: &leg.nonce_hash,
+            },
+        )
+        .await
+        .map_err(|err| {
+            tracing::warn!(error = %err, "Gitea's ID token was refused");
+            UpstreamOutcome::IdTokenRefused(err)
+        })?;
+    let is_admin = server
+        .upstream
+        .is_admin(&answer.tokens.access_token, &verified.login)
         .await
         .map_err(|err| log_failure(err, "user lookup"))?;
-    Ok((tokens, user))
+    Ok((
+        answer.tokens,
+        GiteaUser {
+            login: verified.login,
+            is_admin,
+            subject: verified.subject,
+        },
+    ))
 }
 
 fn log_failure(err: UpstreamAuthError, step: &'static str) -> UpstreamOutcome {

@@ -1,29 +1,70 @@
 //! The gateway as a confidential PKCE client of Gitea's OAuth2 provider
 //! (the `oauth2` crate over our reqwest client): the authorize URL with our
 //! own state and S256 challenge and the `OAUTH_SCOPES` granular scopes, the
-//! code exchange (client secret plus verifier), the refresh, and the
-//! signed-in user's login from `/api/v1/user`. Redirects are never followed
+//! code exchange (client secret plus verifier), the refresh, and whether
+//! the signed-in user is a Gitea admin (`/api/v1/user`). Who signed in is
+//! the verified ID token's (`id_token`). Redirects are never followed
 //! and response bodies are bounded; errors are reduced to coarse kinds so
 //! nothing Gitea says (or any token) reaches a log or a client.
 
 use std::time::Duration;
 
-use oauth2::basic::{BasicClient, BasicErrorResponseType};
+use oauth2::basic::{
+    BasicErrorResponse, BasicErrorResponseType, BasicRevocationErrorResponse,
+    BasicTokenIntrospectionResponse, BasicTokenType,
+};
 use oauth2::{
-    AuthType, AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, EndpointNotSet,
-    EndpointSet, HttpRequest, HttpResponse, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl,
-    RefreshToken, RequestTokenError, Scope, TokenResponse, TokenUrl,
+    AuthType, AuthUrl, AuthorizationCode, Client, ClientId, ClientSecret, CsrfToken,
+    EndpointNotSet, EndpointSet, ExtraTokenFields, HttpRequest, HttpResponse, PkceCodeChallenge,
+    PkceCodeVerifier, RedirectUrl, RefreshToken, RequestTokenError, Scope, StandardRevocableToken,
+    StandardTokenResponse, TokenResponse, TokenUrl,
 };
 use secrecy::{ExposeSecret, SecretString};
 
+use super::id_token::GiteaIdTokens;
 use crate::config::Settings;
 use crate::store::{GiteaTokens, UnixTime};
 
 /// Bound on any body Gitea's OAuth endpoints or `/api/v1/user` return.
 const MAX_UPSTREAM_BODY: usize = 64 * 1024;
 
-type ConfiguredClient =
-    BasicClient<EndpointSet, EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointSet>;
+/// The `id_token` of a token answer, kept as text and verified on its own
+/// (`openidconnect`'s own token type would fail the whole answer, access
+/// token included, on one malformed ID token).
+#[derive(Debug, Clone, serde::Deserialize, serde::Serialize)]
+pub struct IdTokenField {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    id_token: Option<String>,
+}
+
+impl ExtraTokenFields for IdTokenField {}
+
+type GiteaTokenResponse = StandardTokenResponse<IdTokenField, BasicTokenType>;
+
+type ConfiguredClient = Client<
+    BasicErrorResponse,
+    GiteaTokenResponse,
+    BasicTokenIntrospectionResponse,
+    StandardRevocableToken,
+    BasicRevocationErrorResponse,
+    EndpointSet,
+    EndpointNotSet,
+    EndpointNotSet,
+    EndpointNotSet,
+    EndpointSet,
+>;
+
+/// The scopes added to `OAUTH_SCOPES` for OpenID Connect: `openid` for the
+/// ID token, `profile` for `preferred_username` in it. Never sent alone:
+/// Gitea widens a scope with nothing granular in it to full access.
+pub const OIDC_SCOPES: [&str; 2] = ["openid", "profile"];
+
+/// Gitea's token answer: our tokens, and the ID token as Gitea sent it.
+#[derive(Debug)]
+pub struct TokenAnswer {
+    pub tokens: GiteaTokens,
+    pub id_token: Option<String>,
+}
 
 /// Why an upstream step failed, coarse on purpose.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -44,6 +85,8 @@ pub enum UpstreamAuthError {
 pub struct GiteaUser {
     pub login: String,
     pub is_admin: bool,
+    /// Gitea's user id, from the verified ID token.
+    pub subject: String,
 }
 
 /// Our confidential client at Gitea.
@@ -55,6 +98,7 @@ pub struct GiteaOAuth {
     scopes: Vec<String>,
     /// Gitea's base URL as people know it (no trailing `/`), for pages.
     gitea_base_url: String,
+    id_tokens: GiteaIdTokens,
 }
 
 impl GiteaOAuth {
@@ -73,7 +117,7 @@ impl GiteaOAuth {
         let gitea = settings.gitea_url.as_str().trim_end_matches('/');
         let issuer = settings.public_base_url.as_str().trim_end_matches('/');
         let bad = |_| UpstreamAuthError::Unavailable;
-        let client = BasicClient::new(ClientId::new(client_id))
+        let client: ConfiguredClient = Client::new(ClientId::new(client_id.clone()))
             .set_client_secret(ClientSecret::new(secret.expose_secret().to_owned()))
             .set_auth_uri(AuthUrl::new(format!("{gitea}/login/oauth/authorize")).map_err(bad)?)
             .set_token_uri(TokenUrl::new(format!("{gitea}/login/oauth/access_token")).map_err(bad)?)
@@ -91,10 +135,11 @@ impl GiteaOAuth {
             .map_err(|_| UpstreamAuthError::Unavailable)?;
         Ok(Self {
             client,
+            id_tokens: GiteaIdTokens::new(&client_id, gitea, http.clone()),
             http,
             user_url: format!("{}/user", settings.gitea_api_base()),
             scopes: settings.oauth_scopes.clone(),
-            gitea_base_url: settings.gitea_url.as_str().trim_end_matches('/').to_owned(),
+            gitea_base_url: gitea.to_owned(),
         })
     }
 
@@ -108,17 +153,30 @@ impl GiteaOAuth {
         &self.scopes
     }
 
+    /// Gitea's ID-token verifier.
+    pub fn id_tokens(&self) -> &GiteaIdTokens {
+        &self.id_tokens
+    }
+
     /// Gitea's authorize URL for one sign-in: our `state`, the S256
-    /// challenge of our `verifier`, and the configured granular scopes
-    /// (never empty: Gitea widens an empty scope to full access).
-    pub fn authorize_url(&self, state: &str, verifier: &str) -> String {
+    /// challenge of our `verifier`, the `nonce` the ID token must carry,
+    /// and the configured granular scopes (never empty: Gitea widens an
+    /// empty or OIDC-only scope to full access) plus [`OIDC_SCOPES`].
+    pub fn authorize_url(&self, state: &str, verifier: &str, nonce: &str) -> String {
         let challenge =
             PkceCodeChallenge::from_code_verifier_sha256(&PkceCodeVerifier::new(verifier.into()));
         let state = state.to_owned();
         let (url, _) = self
             .client
             .authorize_url(move || CsrfToken::new(state))
-            .add_scopes(self.scopes.iter().cloned().map(Scope::new))
+            .add_scopes(
+                OIDC_SCOPES
+                    .iter()
+                    .map(|s| (*s).to_owned())
+                    .chain(self.scopes.iter().cloned())
+                    .map(Scope::new),
+            )
+            .add_extra_param("nonce", nonce)
             .set_pkce_challenge(challenge)
             .url();
         url.into()
@@ -130,7 +188,7 @@ impl GiteaOAuth {
         code: &str,
         verifier: &SecretString,
         now: UnixTime,
-    ) -> Result<GiteaTokens, UpstreamAuthError> {
+    ) -> Result<TokenAnswer, UpstreamAuthError> {
         let http = self.http.clone();
         let send = move |request| send(http.clone(), request);
         let response = self
@@ -140,7 +198,7 @@ impl GiteaOAuth {
             .request_async(&send)
             .await
             .map_err(classify)?;
-        Ok(tokens_from(&response, None, now))
+        Ok(answer_from(&response, None, now))
     }
 
     /// Refreshes the user's Gitea session. Gitea returns a new refresh
@@ -149,7 +207,7 @@ impl GiteaOAuth {
         &self,
         refresh_token: &SecretString,
         now: UnixTime,
-    ) -> Result<GiteaTokens, UpstreamAuthError> {
+    ) -> Result<TokenAnswer, UpstreamAuthError> {
         let http = self.http.clone();
         let send = move |request| send(http.clone(), request);
         let presented = RefreshToken::new(refresh_token.expose_secret().to_owned());
@@ -159,11 +217,16 @@ impl GiteaOAuth {
             .request_async(&send)
             .await
             .map_err(classify)?;
-        Ok(tokens_from(&response, Some(refresh_token), now))
+        Ok(answer_from(&response, Some(refresh_token), now))
     }
 
-    /// The user a Gitea access token belongs to.
-    pub async fn user(&self, access_token: &SecretString) -> Result<GiteaUser, UpstreamAuthError> {
+    /// Whether the Gitea account of an access token is a site admin (the
+    /// ID token does not say). Its login must be `login`, the verified one.
+    pub async fn is_admin(
+        &self,
+        access_token: &SecretString,
+        login: &str,
+    ) -> Result<bool, UpstreamAuthError> {
         #[derive(serde::Deserialize)]
         struct User {
             login: String,
@@ -189,19 +252,17 @@ impl GiteaOAuth {
         let body = read_bounded(response).await?;
         let user: User =
             serde_json::from_slice(&body).map_err(|_| UpstreamAuthError::Unavailable)?;
-        if user.login.is_empty() {
+        if !user.login.eq_ignore_ascii_case(login) {
+            tracing::error!("Gitea's /api/v1/user names another login than the verified ID token");
             return Err(UpstreamAuthError::Unavailable);
         }
-        Ok(GiteaUser {
-            login: user.login,
-            is_admin: user.is_admin,
-        })
+        Ok(user.is_admin)
     }
 }
 
 /// The `oauth2` crate's HTTP function, over our reqwest client. Takes the
 /// client by value (a cheap handle) so the future borrows nothing.
-async fn send(
+pub(super) async fn send(
     http: reqwest::Client,
     request: HttpRequest,
 ) -> Result<HttpResponse, UpstreamHttpError> {
@@ -237,7 +298,7 @@ async fn read_bounded(response: reqwest::Response) -> Result<Vec<u8>, UpstreamAu
 }
 
 fn classify<RE: std::error::Error + 'static>(
-    err: RequestTokenError<RE, oauth2::basic::BasicErrorResponse>,
+    err: RequestTokenError<RE, BasicErrorResponse>,
 ) -> UpstreamAuthError {
     match err {
         // Gitea answers `unauthorized_client` for an expired, unparsable or
@@ -254,12 +315,12 @@ fn classify<RE: std::error::Error + 'static>(
     }
 }
 
-fn tokens_from(
-    response: &oauth2::basic::BasicTokenResponse,
+fn answer_from(
+    response: &GiteaTokenResponse,
     previous_refresh: Option<&SecretString>,
     now: UnixTime,
-) -> GiteaTokens {
-    GiteaTokens {
+) -> TokenAnswer {
+    let tokens = GiteaTokens {
         access_token: SecretString::from(response.access_token().secret().to_owned()),
         refresh_token: response
             .refresh_token()
@@ -268,5 +329,9 @@ fn tokens_from(
         expires_at: response
             .expires_in()
             .map(|d| now.saturating_add(d.as_secs() as i64)),
+    };
+    TokenAnswer {
+        tokens,
+        id_token: response.extra_fields().id_token.clone(),
     }
 }

@@ -342,9 +342,13 @@ async fn recheck_administrator(server: &OAuthServer, person: &SignedIn) -> Resul
     if listed {
         return Ok(());
     }
-    match server.upstream().user(&person.session.gitea_access_token).await {
-        Ok(user) if user.is_admin && user.login.eq_ignore_ascii_case(person.login()) => Ok(()),
-        Ok(_) => {
+    match server
+        .upstream()
+        .is_admin(&person.session.gitea_access_token, person.login())
+        .await
+    {
+        Ok(true) => Ok(()),
+        Ok(false) => {
             tracing::warn!(login = %person.login(), "admin action refused: no longer a Gitea site admin");
             Err(forbidden())
         }

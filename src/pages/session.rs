@@ -252,6 +252,9 @@ pub async fn complete_sign_in(
             )
             .into_response();
         }
+        Err(UpstreamOutcome::IdTokenRefused(err)) => {
+            return crate::oauth::callback::id_token_refused(err);
+        }
     };
     let secret = random_value();
     let session = PageSession {

@@ -136,6 +136,9 @@ pub struct UpstreamLeg {
     pub pkce_verifier: SecretString,
     /// [`hash_secret`] of the browser-binding cookie.
     pub binding_hash: String,
+    /// [`hash_secret`] of the `nonce` sent to Gitea, which its ID token
+    /// must carry.
+    pub nonce_hash: String,
 }
 
 /// An `/authorize` request parked while the user decides.
@@ -202,6 +205,9 @@ pub struct GrantRecord {
     pub scope: String,
     pub resource: String,
     pub gitea: GiteaTokens,
+    /// Gitea's user id (the verified ID token's `sub`); every upstream
+    /// refresh's ID token must name it. `None` for grants from before.
+    pub gitea_subject: Option<String>,
     pub created_at: UnixTime,
     /// Set when the grant's code is first redeemed; grants never activated
     /// are pruned once their code has expired.
@@ -265,7 +271,7 @@ pub const PREVIOUS_REFRESH_GRACE_SECS: i64 = 10;
 #[derive(Debug, Clone)]
 pub enum RefreshOutcome {
     Rotated {
-        grant: GrantRecord,
+        grant: Box<GrantRecord>,
     },
     /// Unknown, expired, or its grant is revoked.
     Invalid,

@@ -250,7 +250,8 @@ pub async fn restarted(
     }
 }
 
-/// We ask Gitea for exactly our granular scopes, with S256 and our state.
+/// We ask Gitea for `openid profile` and exactly our granular scopes (so
+/// Gitea never widens the grant), with S256, our state and a nonce.
 async fn gitea_is_asked_for_granular_scopes_with_pkce(gateway: OAuthGateway) {
     let (_, mut browser, form) = at_consent(&gateway).await;
     let approval = gateway.decide(&mut browser, &form, "approve").await;
@@ -259,9 +260,10 @@ async fn gitea_is_asked_for_granular_scopes_with_pkce(gateway: OAuthGateway) {
     assert_eq!(
         param(&to_gitea, "scope").as_deref(),
         Some(
-            "read:user write:repository write:issue write:organization write:notification write:package write:misc"
+            "openid profile read:user write:repository write:issue write:organization write:notification write:package write:misc"
         )
     );
+    assert_eq!(param(&to_gitea, "nonce").map(|n| n.len()), Some(43));
     assert_eq!(
         param(&to_gitea, "code_challenge_method").as_deref(),
         Some("S256")

@@ -15,6 +15,7 @@ mod client_metadata;
 mod consent;
 mod discovery;
 mod mcp_urls;
+mod oidc;
 mod pages;
 mod register;
 mod resolver;

@@ -217,6 +217,7 @@ pub fn leg(state: &str) -> UpstreamLeg {
         state_hash: hash_secret(state),
         pkce_verifier: SecretString::from(format!("verifier-{state}")),
         binding_hash: hash_secret(&format!("binding-{state}")),
+        nonce_hash: hash_secret(&format!("nonce-{state}")),
     }
 }
 
@@ -242,6 +243,7 @@ pub fn grant(id: &str, login: &str, client_id: &str) -> GrantRecord {
             Some(&format!("gitea-refresh-{id}")),
             Some(NOW + 7200),
         ),
+        gitea_subject: Some(format!("sub-{login}")),
         created_at: NOW,
         activated_at: None,
         last_used_at: None,

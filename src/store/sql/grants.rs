@@ -70,7 +70,7 @@ impl<DB: Backend> SqlStore<DB> {
         stmt::<DB>(
             "INSERT INTO grants (id, login, client_id, scope, resource, gitea_access_token_enc, \
              gitea_refresh_token_enc, gitea_expires_at, created_at, activated_at, last_used_at, \
-             revoked_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+             revoked_at, gitea_subject) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
         )
         .bind(&grant.id)
         .bind(&grant.login)
@@ -84,6 +84,7 @@ impl<DB: Backend> SqlStore<DB> {
         .bind(grant.activated_at)
         .bind(grant.last_used_at)
         .bind(grant.revoked_at)
+        .bind(grant.gitea_subject.as_deref())
         .execute(&mut *tx)
         .await?;
         // The client has been used: it is no longer an unused registration.
@@ -155,6 +156,7 @@ impl<DB: Backend> SqlStore<DB> {
                 refresh_token,
                 expires_at: row.opt_int("gitea_expires_at")?,
             },
+            gitea_subject: row.opt_text("gitea_subject")?,
             created_at: row.int("created_at")?,
             activated_at: row.opt_int("activated_at")?,
             last_used_at: row.opt_int("last_used_at")?,

@@ -16,7 +16,7 @@ macro_rules! pending_columns {
     () => {
         "id_hash, flow, client_id, redirect_uri, state, code_challenge, resource, scope, \
          csrf_hash, created_at, expires_at, upstream_state_hash, upstream_pkce_verifier_enc, \
-         upstream_binding_hash"
+         upstream_binding_hash, upstream_nonce_hash"
     };
 }
 
@@ -35,6 +35,8 @@ impl<DB: Backend> SqlStore<DB> {
                 state_hash,
                 pkce_verifier: self.unseal(TABLE, &id_hash, &verifier)?,
                 binding_hash,
+                // A leg parked before nonces existed matches no ID token.
+                nonce_hash: row.opt_text("upstream_nonce_hash")?.unwrap_or_default(),
             }),
             _ => return Err(StoreError::Corrupt("pending upstream leg")),
         };
@@ -82,7 +84,7 @@ impl<DB: Backend> PendingStore for SqlStore<DB> {
         stmt::<DB>(concat!(
             "INSERT INTO pending_authorizations (",
             pending_columns!(),
-            ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
+            ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
         ))
         .bind(&pending.id_hash)
         .bind(pending.flow.as_str())
@@ -98,6 +100,7 @@ impl<DB: Backend> PendingStore for SqlStore<DB> {
         .bind(upstream.map(|leg| leg.state_hash.as_str()))
         .bind(verifier.as_deref())
         .bind(upstream.map(|leg| leg.binding_hash.as_str()))
+        .bind(upstream.map(|leg| leg.nonce_hash.as_str()))
         .execute(&mut tx)
         .await?;
         tx.commit().await?;
@@ -134,7 +137,8 @@ impl<DB: Backend> PendingStore for SqlStore<DB> {
         let mut conn = self.conn().await?;
         let updated = stmt::<DB>(
             "UPDATE pending_authorizations SET upstream_state_hash = $2, \
-             upstream_pkce_verifier_enc = $3, upstream_binding_hash = $4 \
+             upstream_pkce_verifier_enc = $3, upstream_binding_hash = $4, \
+             upstream_nonce_hash = $6 \
              WHERE id_hash = $1 AND expires_at > $5 AND upstream_state_hash IS NULL",
         )
         .bind(id_hash)
@@ -142,6 +146,7 @@ impl<DB: Backend> PendingStore for SqlStore<DB> {
         .bind(&verifier)
         .bind(&upstream.binding_hash)
         .bind(now)
+        .bind(&upstream.nonce_hash)
         .execute(&mut conn)
         .await?;
         Ok(updated == 1)

@@ -271,7 +271,9 @@ impl<DB: Backend> TokenStore for SqlStore<DB> {
         let grant = self.grant_in(&mut tx, &grant_id).await?;
         tx.commit().await?;
         match grant {
-            Some(grant) => Ok(RefreshOutcome::Rotated { grant }),
+            Some(grant) => Ok(RefreshOutcome::Rotated {
+                grant: Box::new(grant),
+            }),
             None => Err(StoreError::Corrupt("grant vanished under its lock")),
         }
     }

@@ -30,8 +30,8 @@ use serde_json::{Value, json};
 
 #[allow(unused_imports)]
 pub use oauth::{
-    ACCESS_TOKEN_PREFIX, AUTHORIZATION_CODE_PREFIX, DEFAULT_ACCESS_TOKEN_LIFETIME, OAUTH_CLIENT_ID,
-    OAUTH_CLIENT_SECRET, REFRESH_TOKEN_PREFIX, s256_challenge,
+    ACCESS_TOKEN_PREFIX, AUTHORIZATION_CODE_PREFIX, DEFAULT_ACCESS_TOKEN_LIFETIME, Forgery,
+    OAUTH_CLIENT_ID, OAUTH_CLIENT_SECRET, REFRESH_TOKEN_PREFIX, s256_challenge,
 };
 
 pub const ADMIN_TOKEN: &str = "fake-admin-token-0123456789abcdef";
@@ -183,7 +183,9 @@ impl FakeGitea {
 }
 
 fn is_provider_path(path: &str) -> bool {
-    path.starts_with("/login/oauth/") || path == "/user/login"
+    path.starts_with("/login/oauth/")
+        || path == "/user/login"
+        || path == "/.well-known/openid-configuration"
 }
 
 fn message(status: StatusCode, base: &str, msg: &str) -> Response {
@@ -225,7 +227,7 @@ async fn handle(State(state): State<FakeState>, request: Request) -> Response {
     });
 
     if is_provider_path(parts.uri.path()) {
-        return oauth::route(&state.oauth, &parts, &body);
+        return oauth::route(&state.oauth, &parts, &body, &base);
     }
     if parts.uri.path() == "/swagger.v1.json" {
         return (

@@ -34,10 +34,12 @@
 //! The test controls (`sign_in_as`, `expire_access_tokens`, …) are in
 //! `oauth/controls.rs`.
 //!
+//! OpenID Connect (discovery, the key set, signed ID tokens, and forged
+//! ones on demand) is in `oauth/oidc.rs`.
+//!
 //! Not modelled: the consent page (and so `POST /login/oauth/grant` only
-//! answers 400), OpenID Connect (`id_token`, userinfo, discovery), public
-//! clients, authorization code expiry, and scope enforcement (scopes are
-//! only recorded).
+//! answers 400), userinfo, public clients, authorization code expiry, and
+//! scope enforcement (scopes are only recorded).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
@@ -53,6 +55,9 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 mod controls;
+pub mod oidc;
+
+pub use oidc::Forgery;
 
 use super::FakeUser;
 
@@ -81,6 +86,11 @@ struct Grant {
     id: u64,
     /// Bumped on every token issue when refresh tokens are single-use.
     counter: u64,
+    /// The scopes of the first consent (Gitea keeps them for the grant).
+    scope: String,
+    /// The `nonce` of the latest authorize request that sent one (Gitea
+    /// keeps one per grant, not per code).
+    nonce: Option<String>,
 }
 
 struct Code {
@@ -123,6 +133,10 @@ pub(super) struct Provider {
     invalidate_refresh_tokens: bool,
     fail_next_refresh: Option<String>,
     token_requests: HashMap<String, usize>,
+    /// How the next ID token is forged, if it is.
+    forge_next: Option<Forgery>,
+    /// The base URL, which is the OpenID issuer.
+    base: String,
 }
 
 impl Default for Provider {
@@ -142,6 +156,8 @@ impl Default for Provider {
             invalidate_refresh_tokens: false,
             fail_next_refresh: None,
             token_requests: HashMap::new(),
+            forge_next: None,
+            base: String::new(),
         }
     }
 }
@@ -165,17 +181,26 @@ impl Provider {
 
     /// The user's grant, created on first use (the consent already given).
     fn grant_id(&mut self, login: &'static str) -> u64 {
+        self.grant_for(login, "", None)
+    }
+
+    /// The user's grant (created with `scope` on first consent); a
+    /// non-empty `nonce` replaces the grant's, as Gitea's `SetNonce` does.
+    fn grant_for(&mut self, login: &'static str, scope: &str, nonce: Option<&str>) -> u64 {
         let next = &mut self.next_grant_id;
-        self.grants
-            .entry(login)
-            .or_insert_with(|| {
-                *next += 1;
-                Grant {
-                    id: *next - 1,
-                    counter: 1,
-                }
-            })
-            .id
+        let grant = self.grants.entry(login).or_insert_with(|| {
+            *next += 1;
+            Grant {
+                id: *next - 1,
+                counter: 1,
+                scope: scope.to_owned(),
+                nonce: None,
+            }
+        });
+        if let Some(nonce) = nonce.filter(|n| !n.is_empty()) {
+            grant.nonce = Some(nonce.to_owned());
+        }
+        grant.id
     }
 
     fn authorize(&mut self, parts: &Parts) -> Response {
@@ -219,7 +244,7 @@ impl Provider {
         if std::mem::take(&mut self.deny_next) {
             return refuse("access_denied", "the request is denied");
         }
-        self.grant_id(account.login);
+        self.grant_for(account.login, get("scope"), Some(get("nonce")));
         let code = format!("{AUTHORIZATION_CODE_PREFIX}{}", random_base32());
         self.codes.insert(
             code.clone(),
@@ -406,15 +431,30 @@ impl Provider {
                 revoked: false,
             },
         );
-        token_response(
-            StatusCode::OK,
-            json!({
-                "access_token": access,
-                "token_type": "bearer",
-                "expires_in": self.access_lifetime,
-                "refresh_token": refresh,
-            }),
-        )
+        let mut answer = json!({
+            "access_token": access,
+            "token_type": "bearer",
+            "expires_in": self.access_lifetime,
+            "refresh_token": refresh,
+        });
+        // Gitea adds an ID token when the grant's scope has `openid`.
+        let grant = &self.grants[login];
+        let scopes: Vec<&str> = grant.scope.split([' ', ',']).collect();
+        if scopes.contains(&"openid") {
+            let user = super::user(login).expect("a fake user");
+            let forgery = self.forge_next.take();
+            if let Some(token) = oidc::id_token(
+                &self.base,
+                user,
+                grant.nonce.as_deref(),
+                scopes.contains(&"profile"),
+                self.access_lifetime,
+                forgery,
+            ) {
+                answer["id_token"] = json!(token);
+            }
+        }
+        token_response(StatusCode::OK, answer)
     }
 }
 
@@ -437,9 +477,19 @@ impl Client {
 }
 
 /// Serves the provider's paths: `/login/oauth/…` and `/user/login`.
-pub(super) fn route(provider: &Mutex<Provider>, parts: &Parts, body: &Bytes) -> Response {
+pub(super) fn route(
+    provider: &Mutex<Provider>,
+    parts: &Parts,
+    body: &Bytes,
+    base: &str,
+) -> Response {
     let mut provider = provider.lock().unwrap();
+    base.clone_into(&mut provider.base);
     match (parts.method.clone(), parts.uri.path()) {
+        (Method::GET, "/.well-known/openid-configuration") => {
+            axum::Json(oidc::discovery(base)).into_response()
+        }
+        (Method::GET, "/login/oauth/keys") => axum::Json(oidc::key_set()).into_response(),
         (Method::GET, "/login/oauth/authorize") => provider.authorize(parts),
         (Method::POST, "/login/oauth/access_token") => provider.access_token(&parts.headers, body),
         // Without a session Gitea sends the browser to sign in; with one,

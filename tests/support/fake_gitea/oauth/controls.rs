@@ -127,4 +127,9 @@ impl FakeGitea {
             .map(|(token, _)| token.clone())
             .collect()
     }
+
+    /// The next ID token the provider issues is forged as `forgery` says.
+    pub fn forge_next_id_token(&self, forgery: super::Forgery) {
+        self.provider().forge_next = Some(forgery);
+    }
 }
