@@ -239,24 +239,8 @@ impl Settings {
         let limits = sections::limits(&get)?;
 
         let forwarded_allow_ips = sections::forwarded_allow_ips(&get)?;
-        let max_connections = parse::parse_usize(
-            "MAX_CONNECTIONS",
-            get("MAX_CONNECTIONS"),
-            DEFAULT_MAX_CONNECTIONS,
-            16..=1_000_000,
-        )?;
-        let oauth_max_clients = parse::parse_usize(
-            "OAUTH_MAX_CLIENTS",
-            get("OAUTH_MAX_CLIENTS"),
-            10_000,
-            1..=1_000_000,
-        )? as u64;
-        let max_connections_per_ip = parse::parse_usize(
-            "MAX_CONNECTIONS_PER_IP",
-            get("MAX_CONNECTIONS_PER_IP"),
-            DEFAULT_MAX_CONNECTIONS_PER_IP,
-            1..=1_000_000,
-        )?;
+        let (max_connections, max_connections_per_ip, oauth_max_clients) =
+            sections::capacity(&get)?;
 
         let rate_limits = sections::rate_limits(&get)?;
 

@@ -12,8 +12,9 @@ use super::parse::{
     require_key_length,
 };
 use super::{
-    ConfigError, DEFAULT_AUDIT_MAX_BYTES, DEFAULT_OAUTH_SCOPES, ExposureSettings, Limits,
-    MIN_BEARER_LEN, OpenApiSource, RateLimits, SecretDetectionMode, ToolMode,
+    ConfigError, DEFAULT_AUDIT_MAX_BYTES, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_IP,
+    DEFAULT_OAUTH_SCOPES, ExposureSettings, Limits, MIN_BEARER_LEN, OpenApiSource, RateLimits,
+    SecretDetectionMode, ToolMode,
 };
 
 /// `READ_ONLY`, `TOOLSETS`, `DISABLED_TOOLS`, the raw tool's switches,
@@ -298,4 +299,29 @@ pub(super) fn audit<'a>(
         )?),
     };
     Ok((key, max_bytes, keep_files))
+}
+
+/// `MAX_CONNECTIONS`, `MAX_CONNECTIONS_PER_IP` and `OAUTH_MAX_CLIENTS`.
+pub(super) fn capacity<'a>(
+    get: &impl Fn(&str) -> Option<&'a str>,
+) -> Result<(usize, usize, u64), ConfigError> {
+    let max_connections = parse_usize(
+        "MAX_CONNECTIONS",
+        get("MAX_CONNECTIONS"),
+        DEFAULT_MAX_CONNECTIONS,
+        16..=1_000_000,
+    )?;
+    let max_per_ip = parse_usize(
+        "MAX_CONNECTIONS_PER_IP",
+        get("MAX_CONNECTIONS_PER_IP"),
+        DEFAULT_MAX_CONNECTIONS_PER_IP,
+        1..=1_000_000,
+    )?;
+    let max_clients = parse_usize(
+        "OAUTH_MAX_CLIENTS",
+        get("OAUTH_MAX_CLIENTS"),
+        10_000,
+        1..=1_000_000,
+    )? as u64;
+    Ok((max_connections, max_per_ip, max_clients))
 }

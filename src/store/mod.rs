@@ -21,6 +21,7 @@
 //! approving a consent, taking a callback state) is one atomic step here.
 
 pub mod cipher;
+mod limits;
 mod open;
 mod sql;
 
@@ -28,6 +29,10 @@ use async_trait::async_trait;
 use secrecy::SecretString;
 use sha2::{Digest, Sha256};
 
+pub use limits::{
+    MAX_UNUSED_REGISTRATIONS_PER_NETWORK, PREVIOUS_REFRESH_GRACE_SECS, StoreLimits,
+    UNUSED_REGISTRATION_TTL,
+};
 pub use open::{StoreLocation, open_store};
 
 /// Unix time in seconds.
@@ -249,14 +254,6 @@ pub struct ResolvedAccess {
     pub grant: GrantRecord,
 }
 
-/// How long the refresh token just rotated away from stays usable, for a
-/// client that lost the answer and retries, or that raced itself. Short on
-/// purpose (Ory Hydra's default grace is 0, its maximum 5 minutes; AWS
-/// Cognito's at most 60 s): a stolen previous token is useful to a thief
-/// for no longer than this, and its use retires the pair the rightful
-/// client holds, whose next refresh then ends the grant.
-pub const PREVIOUS_REFRESH_GRACE_SECS: i64 = 10;
-
 /// The outcome of presenting a refresh token.
 ///
 /// Rotation rules (one atomic step in the store): an *active* token becomes
@@ -332,39 +329,6 @@ pub enum StoreError {
 impl From<sqlx::Error> for StoreError {
     fn from(err: sqlx::Error) -> Self {
         Self::Database(err)
-    }
-}
-
-/// How long a dynamic registration may go unused (no grant stored for it)
-/// before it is removed: long enough for a person to finish a sign-in (a
-/// pending one lives 10 minutes), short enough that registrations nobody
-/// uses cannot hold the table (the security review's F4).
-pub const UNUSED_REGISTRATION_TTL: UnixTime = 60 * 60;
-
-/// Unused dynamic registrations one network (IPv4 /24, IPv6 /48) may hold
-/// within [`UNUSED_REGISTRATION_TTL`]: a team behind one NAT registers a
-/// few clients, not dozens.
-pub const MAX_UNUSED_REGISTRATIONS_PER_NETWORK: u64 = 20;
-
-/// Caps that bound the store's growth (the spec's limits).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StoreLimits {
-    pub max_clients: u64,
-    pub max_pending: u64,
-    pub max_codes: u64,
-    pub max_grants_per_login: u64,
-    pub max_page_sessions_per_login: u64,
-}
-
-impl Default for StoreLimits {
-    fn default() -> Self {
-        Self {
-            max_clients: 10_000,
-            max_pending: 8192,
-            max_codes: 1024,
-            max_grants_per_login: 50,
-            max_page_sessions_per_login: 50,
-        }
     }
 }
 
