@@ -37,30 +37,10 @@ pub async fn at_consent(gateway: &OAuthGateway) -> (TestClient, Browser, Consent
 
 /// #31
 async fn the_consent_page_escapes_the_client_name(gateway: OAuthGateway) {
-    let (_, body) = gateway
-        .register_raw(json!({
-            "client_name": "<script>alert('x')</script>",
-            "redirect_uris": [CLIENT_REDIRECT],
-            "token_endpoint_auth_method": "none",
-        }))
-        .await;
-    let client = TestClient {
-        client_id: body["client_id"].as_str().unwrap().into(),
-        client_secret: None,
-        redirect_uri: CLIENT_REDIRECT.into(),
-    };
-    let form = gateway
-        .consent_page(
-            &mut Browser::default(),
-            &gateway.authorize_params(&client, &Pkce::new(), "st-1"),
-        )
-        .await;
-    assert!(!form.html.contains("<script>"), "the name must be escaped");
-    assert!(form.html.contains("&#60;script&#62;") || form.html.contains("&lt;script&gt;"));
-    assert!(
-        form.html.contains("127.0.0.1"),
-        "the redirect host is shown"
-    );
+    let html = consent_of_named(&gateway, "<script>alert('x')</script>").await;
+    assert!(!html.contains("<script>"), "the name must be escaped");
+    assert!(html.contains("&#60;script&#62;") || html.contains("&lt;script&gt;"));
+    assert!(html.contains("127.0.0.1"), "the redirect host is shown");
 }
 on_both_backends!(the_consent_page_escapes_the_client_name);
 

@@ -52,35 +52,21 @@ impl ServeProcess<'_> {
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         cmd.envs(self.extra.iter().copied());
-        if let Some(limit) = self.max_open_files {
-            // SAFETY: between fork and exec only setrlimit runs.
-            unsafe {
-                cmd.pre_exec(move || {
-                    let rlimit = libc::rlimit {
-                        rlim_cur: limit as libc::rlim_t,
-                        rlim_max: limit as libc::rlim_t,
-                    };
-                    if libc::setrlimit(libc::RLIMIT_NOFILE, &rlimit) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
-            }
-        }
-        if let Some(limit) = self.max_file_bytes {
+        let open_files = self.max_open_files;
+        let file_bytes = self.max_file_bytes;
+        if open_files.is_some() || file_bytes.is_some() {
             // SAFETY: between fork and exec only async-signal-safe calls
             // (setrlimit, signal) run, and nothing is allocated.
             unsafe {
                 cmd.pre_exec(move || {
-                    // Ignored, SIGXFSZ would otherwise kill the process
-                    // instead of failing the write; the setting survives exec.
-                    libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-                    let rlimit = libc::rlimit {
-                        rlim_cur: limit as libc::rlim_t,
-                        rlim_max: limit as libc::rlim_t,
-                    };
-                    if libc::setrlimit(libc::RLIMIT_FSIZE, &rlimit) != 0 {
-                        return Err(std::io::Error::last_os_error());
+                    if let Some(limit) = open_files {
+                        set_limit(libc::RLIMIT_NOFILE, limit)?;
+                    }
+                    if let Some(limit) = file_bytes {
+                        // Ignored, SIGXFSZ would otherwise kill the process
+                        // instead of failing the write; it survives exec.
+                        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                        set_limit(libc::RLIMIT_FSIZE, limit)?;
                     }
                     Ok(())
                 });
@@ -88,6 +74,20 @@ impl ServeProcess<'_> {
         }
         cmd.spawn().unwrap()
     }
+}
+
+/// `setrlimit(resource, limit)` for both the soft and the hard limit; for
+/// `pre_exec` (async-signal-safe).
+fn set_limit(resource: libc::__rlimit_resource_t, limit: u64) -> std::io::Result<()> {
+    let rlimit = libc::rlimit {
+        rlim_cur: limit as libc::rlim_t,
+        rlim_max: limit as libc::rlim_t,
+    };
+    // SAFETY: setrlimit reads one rlimit we own.
+    if unsafe { libc::setrlimit(resource, &rlimit) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Waits until the gateway accepts connections on `port`.
