@@ -96,8 +96,15 @@ impl RedactorBuilder {
         // Building only fails beyond automaton size limits that the 16 MiB
         // request body cannot reach; if it ever did, refusing to redact
         // would leak, so fall back to the (slower) default construction.
+        // A contiguous NFA, not the DFA the builder would pick for this
+        // many patterns: the redactor is built per call (it holds per-call
+        // secrets), each secret brings ten encoded forms, and building the
+        // DFA of some 60 patterns cost more than the whole rest of a call
+        // (docs/benchmarks.md, "Issue 15"). Searching an NFA is slower per
+        // byte, but results are small next to that build.
         let matcher = AhoCorasick::builder()
             .match_kind(MatchKind::LeftmostLongest)
+            .kind(Some(aho_corasick::AhoCorasickKind::ContiguousNFA))
             .build(&self.secrets)
             .or_else(|_| {
                 AhoCorasick::builder()
