@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use rmcp::model::Tool;
-use secrecy::{ExposeSecret, SecretString};
+use secrecy::ExposeSecret;
 use serde_json::{Map, Value, json};
 
 use super::discover::{
@@ -21,7 +21,7 @@ use crate::catalog::{Catalog, Operation};
 use crate::config::{Limits, Settings};
 use crate::gitea::call::{CallError, GiteaCall, build_call};
 use crate::gitea::executor::{GiteaClient, UpstreamError};
-use crate::gitea::hygiene::redaction::Redactor;
+use crate::gitea::hygiene::redaction::{Redactor, RedactorBuilder};
 use crate::gitea::hygiene::secrets::body_secrets;
 use crate::gitea::hygiene::{ResultPolicy, tool_result};
 use crate::gitea::raw::{RAW_TOOL_NAME, RawRequestError, parse_raw_request};
@@ -96,7 +96,8 @@ pub struct Dispatcher {
     limits: Limits,
     policy: ResultPolicy,
     expose_error_details: bool,
-    known_secrets: Vec<SecretString>,
+    /// The gateway's own secrets with their encoded forms, prepared once.
+    known_secrets: RedactorBuilder,
 }
 
 impl std::fmt::Debug for Dispatcher {
@@ -157,7 +158,14 @@ impl Dispatcher {
             limits,
             policy: ResultPolicy::new(&limits, settings.secret_detection_mode),
             expose_error_details: settings.expose_error_details,
-            known_secrets: settings.known_secrets(),
+            known_secrets: Redactor::builder()
+                .secrets(
+                    settings
+                        .known_secrets()
+                        .iter()
+                        .map(|s| s.expose_secret().to_owned()),
+                )
+                .prepare(),
         }
     }
 
@@ -446,11 +454,10 @@ impl Dispatcher {
     /// the secret values submitted in the body.
     fn redactor(&self, identity: &Identity, call: &GiteaCall) -> Redactor {
         let submitted = body_secrets(&call.body, &call.path);
-        Redactor::builder()
+        self.known_secrets
+            .clone()
             .secrets(
-                self.known_secrets
-                    .iter()
-                    .chain(std::iter::once(&identity.token))
+                std::iter::once(&identity.token)
                     .chain(identity.refresh_token.as_ref())
                     .map(|s| s.expose_secret().to_owned()),
             )

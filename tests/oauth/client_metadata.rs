@@ -79,18 +79,27 @@ fn metadata_client(client_id: String) -> TestClient {
     }
 }
 
+/// The consent page `client` gets from a fresh browser.
+async fn consent_html(gateway: &OAuthGateway, client: &TestClient) -> String {
+    gateway
+        .consent_page(
+            &mut Browser::default(),
+            &gateway.authorize_params(client, &Pkce::new(), "st-1"),
+        )
+        .await
+        .html
+}
+
 const TEST_SETTING: (&str, &str) = ("OAUTH_CIMD_ALLOW_PRIVATE_ADDRESSES", "true");
 
 async fn a_metadata_document_client_signs_in(gateway: OAuthGateway) {
     let base = document_server().await;
     let client = metadata_client(format!("{base}/good.json"));
-    let form = gateway
-        .consent_page(
-            &mut Browser::default(),
-            &gateway.authorize_params(&client, &Pkce::new(), "st-1"),
-        )
-        .await;
-    assert!(form.html.contains("Metadata Client"));
+    assert!(
+        consent_html(&gateway, &client)
+            .await
+            .contains("Metadata Client")
+    );
     let tokens = gateway.tokens(&client, "alice").await;
     assert!(tokens.access_token.starts_with("agm_"));
 }
@@ -102,13 +111,11 @@ async fn a_metadata_document_on_an_ipv6_literal_is_fetched(gateway: OAuthGateway
     let base = document_server_on("[::1]:0").await;
     assert!(base.starts_with("http://[::1]:"), "{base}");
     let client = metadata_client(format!("{base}/good.json"));
-    let form = gateway
-        .consent_page(
-            &mut Browser::default(),
-            &gateway.authorize_params(&client, &Pkce::new(), "st-1"),
-        )
-        .await;
-    assert!(form.html.contains("Metadata Client"));
+    assert!(
+        consent_html(&gateway, &client)
+            .await
+            .contains("Metadata Client")
+    );
 }
 on_both_backends!(
     a_metadata_document_on_an_ipv6_literal_is_fetched,

@@ -13,6 +13,7 @@
 //! (SEC-02), because Gitea returns a stored header in plain text.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use aho_corasick::{AhoCorasick, MatchKind};
 use serde_json::Value;
@@ -42,10 +43,14 @@ impl std::fmt::Debug for Redactor {
     }
 }
 
-/// Collects the secrets of one call.
-#[derive(Default)]
+/// Collects the secrets of one call. [`RedactorBuilder::prepare`] turns
+/// the secrets that never change (the gateway's own) into a shared base
+/// once, so a call only encodes its own.
+#[derive(Clone, Default)]
 pub struct RedactorBuilder {
-    /// The secrets, each followed by its encoded forms.
+    /// Prepared patterns shared by every call (secrets and their forms).
+    base: Arc<[String]>,
+    /// This call's secrets, each followed by its encoded forms.
     secrets: Vec<String>,
     /// How many secrets were added (without their encoded forms).
     added: usize,
@@ -87,30 +92,44 @@ impl RedactorBuilder {
         secrets.into_iter().fold(self, Self::secret_any_length)
     }
 
+    /// The secrets added so far as a shared base: cloning the result and
+    /// adding a call's own secrets copies nothing and encodes nothing again.
+    pub fn prepare(mut self) -> Self {
+        self.secrets.extend(self.base.iter().cloned());
+        self.secrets.sort_unstable();
+        self.secrets.dedup();
+        Self {
+            base: std::mem::take(&mut self.secrets).into(),
+            secrets: Vec::new(),
+            added: self.added,
+        }
+    }
+
     pub fn build(mut self) -> Redactor {
         self.secrets.sort_unstable();
         self.secrets.dedup();
-        if self.secrets.is_empty() {
+        if self.secrets.is_empty() && self.base.is_empty() {
             return Redactor::default();
         }
-        // Building only fails beyond automaton size limits that the 16 MiB
-        // request body cannot reach; if it ever did, refusing to redact
-        // would leak, so fall back to the (slower) default construction.
+        let patterns = || self.base.iter().chain(self.secrets.iter());
         // A contiguous NFA, not the DFA the builder would pick for this
         // many patterns: the redactor is built per call (it holds per-call
         // secrets), each secret brings ten encoded forms, and building the
         // DFA of some 60 patterns cost more than the whole rest of a call
         // (docs/benchmarks.md, "Issue 15"). Searching an NFA is slower per
         // byte, but results are small next to that build.
+        // Building only fails beyond automaton size limits that the 16 MiB
+        // request body cannot reach; if it ever did, refusing to redact
+        // would leak, so fall back to the (slower) noncontiguous NFA.
         let matcher = AhoCorasick::builder()
             .match_kind(MatchKind::LeftmostLongest)
             .kind(Some(aho_corasick::AhoCorasickKind::ContiguousNFA))
-            .build(&self.secrets)
+            .build(patterns())
             .or_else(|_| {
                 AhoCorasick::builder()
                     .match_kind(MatchKind::LeftmostLongest)
                     .kind(Some(aho_corasick::AhoCorasickKind::NoncontiguousNFA))
-                    .build(&self.secrets)
+                    .build(patterns())
             })
             .expect("an Aho-Corasick automaton over the secrets of one call builds");
         Redactor {
@@ -302,6 +321,19 @@ mod tests {
         assert!(
             r.redact_str(&format!("?q={}", percent.to_lowercase()))
                 .contains(REDACTED)
+        );
+    }
+
+    #[test]
+    fn a_prepared_base_redacts_like_the_same_secrets_added_per_call() {
+        let base = Redactor::builder().secret("gateway-own-secret").prepare();
+        let r = base.clone().secret("per-call-token-1").build();
+        let text = "gateway-own-secret and per-call-token-1";
+        assert_eq!(r.redact_str(text), "[REDACTED] and [REDACTED]");
+        assert_eq!(format!("{r:?}"), "Redactor { secrets: 2 }");
+        assert_eq!(
+            base.build().redact_str(text),
+            "[REDACTED] and per-call-token-1"
         );
     }
 
