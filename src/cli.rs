@@ -102,10 +102,26 @@ pub fn run() -> ExitCode {
             ExitCode::from(2)
         }
         Err(CliError::Other(err)) => {
-            eprintln!("error: {err:#}");
+            eprintln!("error: {}", error_text(err.as_ref()));
             ExitCode::FAILURE
         }
     }
+}
+
+/// An error and its causes on one line. Most of our errors already name
+/// their cause in their message (`{0}`), so a cause whose text is already
+/// in the line is not repeated (anyhow's `{:#}` would print it twice).
+fn error_text(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut cause = err.source();
+    while let Some(next) = cause {
+        let next_text = next.to_string();
+        if !text.contains(&next_text) {
+            text = format!("{text}: {next_text}");
+        }
+        cause = next.source();
+    }
+    text
 }
 
 enum CliError {
@@ -442,5 +458,40 @@ fn init_logging() {
     }
     if !text && !format.is_empty() && !format.eq_ignore_ascii_case("json") {
         tracing::warn!(setting = "LOG_FORMAT", "unknown value: logging JSON lines");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_text;
+
+    #[derive(Debug, thiserror::Error)]
+    enum Inner {
+        #[error("disk full")]
+        Full,
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    enum Outer {
+        #[error("the store: {0}")]
+        Names(#[from] Inner),
+        #[error("the log could not be written")]
+        Silent(#[source] Inner),
+    }
+
+    #[test]
+    fn a_cause_already_in_the_message_is_not_repeated() {
+        assert_eq!(
+            error_text(&Outer::Names(Inner::Full)),
+            "the store: disk full"
+        );
+    }
+
+    #[test]
+    fn a_cause_the_message_leaves_out_is_appended() {
+        assert_eq!(
+            error_text(&Outer::Silent(Inner::Full)),
+            "the log could not be written: disk full"
+        );
     }
 }

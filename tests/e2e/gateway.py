@@ -6,7 +6,8 @@ next to it; `tests/browser/pages_e2e.py` adds this directory to `sys.path`).
 
 - `load_fixture()` reads `$AEGIS_E2E_DIR/fixture.json` (default
   `/tmp/aegis-e2e`), written by `tests/e2e/gitea.sh start`.
-- `start_gateway(fixture, data_dir, database_url=None)` runs
+- `start_gateway(fixture, data_dir, database_url=None, extra_env=None,
+  max_open_files=None)` runs
   `$AEGIS_BIN serve` (default `target/debug/aegis-gitea-mcp`) on the
   fixture's `gateway_url` with a fresh `TOKEN_ENCRYPTION_KEY`, its store in
   `data_dir` (SQLite) or at `database_url` (PostgreSQL), its log in
@@ -66,10 +67,11 @@ def _healthy(url):
         return False
 
 
-def start_gateway(fixture, data_dir, database_url=None, extra_env=None):
+def start_gateway(fixture, data_dir, database_url=None, extra_env=None, max_open_files=None):
     """Starts the gateway on the fixture's gateway_url (the seeded Gitea
     application's redirect base) and returns the process once /health
-    answers. Raises AssertionError (with the log printed) otherwise."""
+    answers. Raises AssertionError (with the log printed) otherwise.
+    `max_open_files` sets the process's RLIMIT_NOFILE (soft and hard)."""
     gateway = fixture["gateway_url"].rstrip("/")
     port = urllib.parse.urlparse(gateway).port
     if _healthy(gateway):
@@ -93,7 +95,16 @@ def start_gateway(fixture, data_dir, database_url=None, extra_env=None):
         env["DATABASE_URL"] = database_url
     env.update(extra_env or {})
     log = open(os.path.join(data_dir, "gateway.log"), "w")
-    process = subprocess.Popen([gateway_binary(), "serve"], env=env, stdout=log, stderr=subprocess.STDOUT, cwd=data_dir)
+    limit = None
+    if max_open_files:
+        import resource
+
+        def limit():
+            resource.setrlimit(resource.RLIMIT_NOFILE, (max_open_files, max_open_files))
+
+    process = subprocess.Popen(
+        [gateway_binary(), "serve"], env=env, stdout=log, stderr=subprocess.STDOUT, cwd=data_dir, preexec_fn=limit
+    )
     log.close()
     for _ in range(200):
         if _healthy(gateway):

@@ -1,0 +1,468 @@
+#!/usr/bin/env python3
+"""The outside security review's attacks (issue 15), replayed over loopback
+HTTP against the release binary, with the real seeded Gitea behind it.
+
+Each attack is a function named for what the gateway must do, tagged with
+the review's finding id (docs/security.md, "The outside review"). It sends
+what the reviewer sent and checks what a caller can see: the status, the
+error, the pages, the audit log on disk, whether other callers are still
+served. The in-process suites (`cargo test`) test the same rules one by one
+against the fake Gitea; this replay is the built binary as an operator runs
+it.
+
+The store is SQLite in a fresh data dir, or PostgreSQL when `DATABASE_URL`
+is set (CI runs both). F10 (the SQLite file itself) runs on SQLite only.
+
+Usage: AEGIS_BIN=target/release/aegis-gitea-mcp tests/security/replay.py [ID…]
+(reads $AEGIS_E2E_DIR/fixture.json from `tests/e2e/gitea.sh start`; needs
+`pip install mcp` for httpx2; with IDs, only those findings run).
+"""
+
+import base64
+import concurrent.futures
+import contextlib
+import hashlib
+import json
+import os
+import re
+import resource
+import secrets
+import select
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+
+import httpx2
+
+sys.dont_write_bytecode = True  # no __pycache__ in the work tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
+from gateway import check, gateway_binary, gateway_log, load_fixture, mcp_tool_call, start_gateway, stepper, stop_gateway  # noqa: E402
+from sdk_common import Person, forms_of  # noqa: E402
+
+FIXTURE = load_fixture()
+GATEWAY = FIXTURE["gateway_url"].rstrip("/")
+PORT = urllib.parse.urlparse(GATEWAY).port
+GITEA_API = FIXTURE["api_url"].rstrip("/")
+ADMIN, USER = FIXTURE["admin"], FIXTURE["user"]
+REPO = FIXTURE["repos"]["org"]
+DATABASE_URL = os.environ.get("DATABASE_URL")
+CLIENT_CALLBACK = "http://127.0.0.1:53682/callback"
+# `+`, `/` and `!` make the percent-encoded form differ from the plain one.
+BEARER = "replay+" + secrets.token_urlsafe(32) + "/!"
+AUDIT_KEY = secrets.token_urlsafe(32)
+BASE_ENV = {
+    "MCP_BEARER_TOKEN": BEARER,
+    "AUDIT_HMAC_KEY": AUDIT_KEY,
+    # One key for every gateway of the run: on PostgreSQL they share a store.
+    "TOKEN_ENCRYPTION_KEY": secrets.token_urlsafe(32),
+    # The registration quota (F4) is per client network: let loopback be a
+    # proxy so each request can name its own client address.
+    "FORWARDED_ALLOW_IPS": "127.0.0.1",
+}
+
+# The gateway's log is printed when an attack fails: warnings and errors are what tells.
+os.environ.setdefault("RUST_LOG", "warn")
+step = stepper("security-replay")
+ATTACKS = []
+
+
+def attack(finding):
+    def register(function):
+        ATTACKS.append((finding, function))
+        return function
+
+    return register
+
+
+@contextlib.contextmanager
+def gateway(extra_env=None, data_dir=None, max_open_files=None):
+    """A gateway on the fixture's URL; yields its data dir."""
+    data_dir = data_dir or tempfile.mkdtemp(prefix="aegis-replay-")
+    process = start_gateway(
+        FIXTURE, data_dir, database_url=DATABASE_URL, extra_env={**BASE_ENV, **(extra_env or {})}, max_open_files=max_open_files
+    )
+    try:
+        yield data_dir
+    except BaseException:
+        sys.stdout.write(gateway_log(data_dir))
+        raise
+    finally:
+        stop_gateway(process)
+
+
+def bearer_call(name, arguments):
+    return mcp_tool_call(GATEWAY, BEARER, name, arguments)
+
+
+def audit_bytes(data_dir):
+    return sum(os.path.getsize(os.path.join(data_dir, f)) for f in os.listdir(data_dir) if f.startswith("audit.log"))
+
+
+def audit_verify(data_dir):
+    env = {"PATH": os.environ.get("PATH", ""), "DATA_DIR": data_dir, "AUDIT_HMAC_KEY": AUDIT_KEY}
+    done = subprocess.run([gateway_binary(), "audit", "verify"], env=env, capture_output=True, text=True, timeout=120)
+    check(done.returncode == 0 and done.stdout.startswith("ok:"), "audit verify: %s %s" % (done.stdout, done.stderr))
+    return done.stdout.strip()
+
+
+def register(metadata, forwarded_for=None):
+    headers = {"X-Forwarded-For": forwarded_for} if forwarded_for else {}
+    response = httpx2.post(GATEWAY + "/register", json=metadata, headers=headers, timeout=30)
+    return response.status_code, response.json()
+
+
+def public_client(**extra):
+    status, body = register({"redirect_uris": [CLIENT_CALLBACK], "token_endpoint_auth_method": "none", "client_name": "replay", **extra})
+    check(status == 201, "registration: %s %s" % (status, body))
+    return body
+
+
+def authorization_url(client, redirect_uri=CLIENT_CALLBACK, **overrides):
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    params = {
+        "response_type": "code",
+        "client_id": client["client_id"],
+        "redirect_uri": redirect_uri,
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+        "state": secrets.token_urlsafe(12),
+        "resource": GATEWAY + "/mcp",
+        "scope": "gitea",
+        **overrides,
+    }
+    return GATEWAY + "/authorize?" + urllib.parse.urlencode(params), verifier
+
+
+def exchange(client, back, verifier):
+    code = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(back).query)).get("code")
+    check(code, "the client got a code: %s" % back)
+    form = {"grant_type": "authorization_code", "code": code, "redirect_uri": CLIENT_CALLBACK, "code_verifier": verifier}
+    response = token_request(client, **form)
+    check(response.status_code == 200, "code exchange: %s %s" % (response.status_code, response.text[:300]))
+    return response.json()
+
+
+def token_request(client, **form):
+    return httpx2.post(GATEWAY + "/token", data={"client_id": client["client_id"], **form}, timeout=30)
+
+
+def signed_in_tokens(client):
+    """alice signs in at the real Gitea (ID token verified) and approves."""
+    url, verifier = authorization_url(client)
+    back = Person(GATEWAY, CLIENT_CALLBACK, USER["login"], USER["password"]).sign_in(url)
+    return exchange(client, back, verifier)
+
+
+def works(access_token):
+    status, envelope = mcp_tool_call(GATEWAY, access_token, "gitea_user_get_current")
+    return status == 200 and envelope.get("identity", {}).get("login") == USER["login"]
+
+
+def raw_http(request, timeout=10):
+    """Sends `request` as bytes on a fresh connection; the status code of the answer, or None."""
+    with socket.create_connection(("127.0.0.1", PORT), timeout=timeout) as conn:
+        conn.sendall(request.encode())
+        answer = conn.recv(4096).decode(errors="replace")
+    match = re.match(r"HTTP/1\.[01] (\d{3})", answer)
+    return int(match.group(1)) if match else None
+
+
+def many_names(count, length=250):
+    names = {"owner": REPO["owner"], "repo": REPO["name"]}
+    names.update({("%0" + str(length) + "d") % i: 1 for i in range(count)})
+    return names
+
+
+@attack("F1")
+def argument_name_floods_neither_grow_the_log_nor_rotate_history_away():
+    with gateway({"AUDIT_MAX_BYTES": "4096"}) as data_dir:
+        status, first = bearer_call("gitea_user_get_current", {})
+        check(status == 200 and first["data"]["login"] == ADMIN["login"], "the admin's call: %s" % first)
+        before = audit_bytes(data_dir)
+        flood = many_names(60_000)  # a 15 MB body, under the 16 MiB limit
+        status, refused = bearer_call("gitea_issue_list_issues", flood)
+        check(status == 200 and refused["error"]["kind"] == "invalid_arguments", "the flood: %s" % str(refused)[:300])
+        for _ in range(27):
+            bearer_call("gitea_issue_list_issues", many_names(1_200))
+        grown = audit_bytes(data_dir) - before
+        step("28 flooding calls (one of 15 MB) wrote %d bytes of audit log" % grown)
+        check(grown < 28 * 4096, "the floods wrote %d bytes" % grown)
+        logs = "".join(open(os.path.join(data_dir, f)).read() for f in os.listdir(data_dir) if f.startswith("audit.log"))
+        check("0" * 240 not in logs, "names the schema does not know are not recorded")
+        check('"seq":1,' in logs, "the first entry is still on disk after rotation")
+    step(audit_verify(data_dir))
+
+
+@attack("F2")
+def a_call_with_long_argument_names_never_stops_the_next_start():
+    with gateway() as data_dir:
+        status, refused = bearer_call("gitea_issue_list_issues", many_names(1_200))
+        check(status == 200 and refused["error"]["kind"] == "invalid_arguments", "refused: %s" % str(refused)[:300])
+    biggest = max(len(line) for line in open(os.path.join(data_dir, "audit.log")))
+    step("longest audit line %d bytes" % biggest)
+    with gateway(data_dir=data_dir):
+        status, me = bearer_call("gitea_user_get_current", {})
+        check(status == 200 and "data" in me, "served after the restart: %s" % me)
+    step(audit_verify(data_dir))
+
+
+def half_open(source):
+    conn = socket.socket()
+    conn.bind((source, 0))
+    conn.settimeout(2)
+    try:
+        conn.connect(("127.0.0.1", PORT))
+        conn.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+    except OSError:
+        conn.close()
+        return None
+    return conn
+
+
+def closed(conn):
+    """True when the gateway has closed `conn` (EOF, an answer, or a reset)."""
+    poller = select.poll()  # select() cannot take descriptors above 1023
+    poller.register(conn, select.POLLIN)
+    if not poller.poll(500):
+        return False
+    with contextlib.suppress(OSError):
+        conn.recv(64)
+    return True
+
+
+@attack("F3")
+def half_open_connections_leave_everyone_else_served():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 8192)), hard))
+    with gateway(max_open_files=1024):
+        attackers, refused = [], 0
+        while len(attackers) + refused < 2_000 and refused < 5:
+            conn = half_open("127.0.0.2")
+            if conn:
+                attackers.append(conn)
+            else:
+                refused += 1  # the kernel's backlog is full: nobody is accepting
+        check(refused < 5, "the gateway stopped accepting after %d connections" % len(attackers))
+        step("%d half-open connections from 127.0.0.2 against RLIMIT_NOFILE 1024" % len(attackers))
+        latencies = []
+        for _ in range(200):
+            started = time.monotonic()
+            check(raw_http("GET /health HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % PORT, timeout=5) == 200, "/health answered")
+            latencies.append(time.monotonic() - started)
+        latencies.sort()
+        step("/health for another client: p50 %.1f ms, p99 %.1f ms" % (1000 * latencies[100], 1000 * latencies[197]))
+        status, me = bearer_call("gitea_user_get_current", {})
+        check(status == 200 and "data" in me, "a tool call is served: %s" % me)
+        time.sleep(11)  # past the 10 s header-read timeout
+        still_open = sum(1 for c in attackers if not closed(c))
+        step("after 11 s, %d of them still open" % still_open)
+        check(still_open == 0, "%d half-open connections outlived the header timeout" % still_open)
+        for c in attackers:
+            c.close()
+
+
+@attack("F4")
+def one_network_cannot_lock_out_new_clients():
+    network = "10.%d.%d" % (secrets.randbelow(256), secrets.randbelow(256))
+    metadata = {"redirect_uris": [CLIENT_CALLBACK], "token_endpoint_auth_method": "none"}
+    with gateway():
+        answers = [register(metadata, "%s.%d" % (network, host)) for host in range(1, 27)]
+        created = [a for a in answers if a[0] == 201]
+        refused = [a for a in answers if a[0] != 201]
+        step("26 registrations from %s.0/24: %d created, %d refused" % (network, len(created), len(refused)))
+        check(len(created) == 20, "20 unused registrations per /24")
+        for status, body in refused:
+            check(status == 503 and body["error"] == "temporarily_unavailable", "at the quota: %s %s" % (status, body))
+            check("within an hour" in body["error_description"], "the wait is named: %s" % body)
+        status, body = register(metadata, "192.0.2.%d" % (1 + secrets.randbelow(254)))
+        check(status == 201, "another network registers: %s %s" % (status, body))
+        status, body = register(metadata, "2001:db8:%x::1" % secrets.randbelow(65536))
+        check(status == 201, "an IPv6 client registers: %s %s" % (status, body))
+
+
+@attack("F5")
+def handler_schemes_are_refused_and_private_use_errors_wait_for_a_click():
+    with gateway():
+        for uri in ["ms-msdt:id", "search-ms:query=x", "smb://attacker.example/share", "view-source:https://example.com",
+                    "intent://scan/#Intent;scheme=zxing;end", "jar:https://example.com/x.jar!/", "chrome://settings"]:
+            status, body = register({"redirect_uris": [uri], "token_endpoint_auth_method": "none"})
+            check(status == 400 and body["error"] == "invalid_redirect_uri", "%s: %s %s" % (uri, status, body))
+        cursor = "cursor://anysphere.cursor-mcp/oauth/callback"
+        status, client = register({"redirect_uris": [cursor], "token_endpoint_auth_method": "none"})
+        check(status == 201, "a private-use scheme of an MCP client: %s %s" % (status, client))
+        url, _ = authorization_url(client, redirect_uri=cursor, response_type="token")
+        response = httpx2.get(url, timeout=30)
+        check(response.status_code == 400 and "location" not in response.headers, "no redirect: %s" % response.status_code)
+        check(cursor + "?" in response.text.replace("&amp;", "&"), "the page links back to the client")
+
+
+@attack("F6")
+def concurrent_refreshes_leave_one_live_pair_and_the_grace_ends():
+    with gateway():
+        client = public_client()
+        first = signed_in_tokens(client)
+        with concurrent.futures.ThreadPoolExecutor(20) as pool:
+            answers = list(pool.map(lambda _: token_request(client, grant_type="refresh_token", refresh_token=first["refresh_token"]), range(20)))
+        issued = [a.json() for a in answers if a.status_code == 200]
+        live = [t for t in issued if works(t["access_token"])]
+        step("20 concurrent refreshes: %d answered, %d live access token(s)" % (len(issued), len(live)))
+        check(len(live) == 1, "exactly one live pair, not %d" % len(live))
+        time.sleep(11)  # past the 10 s grace of the rotated-out token
+        late = token_request(client, grant_type="refresh_token", refresh_token=first["refresh_token"])
+        check(late.status_code == 400 and late.json()["error"] == "invalid_grant", "late reuse: %s" % late.text)
+        check(not works(live[0]["access_token"]), "reuse after the grace revokes the grant")
+
+
+@attack("F7")
+def a_cookieless_callback_does_not_cancel_someone_elses_sign_in():
+    with gateway():
+        client = public_client()
+        url, verifier = authorization_url(client)
+        person = Person(GATEWAY, CLIENT_CALLBACK, USER["login"], USER["password"])
+        consent = person.http.get(url)
+        form = next(f for f in forms_of(consent.text) if f["action"].endswith("/authorize/consent"))
+        to_gitea = person.http.post(GATEWAY + "/authorize/consent", data={**form["fields"], "decision": "approve"}, headers={"Origin": "null"})
+        check(to_gitea.status_code == 303, "consent: %s" % to_gitea.status_code)
+        gitea_url = to_gitea.headers["location"]
+        state = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(gitea_url).query))["state"]
+        stranger = httpx2.get(GATEWAY + "/oauth/callback", params={"code": "stolen", "state": state}, timeout=30)
+        check(stranger.status_code in (400, 403), "the cookie-less callback is refused: %s" % stranger.status_code)
+        back = person.sign_in(gitea_url)
+        tokens = exchange(client, back, verifier)
+        check(works(tokens["access_token"]), "the person's sign-in still completes")
+
+
+@attack("F9")
+def encoded_forms_of_secrets_planted_in_gitea_come_back_redacted():
+    secrets_planted = [BEARER, ADMIN["token"]]
+    if DATABASE_URL and urllib.parse.urlparse(DATABASE_URL).password:
+        secrets_planted.append(urllib.parse.unquote(urllib.parse.urlparse(DATABASE_URL).password))
+    forms = []
+    for value in secrets_planted:
+        raw = value.encode()
+        forms += [base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode().rstrip("="), raw.hex(),
+                  urllib.parse.quote(value, safe=""), base64.b64encode(b"user:" + raw).decode()]
+    body = "planted:\n" + "\n".join("- `%s`" % f for f in forms)
+    admin = {"Authorization": "token " + ADMIN["token"]}
+    issues = "%s/repos/%s/%s/issues" % (GITEA_API, REPO["owner"], REPO["name"])
+    created = httpx2.post(issues, json={"title": "replay F9", "body": body}, headers=admin, timeout=30)
+    check(created.status_code == 201, "planting the issue: %s" % created.text[:300])
+    index = created.json()["number"]
+    try:
+        with gateway():
+            status, got = bearer_call("gitea_issue_get_issue", {"owner": REPO["owner"], "repo": REPO["name"], "index": index})
+            check(status == 200 and "data" in got, "the issue: %s" % str(got)[:300])
+            text = json.dumps(got)
+            leaked = [f for f in forms if f in text]
+            check(not leaked, "encoded secrets came back: %s" % leaked)
+            check(got["data"]["body"].count("[REDACTED]") >= len(forms), "each form redacted: %s" % got["data"]["body"][:400])
+            step("%d encoded forms of %d secrets planted, all redacted" % (len(forms), len(secrets_planted)))
+    finally:
+        httpx2.delete("%s/%d" % (issues, index), headers=admin, timeout=30)
+
+
+@attack("F10")
+def an_empty_store_file_stops_startup():
+    if DATABASE_URL:
+        step("skipped: the store is PostgreSQL")
+        return
+    data_dir = tempfile.mkdtemp(prefix="aegis-replay-")
+    open(os.path.join(data_dir, "aegis.db"), "w").close()
+    try:
+        with gateway(data_dir=data_dir):
+            raise AssertionError("the gateway started on an empty store file")
+    except AssertionError as err:
+        if "did not start" not in str(err):
+            raise
+    log = gateway_log(data_dir)
+    check("aegis.db" in log and "empty" in log, "the reason names the file: %s" % log[-500:])
+    check(os.path.getsize(os.path.join(data_dir, "aegis.db")) == 0, "the file is left as it was")
+
+
+@attack("F11")
+def dot_segments_inside_a_full_url_are_refused_by_the_raw_tool():
+    with gateway():
+        for path in ["https://x/api/v1/repos/o/r/%2e%2e/%2e%2e/admin/users", "https://x/api/v1/repos/o/r/.%2E/admin/users",
+                     "https://x/api/v1/repos\\..\\admin\\users", "/repos/o/r/..\\..\\admin/users"]:
+            status, got = bearer_call("gitea_api_request", {"method": "GET", "path": path})
+            check(status == 200 and got["error"]["kind"] == "invalid_arguments", "%s: %s" % (path, str(got)[:300]))
+
+
+@attack("F12")
+def a_client_registered_without_refresh_gets_no_refresh_token():
+    with gateway():
+        client = public_client(grant_types=["authorization_code"])
+        check(client["grant_types"] == ["authorization_code"], "registered as named: %s" % client)
+        tokens = signed_in_tokens(client)
+        check("refresh_token" not in tokens, "no refresh token issued: %s" % list(tokens))
+        check(works(tokens["access_token"]), "the access token works")
+        plain = public_client()
+        check(set(plain["grant_types"]) == {"authorization_code", "refresh_token"}, "omitted means both: %s" % plain)
+
+
+@attack("F13")
+def hosts_that_are_not_one_valid_authority_are_refused():
+    with gateway():
+        check(raw_http("GET /health HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % PORT) == 200, "a valid Host")
+        for head in ["Host: 127.0.0.1:evil", "Host: 127.0.0.1:%d x" % PORT, "Host: 127.0.0.1@evil.example",
+                     "Host: 127.0.0.1\r\nHost: evil.example", "Host: 127.0.0.1\r\nHost: 127.0.0.1"]:
+            status = raw_http("GET /health HTTP/1.1\r\n%s\r\n\r\n" % head)
+            check(status in (400, 421), "%r: %s" % (head, status))
+        status = raw_http("GET http://evil.example/health HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % PORT)
+        check(status in (400, 421), "an absolute-form target for another host: %s" % status)
+
+
+@attack("F15")
+def metadata_documents_on_embedded_or_private_addresses_are_not_fetched():
+    with gateway():
+        for client_id in ["https://[::127.0.0.1]/client.json", "https://[::ffff:127.0.0.1]/client.json",
+                          "https://[64:ff9b::a00:1]/client.json", "https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/c.json",
+                          "https://[fec0::1]/client.json", "https://169.254.169.254/latest/meta-data"]:
+            url, _ = authorization_url({"client_id": client_id}, redirect_uri="https://app.example/cb")
+            response = httpx2.get(url, timeout=30)
+            check(response.status_code == 400 and "location" not in response.headers, "%s: %s" % (client_id, response.status_code))
+
+
+@attack("F16")
+def client_names_with_bidi_or_zero_width_characters_are_refused():
+    with gateway():
+        for name in ["Claude\u202eedualC", "Cla\u200bude", "\u2066Cursor\u2069", "VS\ufeffCode"]:
+            status, body = register({"client_name": name, "redirect_uris": [CLIENT_CALLBACK], "token_endpoint_auth_method": "none"})
+            check(status == 400 and body["error"] == "invalid_client_metadata", "%r: %s %s" % (name, status, body))
+
+
+@attack("consent")
+def the_consent_page_names_the_gitea_instance_and_the_redirect_host():
+    with gateway():
+        client = public_client()
+        url, _ = authorization_url(client)
+        page = httpx2.get(url, timeout=30).text
+        check(FIXTURE["gitea_url"].rstrip("/") in page, "the consent page names the Gitea instance")
+        check("127.0.0.1:53682" in page, "and the redirect host")
+
+
+def main():
+    only = set(sys.argv[1:])
+    store = "PostgreSQL" if DATABASE_URL else "SQLite"
+    failed = []
+    for finding, function in ATTACKS:
+        if only and finding not in only:
+            continue
+        step("%s %s (%s store)" % (finding, function.__name__.replace("_", " "), store))
+        try:
+            function()
+        except Exception as err:  # noqa: BLE001 (every attack runs; the summary names each failure)
+            step("FAIL %s: %s" % (finding, err))
+            failed.append(finding)
+    if failed:
+        step("FAILED: %s" % ", ".join(failed))
+        sys.exit(1)
+    step("PASS: every replayed attack was refused (%s store)" % store)
+
+
+if __name__ == "__main__":
+    main()
