@@ -70,6 +70,7 @@ fn bench_envelope(c: &mut Criterion) {
         mode: IdentityMode::Bearer,
         token: SecretString::from(ADMIN_TOKEN),
         refresh_token: None,
+        renewal: None,
     };
     let call = GiteaCall {
         method: http::Method::GET,

@@ -91,6 +91,7 @@ fn identity() -> Identity {
         mode: IdentityMode::Bearer,
         token: SecretString::from(ADMIN_TOKEN),
         refresh_token: None,
+        renewal: None,
     }
 }
 

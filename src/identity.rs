@@ -2,6 +2,8 @@
 //! or the OAuth resolver produces an [`Identity`]; the executor only
 //! consumes it.
 
+use std::sync::Arc;
+
 use secrecy::SecretString;
 use serde::Serialize;
 
@@ -43,4 +45,17 @@ pub struct Identity {
     /// The user's Gitea refresh token (OAuth): never sent with a call, but
     /// a secret of this caller that results must not carry either.
     pub refresh_token: Option<SecretString>,
+    /// How to get a fresh session when Gitea answers 401 to `token` (OAuth:
+    /// the grant's upstream refresh); `None` for the admin token.
+    pub renewal: Option<Arc<dyn SessionRenewal>>,
+}
+
+/// A session that can be renewed once Gitea has refused its token: tokens
+/// die before their stored expiry when the user revokes the application
+/// at Gitea or Gitea's signing key changes.
+#[async_trait::async_trait]
+pub trait SessionRenewal: Send + Sync + std::fmt::Debug {
+    /// The identity with a renewed session, or `None` when the session
+    /// cannot be renewed (the grant is then over, or Gitea is unreachable).
+    async fn renew(&self) -> Option<Identity>;
 }

@@ -57,6 +57,7 @@ pub enum EventKind {
     RefreshReuseDetected,
     TokenRevoked,
     UpstreamRefreshFailed,
+    UpstreamRefreshed,
     AdminAction,
     RateLimited,
 }
@@ -81,6 +82,7 @@ impl EventKind {
             Self::RefreshReuseDetected => "refresh_reuse_detected",
             Self::TokenRevoked => "token_revoked",
             Self::UpstreamRefreshFailed => "upstream_refresh_failed",
+            Self::UpstreamRefreshed => "upstream_refreshed",
             Self::AdminAction => "admin_action",
             Self::RateLimited => "rate_limited",
         }

@@ -47,6 +47,7 @@ impl AdminAccount {
             mode,
             token: self.token.clone(),
             refresh_token: None,
+            renewal: None,
         }
     }
 }

@@ -202,6 +202,7 @@ mod tests {
             mode: IdentityMode::Bearer,
             token: SecretString::from("tok-abcdef"),
             refresh_token: None,
+            renewal: None,
         }
     }
 

@@ -132,6 +132,31 @@ impl GiteaClient {
         self.read_response(response).await
     }
 
+    /// Sends `call` as [`GiteaClient::send`] does; when Gitea answers 401
+    /// and the identity's session can be renewed (an OAuth grant), sends it
+    /// once more with the renewed session and returns that identity too.
+    /// Resending is safe for writes: Gitea checks the token before it acts.
+    pub async fn send_renewing(
+        &self,
+        identity: &Identity,
+        call: &GiteaCall,
+    ) -> Result<(UpstreamResponse, Option<Identity>), UpstreamError> {
+        let response = self.send(identity, call).await?;
+        if response.status != 401 {
+            return Ok((response, None));
+        }
+        let Some(renewal) = &identity.renewal else {
+            return Ok((response, None));
+        };
+        match renewal.renew().await {
+            Some(renewed) => {
+                let retried = self.send(&renewed, call).await?;
+                Ok((retried, Some(renewed)))
+            }
+            None => Ok((response, None)),
+        }
+    }
+
     /// A GET with a token and no envelope (the admin login lookup, the live
     /// OpenAPI document). Returns the body when the status is 2xx.
     pub async fn get_json(

@@ -137,7 +137,7 @@ pub async fn authenticate(
         .and_then(bearer_token);
     let mode = match presented {
         Some(token) if token.starts_with(TOKEN_PREFIX) => {
-            let Some(server) = oauth else {
+            let Some(server) = app.oauth() else {
                 return unauthorized(Refusal::InvalidToken);
             };
             let resource = server.config().resource_for(&surface);

@@ -422,9 +422,8 @@ impl Dispatcher {
         call: &GiteaCall,
         operation_id: Option<&str>,
     ) -> ToolOutcome {
-        let redactor = self.redactor(identity, call);
-        let response = match self.client.send(identity, call).await {
-            Ok(response) => response,
+        let (response, renewed) = match self.client.send_renewing(identity, call).await {
+            Ok(answer) => answer,
             Err(err) => {
                 let error = upstream_error(&err);
                 return ToolOutcome::error(if self.expose_error_details {
@@ -434,8 +433,10 @@ impl Dispatcher {
                 });
             }
         };
+        // The refused token stays a secret of this call beside the new one.
+        let redactor = self.redactor(identity, renewed.as_ref(), call);
         match tool_result(
-            identity,
+            renewed.as_ref().unwrap_or(identity),
             call,
             &response,
             &self.policy,
@@ -452,13 +453,19 @@ impl Dispatcher {
 
     /// The secrets of this call: the gateway's own, the caller's token, and
     /// the secret values submitted in the body.
-    fn redactor(&self, identity: &Identity, call: &GiteaCall) -> Redactor {
+    fn redactor(
+        &self,
+        identity: &Identity,
+        renewed: Option<&Identity>,
+        call: &GiteaCall,
+    ) -> Redactor {
         let submitted = body_secrets(&call.body, &call.path);
         self.known_secrets
             .clone()
             .secrets(
-                std::iter::once(&identity.token)
-                    .chain(identity.refresh_token.as_ref())
+                std::iter::once(identity)
+                    .chain(renewed)
+                    .flat_map(|i| std::iter::once(&i.token).chain(i.refresh_token.as_ref()))
                     .map(|s| s.expose_secret().to_owned()),
             )
             .secrets(submitted.values)

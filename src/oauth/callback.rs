@@ -201,6 +201,7 @@ fn sign_in_records(
         resource: pending.resource.clone(),
         gitea,
         gitea_subject: Some(user.subject.clone()),
+        gitea_tokens_version: 0,
         created_at: now,
         activated_at: None,
         last_used_at: None,

@@ -41,6 +41,13 @@ pub enum OAuthEvent<'a> {
         login: &'a str,
         client_id: &'a str,
     },
+    /// The user's Gitea session was refreshed upstream, because its stored
+    /// expiry passed (`expired`) or Gitea refused the token (`refused`).
+    UpstreamRefreshed {
+        login: &'a str,
+        client_id: &'a str,
+        trigger: &'static str,
+    },
     /// A Gitea refresh failed; `revoked_because` is set when the failure
     /// ended our grant.
     UpstreamRefreshFailed {
@@ -80,6 +87,13 @@ impl OAuthEvent<'_> {
             Self::TokenRevoked { login, client_id } => {
                 with_client(EventKind::TokenRevoked, client_id).oauth_login(login)
             }
+            Self::UpstreamRefreshed {
+                login,
+                client_id,
+                trigger,
+            } => with_client(EventKind::UpstreamRefreshed, client_id)
+                .oauth_login(login)
+                .detail("trigger", trigger),
             Self::UpstreamRefreshFailed {
                 login,
                 client_id,

@@ -1,10 +1,12 @@
 //! The resolver: an `agm_` token presented at `/mcp` → its grant → that
-//! user's Gitea session, checked for expiry, revocation and audience. An
-//! expired Gitea access token is refreshed upstream once per grant even
-//! under concurrent calls (single flight within this process; the new
-//! tokens go to the store, so other replicas read them); Gitea refusing the
-//! refresh revokes our grant and the client must sign in again. A token of
-//! ours never resolves to the admin token.
+//! user's Gitea session, checked for expiry, revocation and audience. A
+//! Gitea access token is refreshed upstream when its stored expiry passes,
+//! or when Gitea answers 401 to it (the executor asks the identity's
+//! [`SessionRenewal`]), once per grant even under concurrent calls on many
+//! replicas: a single flight within this process, the store's lock across
+//! processes, and a compare-and-swap on the tokens' version. Gitea refusing
+//! a refresh that nobody has superseded revokes our grant, and the client
+//! must sign in again. A token of ours never resolves to the admin token.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -13,7 +15,7 @@ use super::OAuthServer;
 use super::events::OAuthEvent;
 use super::id_token::{Expected, IdTokenError};
 use super::upstream::UpstreamAuthError;
-use crate::identity::{Identity, IdentityMode};
+use crate::identity::{Identity, IdentityMode, SessionRenewal};
 use crate::store::{GrantRecord, hash_secret};
 
 /// Refresh this long before Gitea's expiry, so a call does not race it.
@@ -55,7 +57,7 @@ impl RefreshFlights {
 /// Resolves one of our access tokens, presented at the MCP URL whose
 /// canonical resource is `resource`, to the identity a tool call runs as.
 pub async fn resolve(
-    server: &OAuthServer,
+    server: &Arc<OAuthServer>,
     token: &str,
     resource: &str,
 ) -> Result<Identity, ResolveError> {
@@ -73,7 +75,7 @@ pub async fn resolve(
     }
     let mut grant = resolved.grant;
     if gitea_token_expired(&grant, now) {
-        grant = refresh_single_flight(server, grant).await?;
+        grant = renew_session(server, &grant, Trigger::Expired).await?;
     }
     if grant
         .last_used_at
@@ -82,12 +84,66 @@ pub async fn resolve(
     {
         tracing::warn!(error = %err, "grant last-use could not be recorded");
     }
-    Ok(Identity {
+    Ok(identity_of(server, &grant))
+}
+
+fn identity_of(server: &Arc<OAuthServer>, grant: &GrantRecord) -> Identity {
+    Identity {
         login: Some(grant.login.clone()),
         mode: IdentityMode::Oauth,
         token: grant.gitea.access_token.clone(),
         refresh_token: grant.gitea.refresh_token.clone(),
-    })
+        renewal: Some(Arc::new(GrantSession {
+            server: server.clone(),
+            grant: grant.clone(),
+        })),
+    }
+}
+
+/// The Gitea session behind one resolved identity: when Gitea answers 401
+/// to its token, the executor asks it for a renewed identity.
+struct GrantSession {
+    server: Arc<OAuthServer>,
+    /// The grant as resolved: its `gitea_tokens_version` is the one Gitea
+    /// refused.
+    grant: GrantRecord,
+}
+
+impl std::fmt::Debug for GrantSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GrantSession")
+            .field("grant", &self.grant.id)
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait::async_trait]
+impl SessionRenewal for GrantSession {
+    async fn renew(&self) -> Option<Identity> {
+        match renew_session(&self.server, &self.grant, Trigger::Refused).await {
+            Ok(grant) => Some(identity_of(&self.server, &grant)),
+            Err(_) => None,
+        }
+    }
+}
+
+/// Why a Gitea session is renewed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Trigger {
+    /// The stored expiry has passed (or is about to).
+    Expired,
+    /// Gitea answered 401 to the token, whatever its stored expiry: the
+    /// user revoked the application at Gitea, or Gitea's keys changed.
+    Refused,
+}
+
+impl Trigger {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Expired => "expired",
+            Self::Refused => "refused",
+        }
+    }
 }
 
 fn gitea_token_expired(grant: &GrantRecord, now: i64) -> bool {
@@ -97,34 +153,67 @@ fn gitea_token_expired(grant: &GrantRecord, now: i64) -> bool {
         .is_some_and(|t| t <= now + EXPIRY_SKEW_SECS)
 }
 
-async fn refresh_single_flight(
+/// One upstream refresh per grant at a time: within this process (the
+/// flight), then across every process sharing the store (the store's
+/// lock). A caller that waited finds its predecessor's tokens.
+async fn renew_session(
     server: &OAuthServer,
-    grant: GrantRecord,
+    seen: &GrantRecord,
+    trigger: Trigger,
 ) -> Result<GrantRecord, ResolveError> {
-    let flight = server.resolver.lock_for(&grant.id);
+    let flight = server.resolver.lock_for(&seen.id);
     let result = {
         let _guard = flight.lock().await;
-        refresh_if_still_expired(server, &grant.id).await
+        renew_under_store_lock(server, seen, trigger).await
     };
-    server.resolver.release(&grant.id, flight);
+    server.resolver.release(&seen.id, flight);
     result
 }
 
-/// Re-reads the grant under the flight lock: a caller that waited finds
-/// the tokens its predecessor stored and does not refresh again.
-async fn refresh_if_still_expired(
+async fn renew_under_store_lock(
     server: &OAuthServer,
-    grant_id: &str,
+    seen: &GrantRecord,
+    trigger: Trigger,
 ) -> Result<GrantRecord, ResolveError> {
-    let now = server.now();
-    let mut grant = server
+    let lock = server
+        .store
+        .lock_upstream_refresh(&seen.id)
+        .await
+        .map_err(unavailable)?;
+    let result = refresh_unless_superseded(server, seen, trigger).await;
+    if let Err(err) = lock.release().await {
+        tracing::warn!(error = %err, "the upstream refresh lock could not be released cleanly");
+    }
+    result
+}
+
+/// The grant as stored now, unrevoked.
+async fn current_grant(server: &OAuthServer, grant_id: &str) -> Result<GrantRecord, ResolveError> {
+    server
         .store
         .get_grant(grant_id)
         .await
         .map_err(unavailable)?
         .filter(|g| g.revoked_at.is_none())
-        .ok_or(ResolveError::InvalidToken)?;
-    if !gitea_token_expired(&grant, now) {
+        .ok_or(ResolveError::InvalidToken)
+}
+
+/// Re-reads the grant under the locks and refreshes only if nobody has
+/// replaced the tokens `seen` held since (or, for an expiry, if they are
+/// still expired).
+async fn refresh_unless_superseded(
+    server: &OAuthServer,
+    seen: &GrantRecord,
+    trigger: Trigger,
+) -> Result<GrantRecord, ResolveError> {
+    let now = server.now();
+    let grant = current_grant(server, &seen.id).await?;
+    let superseded = grant.gitea_tokens_version != seen.gitea_tokens_version;
+    let needed = match trigger {
+        Trigger::Expired => gitea_token_expired(&grant, now),
+        Trigger::Refused => !superseded,
+    };
+    if !needed {
         return Ok(grant);
     }
     let Some(refresh_token) = grant.gitea.refresh_token.clone() else {
@@ -140,19 +229,15 @@ async fn refresh_if_still_expired(
                 revoke(server, &grant, now, "the refreshed ID token did not verify").await;
                 return Err(ResolveError::InvalidToken);
             }
-            let tokens = answer.tokens;
-            server
-                .store
-                .update_gitea_tokens(&grant.id, &tokens)
-                .await
-                .map_err(unavailable)?;
-            tracing::info!(login = %grant.login, "Gitea session refreshed");
-            grant.gitea = tokens;
-            Ok(grant)
+            store_refreshed(server, grant, answer.tokens, trigger).await
         }
         Err(UpstreamAuthError::InvalidGrant) => {
-            revoke(server, &grant, now, "Gitea refused the refresh").await;
-            Err(ResolveError::InvalidToken)
+            if revoke(server, &grant, now, "Gitea refused the refresh").await {
+                return Err(ResolveError::InvalidToken);
+            }
+            // Someone replaced the tokens while Gitea answered (a process
+            // without the shared lock): theirs are the live ones.
+            current_grant(server, &grant.id).await
         }
         Err(err) => {
             tracing::warn!(error = %err, login = %grant.login, "Gitea session refresh failed");
@@ -160,6 +245,36 @@ async fn refresh_if_still_expired(
             Err(ResolveError::Unavailable)
         }
     }
+}
+
+/// Stores refreshed tokens over the version they replace. Losing that
+/// compare-and-swap means another refresh won: its tokens are used.
+async fn store_refreshed(
+    server: &OAuthServer,
+    mut grant: GrantRecord,
+    tokens: crate::store::GiteaTokens,
+    trigger: Trigger,
+) -> Result<GrantRecord, ResolveError> {
+    let replaced = server
+        .store
+        .update_gitea_tokens(&grant.id, grant.gitea_tokens_version, &tokens)
+        .await
+        .map_err(unavailable)?;
+    if !replaced {
+        tracing::info!(login = %grant.login, "another refresh of this Gitea session won; using its tokens");
+        return current_grant(server, &grant.id).await;
+    }
+    tracing::info!(login = %grant.login, trigger = trigger.as_str(), "Gitea session refreshed");
+    server
+        .record(OAuthEvent::UpstreamRefreshed {
+            login: &grant.login,
+            client_id: &grant.client_id,
+            trigger: trigger.as_str(),
+        })
+        .await;
+    grant.gitea = tokens;
+    grant.gitea_tokens_version += 1;
+    Ok(grant)
 }
 
 /// A refresh's ID token must verify and name the grant's Gitea user. A
@@ -182,11 +297,25 @@ async fn check_refreshed_subject(
         .map(drop)
 }
 
-async fn revoke(server: &OAuthServer, grant: &GrantRecord, now: i64, why: &'static str) {
-    tracing::warn!(login = %grant.login, client_id = %grant.client_id, why, "grant revoked: upstream refresh failure");
-    audit_refresh_failure(server, grant, Some(why)).await;
-    if let Err(err) = server.store.revoke_grant(&grant.id, now).await {
-        tracing::error!(error = %err, "grant revocation failed");
+/// Ends the grant after an upstream refresh failure, unless its tokens
+/// were replaced since they were read. Returns whether it was revoked.
+async fn revoke(server: &OAuthServer, grant: &GrantRecord, now: i64, why: &'static str) -> bool {
+    match server
+        .store
+        .revoke_grant_at_version(&grant.id, grant.gitea_tokens_version, now)
+        .await
+    {
+        Ok(true) => {
+            tracing::warn!(login = %grant.login, client_id = %grant.client_id, why, "grant revoked: upstream refresh failure");
+            audit_refresh_failure(server, grant, Some(why)).await;
+            true
+        }
+        Ok(false) => false,
+        Err(err) => {
+            tracing::error!(error = %err, "grant revocation failed");
+            audit_refresh_failure(server, grant, None).await;
+            false
+        }
     }
 }
 

@@ -200,6 +200,45 @@ pub struct GiteaTokens {
     pub expires_at: Option<UnixTime>,
 }
 
+/// A held [`GrantStore::lock_upstream_refresh`]. Release it when the
+/// refresh is stored; dropping it also releases it (the transaction that
+/// holds the lock is rolled back).
+pub struct UpstreamRefreshLock(Option<Box<dyn HeldLock>>);
+
+/// What holds a store lock: a transaction, committed on release.
+#[async_trait]
+pub(crate) trait HeldLock: Send {
+    async fn release(self: Box<Self>) -> Result<(), StoreError>;
+}
+
+impl UpstreamRefreshLock {
+    /// No lock to hold (one process: the caller's own lock suffices).
+    pub(crate) fn in_process() -> Self {
+        Self(None)
+    }
+
+    pub(crate) fn held(lock: Box<dyn HeldLock>) -> Self {
+        Self(Some(lock))
+    }
+
+    pub async fn release(self) -> Result<(), StoreError> {
+        match self.0 {
+            Some(lock) => lock.release().await,
+            None => Ok(()),
+        }
+    }
+}
+
+impl std::fmt::Debug for UpstreamRefreshLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "UpstreamRefreshLock(held)"
+        } else {
+            "UpstreamRefreshLock(in process)"
+        })
+    }
+}
+
 /// One user's authorization of one client: our tokens hang off it, and it
 /// holds that user's Gitea tokens.
 #[derive(Debug, Clone)]
@@ -213,6 +252,9 @@ pub struct GrantRecord {
     /// Gitea's user id (the verified ID token's `sub`); every upstream
     /// refresh's ID token must name it. `None` for grants from before.
     pub gitea_subject: Option<String>,
+    /// Bumped by every replacement of `gitea` (an upstream refresh): the
+    /// version a refresh read is the one it may replace.
+    pub gitea_tokens_version: i64,
     pub created_at: UnixTime,
     /// Set when the grant's code is first redeemed; grants never activated
     /// are pruned once their code has expired.
@@ -437,12 +479,33 @@ pub trait GrantStore: Send + Sync {
         now: UnixTime,
     ) -> Result<Vec<String>, StoreError>;
     async fn get_grant(&self, grant_id: &str) -> Result<Option<GrantRecord>, StoreError>;
-    /// Replaces the grant's Gitea tokens (after an upstream refresh).
+    /// Replaces the grant's Gitea tokens (after an upstream refresh) if
+    /// they are still at `replaced_version` and the grant is not revoked:
+    /// compare-and-swap, so an older pair never overwrites a newer one.
+    /// Returns whether they were replaced.
     async fn update_gitea_tokens(
         &self,
         grant_id: &str,
+        replaced_version: i64,
         tokens: &GiteaTokens,
-    ) -> Result<(), StoreError>;
+    ) -> Result<bool, StoreError>;
+    /// Holds the right to refresh one grant's Gitea tokens upstream, across
+    /// every process sharing the store (PostgreSQL: a transaction-scoped
+    /// advisory lock), until released. On SQLite, which serves one process,
+    /// nothing is held: the resolver's in-process single flight is the lock.
+    async fn lock_upstream_refresh(
+        &self,
+        grant_id: &str,
+    ) -> Result<UpstreamRefreshLock, StoreError>;
+    /// Revokes a grant (as [`GrantStore::revoke_grant`]) only if its Gitea
+    /// tokens are still at `version`: a refusal of tokens someone else has
+    /// since replaced ends nothing. Returns whether it was revoked.
+    async fn revoke_grant_at_version(
+        &self,
+        grant_id: &str,
+        version: i64,
+        now: UnixTime,
+    ) -> Result<bool, StoreError>;
     /// Marks a grant used; cheap to call on every request.
     async fn touch_grant(&self, grant_id: &str, now: UnixTime) -> Result<(), StoreError>;
     /// Revokes a grant and deletes its tokens and codes. Returns whether an

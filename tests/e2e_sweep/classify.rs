@@ -46,6 +46,7 @@ pub async fn raw_answer(
         mode: IdentityMode::Bearer,
         token: fx.admin_token().into(),
         refresh_token: None,
+        renewal: None,
     };
     let response = client.send(&identity, &call).await.expect("Gitea answers");
     let body = String::from_utf8_lossy(&response.body).into_owned();

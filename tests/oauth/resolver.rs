@@ -129,6 +129,135 @@ async fn gitea_refusing_the_refresh_revokes_the_grant(gateway: OAuthGateway) {
 }
 on_both_backends!(gitea_refusing_the_refresh_revokes_the_grant);
 
+/// F8: Gitea ending a token before its stored expiry (the user revoked
+/// the app, Gitea's key changed) refreshes the session once and retries
+/// the call; the caller never sees Gitea's 401.
+async fn a_token_gitea_ended_early_is_refreshed_and_the_call_retried(gateway: OAuthGateway) {
+    let client = gateway.public_client().await;
+    let tokens = gateway.tokens(&client, "alice").await;
+    gateway.fake.expire_access_tokens();
+    let before = gateway.fake.token_requests("refresh_token");
+    let calls = futures::future::join_all(
+        (0..5)
+            .map(|_| gateway.call_tool(&tokens.access_token, "gitea_user_get_current", json!({}))),
+    )
+    .await;
+    for (status, envelope) in calls {
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(envelope["status"], 200, "{envelope}");
+        assert_eq!(envelope["data"]["login"], "alice");
+    }
+    assert_eq!(gateway.fake.token_requests("refresh_token") - before, 1);
+}
+on_both_backends!(a_token_gitea_ended_early_is_refreshed_and_the_call_retried);
+
+/// F8: when Gitea ended the token and refuses the refresh too (the user
+/// revoked the application there), the call gets Gitea's 401 and the grant
+/// is over.
+async fn a_token_gitea_ended_with_its_grant_ends_our_grant(gateway: OAuthGateway) {
+    let client = gateway.public_client().await;
+    let tokens = gateway.tokens(&client, "alice").await;
+    gateway.fake.revoke_grant("alice");
+    let (status, envelope) = gateway
+        .call_tool(&tokens.access_token, "gitea_user_get_current", json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(envelope["error"]["status"], 401, "{envelope}");
+    let (status, _) = gateway
+        .call_tool(&tokens.access_token, "gitea_user_get_current", json!({}))
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+}
+on_both_backends!(a_token_gitea_ended_with_its_grant_ends_our_grant);
+
+/// Issue 16: three replicas on one PostgreSQL store, with a Gitea that
+/// invalidates used refresh tokens. An expired session under concurrent
+/// calls spread over the replicas is refreshed upstream exactly once, every
+/// call runs as the user, and the grant lives on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn replicas_refresh_an_expired_session_once_and_keep_the_grant() {
+    run(Backend::Postgres, &[], |gateway| async move {
+        let replicas = [gateway.replica().await, gateway.replica().await];
+        let bases = [
+            gateway.url.clone(),
+            replicas[0].0.clone(),
+            replicas[1].0.clone(),
+        ];
+        gateway.fake.set_invalidate_refresh_tokens(true);
+        let client = gateway.public_client().await;
+        let tokens = gateway.tokens(&client, "alice").await;
+        gateway.fake.expire_access_tokens();
+        gateway.clock.advance(3600 - 10);
+        let before = gateway.fake.token_requests("refresh_token");
+        let calls = futures::future::join_all((0..21).map(|i| {
+            gateway.call_tool_on(
+                &bases[i % 3],
+                "/mcp",
+                &tokens.access_token,
+                "gitea_user_get_current",
+                json!({}),
+            )
+        }))
+        .await;
+        for (status, envelope) in calls {
+            assert_eq!(status, StatusCode::OK);
+            assert_eq!(envelope["data"]["login"], "alice", "{envelope}");
+        }
+        assert_eq!(gateway.fake.token_requests("refresh_token") - before, 1);
+        for base in &bases {
+            let (status, envelope) = gateway
+                .call_tool_on(
+                    base,
+                    "/mcp",
+                    &tokens.access_token,
+                    "gitea_user_get_current",
+                    json!({}),
+                )
+                .await;
+            assert_eq!(
+                (status, envelope["status"].clone()),
+                (StatusCode::OK, json!(200))
+            );
+        }
+    })
+    .await;
+}
+
+/// Issue 16: a revocation on one replica holds on every other at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revocation_on_one_replica_holds_on_the_others() {
+    run(Backend::Postgres, &[], |gateway| async move {
+        let (replica, _data) = gateway.replica().await;
+        let client = gateway.public_client().await;
+        let tokens = gateway.tokens(&client, "alice").await;
+        let (status, _) = gateway
+            .call_tool_on(
+                &replica,
+                "/mcp",
+                &tokens.access_token,
+                "gitea_user_get_current",
+                json!({}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(
+            gateway.revoke(&tokens.refresh_token).await.status(),
+            StatusCode::OK
+        );
+        let (status, _) = gateway
+            .call_tool_on(
+                &replica,
+                "/mcp",
+                &tokens.access_token,
+                "gitea_user_get_current",
+                json!({}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+    })
+    .await;
+}
+
 /// #28 (`/mcp` side): a token minted for another resource (another public
 /// URL on the same store) is refused.
 async fn the_token_audience_is_enforced_at_mcp(gateway: OAuthGateway) {

@@ -244,6 +244,7 @@ pub fn grant(id: &str, login: &str, client_id: &str) -> GrantRecord {
             Some(NOW + 7200),
         ),
         gitea_subject: Some(format!("sub-{login}")),
+        gitea_tokens_version: 0,
         created_at: NOW,
         activated_at: None,
         last_used_at: None,

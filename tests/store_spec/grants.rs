@@ -177,14 +177,105 @@ pub async fn gitea_tokens_can_be_replaced(f: &Fixture) {
         .insert_grant(&grant("g1", "alice", "c1"), NOW)
         .await
         .unwrap();
-    store
-        .update_gitea_tokens("g1", &gitea_tokens("renewed", None, None))
-        .await
-        .unwrap();
+    assert!(
+        store
+            .update_gitea_tokens("g1", 0, &gitea_tokens("renewed", None, None))
+            .await
+            .unwrap()
+    );
     let g = store.get_grant("g1").await.unwrap().unwrap();
     assert_eq!(g.gitea.access_token.expose_secret(), "renewed");
     assert!(g.gitea.refresh_token.is_none());
     assert_eq!(g.gitea.expires_at, None);
+    assert_eq!(g.gitea_tokens_version, 1);
+}
+
+/// Compare-and-swap: of two refreshes that read version 0, the second
+/// replaces nothing, so an older pair never overwrites a newer one.
+pub async fn an_older_token_pair_never_overwrites_a_newer_one(f: &Fixture) {
+    let store = f.open().await;
+    store
+        .insert_grant(&grant("g1", "alice", "c1"), NOW)
+        .await
+        .unwrap();
+    let first = gitea_tokens("first", Some("refresh-1"), Some(NOW + 3600));
+    let late = gitea_tokens("late", Some("refresh-late"), Some(NOW + 60));
+    assert!(store.update_gitea_tokens("g1", 0, &first).await.unwrap());
+    assert!(!store.update_gitea_tokens("g1", 0, &late).await.unwrap());
+    let g = store.get_grant("g1").await.unwrap().unwrap();
+    assert_eq!(g.gitea.access_token.expose_secret(), "first");
+    assert_eq!(g.gitea_tokens_version, 1);
+}
+
+pub async fn a_revoked_grant_gets_no_new_gitea_tokens(f: &Fixture) {
+    let store = f.open().await;
+    store
+        .insert_grant(&grant("g1", "alice", "c1"), NOW)
+        .await
+        .unwrap();
+    store.revoke_grant("g1", NOW).await.unwrap();
+    let renewed = gitea_tokens("renewed", None, None);
+    assert!(!store.update_gitea_tokens("g1", 0, &renewed).await.unwrap());
+}
+
+/// A refresh refused for tokens someone has since replaced ends nothing;
+/// refused for the current ones, it revokes the grant.
+pub async fn revocation_at_a_replaced_version_ends_nothing(f: &Fixture) {
+    let store = f.open().await;
+    store
+        .insert_grant(&grant("g1", "alice", "c1"), NOW)
+        .await
+        .unwrap();
+    let renewed = gitea_tokens("renewed", None, None);
+    assert!(store.update_gitea_tokens("g1", 0, &renewed).await.unwrap());
+    assert!(!store.revoke_grant_at_version("g1", 0, NOW).await.unwrap());
+    assert!(
+        store
+            .get_grant("g1")
+            .await
+            .unwrap()
+            .unwrap()
+            .revoked_at
+            .is_none()
+    );
+    assert!(store.revoke_grant_at_version("g1", 1, NOW).await.unwrap());
+    assert_eq!(
+        store.get_grant("g1").await.unwrap().unwrap().revoked_at,
+        Some(NOW)
+    );
+}
+
+/// PostgreSQL: two stores on one database (two replicas) never hold one
+/// grant's refresh lock at once; another grant's lock is free meanwhile.
+/// SQLite serves one process and holds nothing.
+pub async fn the_upstream_refresh_lock_excludes_other_replicas(f: &Fixture) {
+    let first = f.open().await;
+    let second = f.open().await;
+    let held = first.lock_upstream_refresh("g1").await.unwrap();
+    let waited = tokio::time::timeout(
+        std::time::Duration::from_millis(300),
+        second.lock_upstream_refresh("g1"),
+    )
+    .await;
+    if first.backend() == "sqlite" {
+        assert!(waited.is_ok(), "SQLite holds no cross-process lock");
+        return;
+    }
+    assert!(waited.is_err(), "the second replica waits for the first");
+    let other = second.lock_upstream_refresh("g2").await.unwrap();
+    other.release().await.unwrap();
+    let waiting = tokio::spawn({
+        let second = second.clone();
+        async move { second.lock_upstream_refresh("g1").await.map(drop) }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    assert!(!waiting.is_finished());
+    held.release().await.unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(5), waiting)
+        .await
+        .expect("the lock passes on release")
+        .unwrap()
+        .unwrap();
 }
 
 pub async fn consent_can_be_recorded_repeatedly(f: &Fixture) {

@@ -217,6 +217,21 @@ impl OAuthGateway {
         })
     }
 
+    /// Another replica of this gateway: the same settings (store, keys,
+    /// public URL, fake Gitea) and clock, its own listener and data dir
+    /// (its own audit log). Returns its base URL; it serves until the test
+    /// ends. Meaningful on PostgreSQL, the store replicas share.
+    pub async fn replica(&self) -> (String, tempfile::TempDir) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let data_dir = tempfile::tempdir().unwrap();
+        let mut settings = self.settings.clone();
+        settings.retain(|(key, _)| key != "DATA_DIR");
+        settings.push(("DATA_DIR".into(), data_dir.path().display().to_string()));
+        serve(listener, &settings, self.clock.clone()).await;
+        (url, data_dir)
+    }
+
     pub fn mcp_url(&self) -> String {
         format!("{}/mcp", self.url)
     }
@@ -530,9 +545,21 @@ impl OAuthGateway {
         name: &str,
         args: Value,
     ) -> (StatusCode, Value) {
+        self.call_tool_on(&self.url, path, token, name, args).await
+    }
+
+    /// `tools/call` at `path` of the gateway (or replica) at `base`.
+    pub async fn call_tool_on(
+        &self,
+        base: &str,
+        path: &str,
+        token: &str,
+        name: &str,
+        args: Value,
+    ) -> (StatusCode, Value) {
         let response = self
             .http
-            .post(format!("{}{path}", self.url))
+            .post(format!("{base}{path}"))
             .bearer_auth(token)
             .header(
                 reqwest::header::ACCEPT,

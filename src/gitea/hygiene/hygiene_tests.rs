@@ -23,6 +23,7 @@ fn identity() -> Identity {
         mode: IdentityMode::Bearer,
         token: SecretString::from(TOKEN),
         refresh_token: None,
+        renewal: None,
     }
 }
 

@@ -67,6 +67,10 @@ pub(crate) trait Backend: Database {
     /// PostgreSQL's plain `BEGIN` (READ COMMITTED) is serialised by row
     /// locks that the store takes with its first write.
     const BEGIN_WRITE: &'static str;
+    /// Takes the cross-process lock on one grant's upstream refresh inside
+    /// a transaction (`$1` the grant id), held until it ends; `None` where
+    /// the store serves one process (SQLite).
+    const UPSTREAM_REFRESH_LOCK: Option<&'static str>;
     /// The versioned migrations, `(version, description, sql)`.
     const MIGRATIONS: &'static [(i64, &'static str, &'static str)];
 
@@ -164,10 +168,11 @@ impl<DB: Backend> SqlRow<DB> {
 /// The driver side of [`Backend`]: identical bodies, which compile only
 /// against a concrete driver, hence the macro.
 macro_rules! impl_backend {
-    ($db:ty, $label:literal, $begin:literal, $folder:literal) => {
+    ($db:ty, $label:literal, $begin:literal, $refresh_lock:expr, $folder:literal) => {
         impl Backend for $db {
             const LABEL: &'static str = $label;
             const BEGIN_WRITE: &'static str = $begin;
+            const UPSTREAM_REFRESH_LOCK: Option<&'static str> = $refresh_lock;
             const MIGRATIONS: &'static [(i64, &'static str, &'static str)] = &[
                 (
                     1,
@@ -190,6 +195,15 @@ macro_rules! impl_backend {
                         "../../../migrations/",
                         $folder,
                         "/0003_security_review.sql"
+                    )),
+                ),
+                (
+                    4,
+                    "replicas",
+                    include_str!(concat!(
+                        "../../../migrations/",
+                        $folder,
+                        "/0004_replicas.sql"
                     )),
                 ),
             ];
@@ -240,5 +254,14 @@ macro_rules! impl_backend {
     };
 }
 
-impl_backend!(Sqlite, "sqlite", "BEGIN IMMEDIATE", "sqlite");
-impl_backend!(Postgres, "postgres", "BEGIN", "postgres");
+impl_backend!(Sqlite, "sqlite", "BEGIN IMMEDIATE", None, "sqlite");
+// A transaction-scoped advisory lock on a 64-bit hash of the grant id: it
+// blocks nothing but other refreshes of that grant (a row lock would also
+// hold up every touch and revocation of the grant while Gitea answers).
+impl_backend!(
+    Postgres,
+    "postgres",
+    "BEGIN",
+    Some("SELECT pg_advisory_xact_lock(hashtextextended('aegis upstream refresh ' || $1, 0))"),
+    "postgres"
+);

@@ -8,7 +8,9 @@ use async_trait::async_trait;
 use super::backend::{SqlRow, stmt};
 use super::{Backend, SqlStore};
 use crate::store::GrantStore;
-use crate::store::{AuthCodeRecord, GiteaTokens, GrantRecord, StoreError, UnixTime};
+use crate::store::{
+    AuthCodeRecord, GiteaTokens, GrantRecord, StoreError, UnixTime, UpstreamRefreshLock,
+};
 
 pub(super) const TABLE: &str = "grants";
 
@@ -157,6 +159,7 @@ impl<DB: Backend> SqlStore<DB> {
                 expires_at: row.opt_int("gitea_expires_at")?,
             },
             gitea_subject: row.opt_text("gitea_subject")?,
+            gitea_tokens_version: row.int("gitea_tokens_version")?,
             created_at: row.int("created_at")?,
             activated_at: row.opt_int("activated_at")?,
             last_used_at: row.opt_int("last_used_at")?,
@@ -187,22 +190,58 @@ impl<DB: Backend> GrantStore for SqlStore<DB> {
     async fn update_gitea_tokens(
         &self,
         grant_id: &str,
+        replaced_version: i64,
         tokens: &GiteaTokens,
-    ) -> Result<(), StoreError> {
+    ) -> Result<bool, StoreError> {
         let access = self.seal(&tokens.access_token);
         let refresh = tokens.refresh_token.as_ref().map(|t| self.seal(t));
         let mut conn = self.conn().await?;
-        stmt::<DB>(
+        let replaced = stmt::<DB>(
             "UPDATE grants SET gitea_access_token_enc = $2, gitea_refresh_token_enc = $3, \
-             gitea_expires_at = $4 WHERE id = $1",
+             gitea_expires_at = $4, gitea_tokens_version = gitea_tokens_version + 1 \
+             WHERE id = $1 AND gitea_tokens_version = $5 AND revoked_at IS NULL",
         )
         .bind(grant_id)
         .bind(&access)
         .bind(refresh.as_deref())
         .bind(tokens.expires_at)
+        .bind(replaced_version)
         .execute(&mut conn)
         .await?;
-        Ok(())
+        Ok(replaced == 1)
+    }
+
+    async fn lock_upstream_refresh(
+        &self,
+        grant_id: &str,
+    ) -> Result<UpstreamRefreshLock, StoreError> {
+        let Some(sql) = DB::UPSTREAM_REFRESH_LOCK else {
+            return Ok(UpstreamRefreshLock::in_process());
+        };
+        let mut tx = self.pool.begin().await?;
+        stmt::<DB>(sql).bind(grant_id).execute(&mut tx).await?;
+        Ok(UpstreamRefreshLock::held(Box::new(tx)))
+    }
+
+    async fn revoke_grant_at_version(
+        &self,
+        grant_id: &str,
+        version: i64,
+        now: UnixTime,
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.begin_write().await?;
+        let current = stmt::<DB>("SELECT gitea_tokens_version FROM grants WHERE id = $1")
+            .bind(grant_id)
+            .fetch_optional(&mut tx)
+            .await?
+            .map(|row| row.int("gitea_tokens_version"))
+            .transpose()?;
+        if current != Some(version) {
+            return Ok(false);
+        }
+        let revoked = Self::revoke_in(&mut tx, grant_id, now).await?;
+        tx.commit().await?;
+        Ok(revoked)
     }
 
     /// Writes at most once per second per grant: a burst of requests on

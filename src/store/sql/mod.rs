@@ -17,7 +17,7 @@ macro_rules! grant_columns {
     () => {
         "g.id, g.login, g.client_id, g.scope, g.resource, g.gitea_access_token_enc, \
          g.gitea_refresh_token_enc, g.gitea_expires_at, g.created_at, g.activated_at, \
-         g.last_used_at, g.revoked_at, g.gitea_subject"
+         g.last_used_at, g.revoked_at, g.gitea_subject, g.gitea_tokens_version"
     };
 }
 
@@ -137,5 +137,14 @@ impl<DB: Backend> SqlStore<DB> {
             .execute(&mut *conn)
             .await?;
         Ok(revoked > 0)
+    }
+}
+
+/// A store lock held by its transaction: released by committing it.
+#[async_trait::async_trait]
+impl<DB: Backend> crate::store::HeldLock for Transaction<'static, DB> {
+    async fn release(self: Box<Self>) -> Result<(), StoreError> {
+        (*self).commit().await?;
+        Ok(())
     }
 }
