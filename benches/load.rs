@@ -23,6 +23,9 @@
 //! - `LOAD_REQUESTS` — timed requests per scenario (default 2000)
 //! - `LOAD_CONCURRENCY` — comma-separated levels (default `1,16`)
 //! - `LOAD_MAX_SECONDS` — time cap per scenario (default 60)
+//! - `LOAD_GATEWAY_SETTINGS` — more settings of the measured gateway,
+//!   `NAME=value` separated by spaces (for example OAuth with a
+//!   `DATABASE_URL` and high rate limits, to price the shared windows)
 //!
 //! Client, gateway and fake upstream share one tokio runtime and the same
 //! cores, so the figures are relative (gateway vs direct), not absolute.
@@ -215,6 +218,7 @@ async fn spawn_gateway(
         ("DATA_DIR".into(), data_dir.display().to_string()),
         ("AUDIT_HMAC_KEY".into(), AUDIT_KEY.into()),
     ];
+    pairs.retain(|(k, _)| !extra.iter().any(|(name, _)| name == k));
     pairs.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     let settings = Settings::from_source(&SettingsSource::from_pairs(pairs))
         .map_err(|e| anyhow!("settings: {e}"))?;
@@ -508,7 +512,15 @@ async fn main() -> anyhow::Result<()> {
 
     let (upstream, upstream_body) = spawn_upstream().await?;
     let data = tempfile::tempdir()?;
-    let gateway = spawn_gateway(upstream, &data.path().join("main"), &[]).await?;
+    let measured = std::env::var("LOAD_GATEWAY_SETTINGS").unwrap_or_default();
+    let measured: Vec<(&str, &str)> = measured
+        .split_whitespace()
+        .map(|pair| {
+            pair.split_once('=')
+                .context("LOAD_GATEWAY_SETTINGS: NAME=value pairs")
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let gateway = spawn_gateway(upstream, &data.path().join("main"), &measured).await?;
     let max_concurrency = config.concurrency.iter().copied().max().unwrap_or(1);
     let client = reqwest::Client::builder()
         .no_proxy()

@@ -137,6 +137,7 @@ async fn open_audit(settings: &Settings, metrics: Arc<Metrics>) -> Result<AuditL
     let mut options = AuditOptions::new(&settings.data_dir, settings.audit_hmac_key.as_ref());
     options.max_bytes = settings.audit_max_bytes;
     options.keep_files = settings.audit_keep_files;
+    options.replica = Some(settings.replica_id.clone());
     options.metrics = Some(metrics);
     let audit = AuditLog::open_with(options).await?;
     tracing::info!(path = %audit.path().display(), keyed = audit.is_keyed(), "audit log opened");
@@ -153,7 +154,18 @@ pub async fn load_catalog(
     let started = Instant::now();
     let catalog = match settings.gitea_openapi {
         OpenApiSource::Bundled => Catalog::bundled(),
-        OpenApiSource::Live => load_live_catalog(settings, client).await,
+        OpenApiSource::Live => live_catalog(settings, client)
+            .await
+            .unwrap_or_else(|reason| {
+                tracing::warn!(%reason, "GITEA_OPENAPI=live: the instance's document could not be used; falling back to the bundled catalog");
+                Catalog::bundled()
+            }),
+        OpenApiSource::LiveStrict => live_catalog(settings, client).await.map_err(|reason| {
+            ConfigError::new(
+                "GITEA_OPENAPI",
+                format!("live-strict: the instance's document could not be used ({reason}); not starting on another catalog"),
+            )
+        })?,
     };
     tracing::info!(
         tools = catalog.len(),
@@ -167,23 +179,17 @@ pub async fn load_catalog(
     Ok((catalog, exposure))
 }
 
-async fn load_live_catalog(settings: &Settings, client: &GiteaClient) -> Catalog {
+/// The instance's own catalog, or why not.
+async fn live_catalog(settings: &Settings, client: &GiteaClient) -> Result<Catalog, String> {
     let url = format!(
         "{}/swagger.v1.json",
         settings.gitea_url.as_str().trim_end_matches('/')
     );
-    let loaded = client
+    client
         .get_json(&url, None)
         .await
         .map_err(|e| e.to_string())
-        .and_then(|doc| Catalog::from_openapi(&doc).map_err(|e| e.to_string()));
-    match loaded {
-        Ok(catalog) => catalog,
-        Err(reason) => {
-            tracing::warn!(%reason, "GITEA_OPENAPI=live: the instance's document could not be used; falling back to the bundled catalog");
-            Catalog::bundled()
-        }
-    }
+        .and_then(|doc| Catalog::from_openapi(&doc).map_err(|e| e.to_string()))
 }
 
 /// Where the store lives, from `DATA_DIR` and `DATABASE_URL`.
@@ -213,6 +219,14 @@ async fn build_oauth(
         encrypted_values = checked,
         "OAuth store opened"
     );
+    if store.backend() == "sqlite" && !crate::config::is_loopback_url(&settings.public_base_url) {
+        // One process cannot see whether others serve the same URL; say
+        // what breaks if they do (docs/replicas.md).
+        tracing::warn!(
+            public_base_url = %settings.public_base_url,
+            "the OAuth store is SQLite in DATA_DIR, which one process uses: several replicas behind one URL need DATABASE_URL on PostgreSQL, or their clients get random 401s and invalid_client"
+        );
+    }
     let server = Arc::new(OAuthServer::new(
         OAuthConfig::from_settings(settings, catalog),
         store,

@@ -67,11 +67,12 @@ enum Command {
 
 #[derive(Debug, Subcommand)]
 enum AuditCommand {
-    /// Check the hash chain (with AUDIT_HMAC_KEY when set). Without FILE:
-    /// DATA_DIR/audit.log.N … audit.log.1, audit.log, oldest first; with
-    /// FILE arguments, those files in the order given. Exits 1 naming the
-    /// first bad line.
-    Verify { files: Vec<PathBuf> },
+    /// Check the hash chain (with AUDIT_HMAC_KEY when set). Without PATH:
+    /// DATA_DIR/audit.log.N … audit.log.1, audit.log, oldest first. A
+    /// directory PATH is a chain of its own (one per replica); consecutive
+    /// file PATHs are one chain, in the order given. Exits 1 when any chain
+    /// fails, naming its first bad line.
+    Verify { paths: Vec<PathBuf> },
 }
 
 #[derive(Debug, Subcommand)]
@@ -101,6 +102,10 @@ pub fn run() -> ExitCode {
             eprintln!("configuration error: {err}");
             ExitCode::from(2)
         }
+        Err(CliError::InUse(err)) => {
+            eprintln!("error: {err}");
+            ExitCode::from(2)
+        }
         Err(CliError::Other(err)) => {
             eprintln!("error: {}", error_text(err.as_ref()));
             ExitCode::FAILURE
@@ -126,6 +131,9 @@ fn error_text(err: &(dyn std::error::Error + 'static)) -> String {
 
 enum CliError {
     Config(ConfigError),
+    /// Another process holds what this one needs (the audit log): exit 2,
+    /// like a configuration error, since retrying cannot help.
+    InUse(crate::audit::AuditError),
     Other(anyhow::Error),
 }
 
@@ -145,6 +153,7 @@ impl From<BuildError> for CliError {
     fn from(err: BuildError) -> Self {
         match err {
             BuildError::Config(c) => Self::Config(c),
+            BuildError::Audit(err @ crate::audit::AuditError::Locked { .. }) => Self::InUse(err),
             other => Self::Other(other.into()),
         }
     }
@@ -193,8 +202,8 @@ async fn run_command(cli: Cli) -> Result<(), CliError> {
             rekey_store(&settings).await
         }
         Command::Audit {
-            command: AuditCommand::Verify { files },
-        } => verify_audit(cli.env_file.as_deref(), files),
+            command: AuditCommand::Verify { paths },
+        } => verify_audit(cli.env_file.as_deref(), paths),
         Command::Health { url } => {
             let url = match url {
                 Some(url) => url,
@@ -235,8 +244,8 @@ async fn run_command(cli: Cli) -> Result<(), CliError> {
 }
 
 /// `audit verify`: needs `AUDIT_HMAC_KEY` and `DATA_DIR` only, never a Gitea.
-fn verify_audit(env_file: Option<&std::path::Path>, files: Vec<PathBuf>) -> Result<(), CliError> {
-    use crate::audit::verify::{default_files, verify_files};
+fn verify_audit(env_file: Option<&std::path::Path>, paths: Vec<PathBuf>) -> Result<(), CliError> {
+    use crate::audit::verify::{ChainFiles, chains_of, default_files, verify_files};
     use secrecy::ExposeSecret;
 
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
@@ -258,15 +267,27 @@ fn verify_audit(env_file: Option<&std::path::Path>, files: Vec<PathBuf>) -> Resu
             PathBuf::from(source.get("DATA_DIR").unwrap_or("./data")),
         ),
     };
-    let files = if files.is_empty() {
-        default_files(&data_dir)
+    let chains = if paths.is_empty() {
+        vec![ChainFiles {
+            files: default_files(&data_dir),
+            name: data_dir,
+        }]
     } else {
-        files
+        chains_of(&paths, std::path::Path::is_dir)
     };
     let key = crate::audit::ChainKey::new(key.as_deref());
-    let report = verify_files(&files, &key);
-    println!("{report}");
-    if report.is_ok() {
+    let mut all_ok = true;
+    for chain in &chains {
+        let report = verify_files(&chain.files, &key);
+        all_ok &= report.is_ok();
+        // One chain prints as it always has; several say whose each line is.
+        if chains.len() == 1 {
+            println!("{report}");
+        } else {
+            println!("{}: {report}", chain.name.display());
+        }
+    }
+    if all_ok {
         Ok(())
     } else {
         Err(CliError::Other(anyhow::anyhow!(

@@ -8,8 +8,10 @@ ALTER TABLE grants ADD COLUMN gitea_tokens_version BIGINT NOT NULL DEFAULT 0;
 
 -- Rate limits shared by the replicas: hits per key and minute. The key is
 -- the limit's name and the client address or the SHA-256 of the
--- Authorization value, never the value itself.
-CREATE TABLE rate_limit_hits (
+-- Authorization value, never the value itself. UNLOGGED (PostgreSQL only):
+-- counters need no WAL, so a check commits without waiting for a flush; a
+-- crash of the database empties the table, which only resets the windows.
+CREATE UNLOGGED TABLE rate_limit_hits (
     key TEXT NOT NULL,
     minute BIGINT NOT NULL,
     hits BIGINT NOT NULL,

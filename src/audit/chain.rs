@@ -260,6 +260,7 @@ mod tests {
                 v: 1,
                 seq,
                 ts: "2026-01-01T00:00:00.000Z",
+                replica: None,
                 event: &event,
             }
             .canonical();
@@ -331,6 +332,7 @@ mod tests {
             v: 1,
             seq: 3,
             ts: "2026-01-01T00:00:01.000Z",
+            replica: None,
             event: &event,
         }
         .canonical();

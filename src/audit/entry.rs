@@ -236,6 +236,10 @@ pub struct EntryBody<'a> {
     pub v: u32,
     pub seq: u64,
     pub ts: &'a str,
+    /// The process that wrote the entry (`REPLICA_ID`), so the logs of N
+    /// replicas stay apart once shipped to one place.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replica: Option<&'a str>,
     #[serde(flatten)]
     pub event: &'a Event,
 }
@@ -292,6 +296,7 @@ mod tests {
             v: 1,
             seq: 7,
             ts: "2026-01-01T00:00:00.000Z",
+            replica: None,
             event: &event,
         };
         assert_eq!(

@@ -9,6 +9,7 @@
 
 pub mod chain;
 pub(crate) mod entry;
+mod lock;
 pub mod verify;
 mod writer;
 
@@ -24,6 +25,8 @@ pub use entry::{AuditIdentity, Event, EventKind, Outcome};
 
 /// The log's file name inside `DATA_DIR`.
 pub const AUDIT_FILE_NAME: &str = "audit.log";
+/// The lock file beside the log: one writing process per log.
+pub const AUDIT_LOCK_NAME: &str = "audit.lock";
 pub use crate::config::DEFAULT_AUDIT_MAX_BYTES as DEFAULT_MAX_BYTES;
 /// Entries that may wait for the writer before callers wait to enqueue.
 const QUEUE: usize = 16 * 1024;
@@ -34,6 +37,12 @@ pub enum AuditError {
     /// The log could not be opened or its opening entries written (stops startup).
     #[error("the audit log {path} cannot be written: {reason}")]
     Open { path: String, reason: String },
+    /// Another process holds the log's lock (two processes on one log
+    /// would fork the chain): startup stops with exit code 2.
+    #[error(
+        "the audit log is in use by another process (it holds {lock}); give each replica its own DATA_DIR"
+    )]
+    Locked { lock: String },
     /// A write or fsync failed; the entry is not in the log.
     #[error("the audit log is unavailable: {0}")]
     Unavailable(String),
@@ -63,6 +72,8 @@ pub struct AuditOptions {
     pub keep_files: Option<usize>,
     /// Where write latencies are observed, when set.
     pub metrics: Option<Arc<crate::metrics::Metrics>>,
+    /// Written into every entry as `replica` (`REPLICA_ID`).
+    pub replica: Option<String>,
 }
 
 impl AuditOptions {
@@ -73,6 +84,7 @@ impl AuditOptions {
             max_bytes: DEFAULT_MAX_BYTES,
             keep_files: None,
             metrics: None,
+            replica: None,
         }
     }
 }
@@ -128,6 +140,7 @@ impl AuditLog {
             key: options.key.clone(),
             max_bytes: options.max_bytes.max(1),
             keep: options.keep_files.map(|k| k.max(1)),
+            replica: options.replica.clone(),
         };
         let data_dir = options.data_dir.clone();
         let started = tokio::task::spawn_blocking(move || {

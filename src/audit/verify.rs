@@ -1,5 +1,7 @@
 //! `audit verify`: checks the chain over files given in order (oldest
 //! first), or by default `DATA_DIR/audit.log.N … audit.log.1, audit.log`.
+//! Several chains at once (one per replica): each directory given is a
+//! chain of its own.
 
 use std::path::{Path, PathBuf};
 
@@ -80,6 +82,39 @@ pub fn default_files(data_dir: &Path) -> Vec<PathBuf> {
     files
 }
 
+/// One chain to verify: what to call it, and its files oldest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainFiles {
+    pub name: PathBuf,
+    pub files: Vec<PathBuf>,
+}
+
+/// The chains named by `audit verify`'s arguments: each directory is a
+/// chain (its [`default_files`]); consecutive file arguments are one chain,
+/// in the order given. `is_dir` says which arguments are directories.
+pub fn chains_of(paths: &[PathBuf], is_dir: impl Fn(&Path) -> bool) -> Vec<ChainFiles> {
+    let mut chains: Vec<ChainFiles> = Vec::new();
+    let mut files_run = false;
+    for path in paths {
+        if is_dir(path) {
+            chains.push(ChainFiles {
+                name: path.clone(),
+                files: default_files(path),
+            });
+            files_run = false;
+        } else if files_run && let Some(chain) = chains.last_mut() {
+            chain.files.push(path.clone());
+        } else {
+            chains.push(ChainFiles {
+                name: path.clone(),
+                files: vec![path.clone()],
+            });
+            files_run = true;
+        }
+    }
+    chains
+}
+
 /// Verifies `files` in the order given.
 pub fn verify_files(files: &[PathBuf], key: &ChainKey) -> VerifyReport {
     let mut verifier = Verifier::new(key.clone());
@@ -115,5 +150,38 @@ pub fn verify_files(files: &[PathBuf], key: &ChainKey) -> VerifyReport {
         keyed: key.is_keyed(),
         anchored_at: verifier.anchored_at,
         last_seq: verifier.last().map(|(s, _)| *s),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paths(names: &[&str]) -> Vec<PathBuf> {
+        names.iter().map(PathBuf::from).collect()
+    }
+
+    #[test]
+    fn each_directory_is_a_chain_of_its_own() {
+        let chains = chains_of(&paths(&["r1", "r2"]), |_| true);
+        assert_eq!(chains.len(), 2);
+        assert_eq!(chains[0].name, PathBuf::from("r1"));
+        assert_eq!(chains[0].files, paths(&["r1/audit.log"]));
+        assert_eq!(chains[1].files, paths(&["r2/audit.log"]));
+    }
+
+    #[test]
+    fn consecutive_files_are_one_chain_in_the_order_given() {
+        let is_dir = |p: &Path| p == Path::new("r2");
+        let chains = chains_of(&paths(&["a.log.1", "a.log", "r2", "b.log"]), is_dir);
+        let files: Vec<_> = chains.iter().map(|c| c.files.clone()).collect();
+        assert_eq!(
+            files,
+            [
+                paths(&["a.log.1", "a.log"]),
+                paths(&["r2/audit.log"]),
+                paths(&["b.log"])
+            ]
+        );
     }
 }

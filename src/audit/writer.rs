@@ -31,6 +31,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::AuditError;
 use super::chain::{ChainKey, GENESIS, parse_line};
 use super::entry::{EntryBody, Event, EventKind, FORMAT_VERSION, line, now_rfc3339};
+use super::lock::{LogLock, lock_log};
 
 /// Most entries written as one group.
 const MAX_GROUP: usize = 4096;
@@ -51,6 +52,8 @@ pub(super) struct WriterConfig {
     pub max_bytes: u64,
     /// Rotated files kept; `None`: all.
     pub keep: Option<usize>,
+    /// The `replica` member of every entry (`REPLICA_ID`).
+    pub replica: Option<String>,
 }
 
 /// What the end of an existing file says.
@@ -65,6 +68,9 @@ struct Tail {
 
 pub(super) struct Writer {
     cfg: WriterConfig,
+    /// The exclusive lock on the log (`audit.lock`), held while the writer
+    /// runs: a second process on the same log cannot fork the chain.
+    _lock: LogLock,
     file: Option<File>,
     ident: (u64, u64),
     /// Durable length of the open file.
@@ -80,7 +86,9 @@ impl Writer {
     /// line, and writes `log_recovered` (after a torn line) and `log_opened`.
     /// Any failure here stops startup.
     pub fn start(cfg: WriterConfig) -> Result<Self, AuditError> {
+        let lock = lock_log(&cfg.path)?;
         let mut writer = Self {
+            _lock: lock,
             cfg,
             file: None,
             ident: (0, 0),
@@ -301,6 +309,7 @@ impl Writer {
                 v: FORMAT_VERSION,
                 seq,
                 ts: &ts,
+                replica: self.cfg.replica.as_deref(),
                 event,
             }
             .canonical();

@@ -51,7 +51,12 @@ pub enum ToolMode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OpenApiSource {
     Bundled,
+    /// The instance's document, or the bundled one (with a warning) when it
+    /// cannot be fetched.
     Live,
+    /// The instance's document or nothing: startup stops when it cannot be
+    /// fetched, so replicas behind one URL never serve different tools.
+    LiveStrict,
 }
 
 /// What pattern masking does with a suspected secret in a result.
@@ -200,6 +205,9 @@ pub struct Settings {
     /// `AUDIT_KEEP_FILES`: rotated files kept; `None` (the default) keeps
     /// every one, so no caller can push history out of the log.
     pub audit_keep_files: Option<usize>,
+    /// `REPLICA_ID`: names this process in every audit entry; default the
+    /// host name.
+    pub replica_id: String,
     pub admin_logins: Vec<String>,
     pub expose_error_details: bool,
 }
@@ -279,6 +287,7 @@ impl Settings {
             audit_hmac_key,
             audit_max_bytes,
             audit_keep_files,
+            replica_id: sections::replica_id(&get)?,
             admin_logins: parse_list(get("ADMIN_LOGINS")),
             expose_error_details: parse_bool(
                 "EXPOSE_ERROR_DETAILS",

@@ -258,6 +258,7 @@ pub(super) fn catalog_and_masking<'a>(
         &[
             ("bundled", OpenApiSource::Bundled),
             ("live", OpenApiSource::Live),
+            ("live-strict", OpenApiSource::LiveStrict),
         ],
         OpenApiSource::Bundled,
     )?;
@@ -299,6 +300,37 @@ pub(super) fn audit<'a>(
         )?),
     };
     Ok((key, max_bytes, keep_files))
+}
+
+/// `REPLICA_ID`, or the host name: 1–64 of `A-Z a-z 0-9 . _ -`. A host
+/// name outside that set (or none) gives `gateway`.
+pub(super) fn replica_id<'a>(
+    get: &impl Fn(&str) -> Option<&'a str>,
+) -> Result<String, ConfigError> {
+    let valid = |id: &str| {
+        (1..=64).contains(&id.len())
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    };
+    match get("REPLICA_ID") {
+        Some(id) if valid(id) => Ok(id.to_owned()),
+        Some(_) => Err(ConfigError::new(
+            "REPLICA_ID",
+            "must be 1-64 characters of A-Z, a-z, 0-9, '.', '_' or '-'",
+        )),
+        None => {
+            let host = rustix::system::uname()
+                .nodename()
+                .to_string_lossy()
+                .into_owned();
+            Ok(if valid(&host) {
+                host
+            } else {
+                "gateway".to_owned()
+            })
+        }
+    }
 }
 
 /// `MAX_CONNECTIONS`, `MAX_CONNECTIONS_PER_IP` and `OAUTH_MAX_CLIENTS`.

@@ -171,8 +171,17 @@ pub fn router(app: Arc<App>) -> Router {
         // The hook runs inside the limiter; the write happens beside it.
         tokio::spawn(async move { audit.rate_limited(kind, None, Some(&path)).await });
     });
-    let limiter = RateLimiter::from_settings(app.settings()).with_hook(hook.clone());
-    let sign_ins = RateLimiter::sign_ins_from_settings(app.settings()).with_hook(hook);
+    // Replicas on PostgreSQL share the windows through the store.
+    let store = || {
+        app.oauth()
+            .map(|o| o.store().clone() as Arc<dyn crate::store::RateLimitStore>)
+    };
+    let limiter = RateLimiter::from_settings(app.settings())
+        .with_hook(hook.clone())
+        .with_shared_store(store(), "requests");
+    let sign_ins = RateLimiter::sign_ins_from_settings(app.settings())
+        .with_hook(hook)
+        .with_shared_store(store(), "sign_ins");
     router_with_limiters(app, Arc::new(limiter), Arc::new(sign_ins))
 }
 

@@ -7,12 +7,16 @@ next to it; `tests/browser/pages_e2e.py` adds this directory to `sys.path`).
 - `load_fixture()` reads `$AEGIS_E2E_DIR/fixture.json` (default
   `/tmp/aegis-e2e`), written by `tests/e2e/gitea.sh start`.
 - `start_gateway(fixture, data_dir, database_url=None, extra_env=None,
-  max_open_files=None)` runs
+  max_open_files=None, port=None)` runs
   `$AEGIS_BIN serve` (default `target/debug/aegis-gitea-mcp`) on the
-  fixture's `gateway_url` with a fresh `TOKEN_ENCRYPTION_KEY`, its store in
+  fixture's `gateway_url` (or on loopback `port`, behind a proxy at that
+  URL: `PUBLIC_BASE_URL` stays the fixture's) with a fresh
+  `TOKEN_ENCRYPTION_KEY`, its store in
   `data_dir` (SQLite) or at `database_url` (PostgreSQL), its log in
   `data_dir/gateway.log`, and waits for `/health`.
 - `stop_gateway(process)`, `gateway_log(data_dir)`.
+- `audit_verify(data_dir, audit_key)`: `$AEGIS_BIN audit verify` of
+  `data_dir`'s audit log; its `ok:` line.
 - `run_against_gateway(fixture, prefix, step, main, extra_env=None)`: a
   script's whole run: a gateway in a fresh data dir (`DATABASE_URL` from the
   environment), `asyncio.run(main())`, `PASS`, or `FAIL` with the gateway's
@@ -20,7 +24,9 @@ next to it; `tests/browser/pages_e2e.py` adds this directory to `sys.path`).
 - `mcp_tool_call(gateway_url, token, name, arguments=None, path="/mcp")`: a
   stateless JSON-RPC `tools/call` at the MCP URL `path` with
   `Authorization: Bearer token`; returns `(status, envelope)` on 200 or
-  `(status, WWW-Authenticate)` otherwise.
+  `(status, WWW-Authenticate)` otherwise. Its parts, for other HTTP
+  clients: `tool_call_request(name, arguments)` (body and headers) and
+  `tool_call_envelope(content_type, text)`.
 """
 
 import asyncio
@@ -67,13 +73,16 @@ def _healthy(url):
         return False
 
 
-def start_gateway(fixture, data_dir, database_url=None, extra_env=None, max_open_files=None):
+def start_gateway(fixture, data_dir, database_url=None, extra_env=None, max_open_files=None, port=None):
     """Starts the gateway on the fixture's gateway_url (the seeded Gitea
     application's redirect base) and returns the process once /health
     answers. Raises AssertionError (with the log printed) otherwise.
-    `max_open_files` sets the process's RLIMIT_NOFILE (soft and hard)."""
-    gateway = fixture["gateway_url"].rstrip("/")
-    port = urllib.parse.urlparse(gateway).port
+    `max_open_files` sets the process's RLIMIT_NOFILE (soft and hard).
+    `port`: listen on 127.0.0.1:port instead, behind a proxy that serves
+    the fixture's gateway_url (which stays `PUBLIC_BASE_URL`)."""
+    public = fixture["gateway_url"].rstrip("/")
+    port = port or urllib.parse.urlparse(public).port
+    gateway = "http://127.0.0.1:%d" % port
     if _healthy(gateway):
         raise AssertionError("something already answers at %s: stop it first" % gateway)
     env = {
@@ -82,7 +91,7 @@ def start_gateway(fixture, data_dir, database_url=None, extra_env=None, max_open
         "GITEA_URL": fixture["gitea_url"].rstrip("/"),
         "GITEA_TOKEN": fixture["admin"]["token"],
         "MCP_PORT": str(port),
-        "PUBLIC_BASE_URL": gateway,
+        "PUBLIC_BASE_URL": public,
         "DATA_DIR": data_dir,
         "GITEA_OAUTH_CLIENT_ID": fixture["oauth"]["client_id"],
         "GITEA_OAUTH_CLIENT_SECRET": fixture["oauth"]["client_secret"],
@@ -134,6 +143,21 @@ def run_against_gateway(fixture, prefix, step, main, extra_env=None):
         stop_gateway(gateway)
 
 
+def audit_verify(data_dir, audit_key, *more_dirs):
+    """`audit verify` of `data_dir`'s audit log with the HMAC key: its `ok:`
+    line. With `more_dirs` (a replica set's logs), `audit verify DIR…`: one
+    chain per directory, one `DIR: ok: …` line each."""
+    env = {"PATH": os.environ.get("PATH", ""), "DATA_DIR": data_dir, "AUDIT_HMAC_KEY": audit_key}
+    args = [data_dir, *more_dirs] if more_dirs else []
+    done = subprocess.run([gateway_binary(), "audit", "verify", *args], env=env, capture_output=True, text=True, timeout=120)
+    lines = done.stdout.strip().splitlines()
+    good = len(lines) == len(args or [data_dir]) and all(
+        line.startswith("ok:") if not args else line.startswith("%s: ok:" % d) for line, d in zip(lines, args or [data_dir])
+    )
+    check(done.returncode == 0 and good, "audit verify %s: %s %s" % (args or data_dir, done.stdout, done.stderr))
+    return done.stdout.strip()
+
+
 def stop_gateway(process):
     process.terminate()
     try:
@@ -143,21 +167,36 @@ def stop_gateway(process):
         process.wait()
 
 
-def mcp_tool_call(gateway_url, token, name, arguments=None, path="/mcp"):
-    """A stateless JSON-RPC tools/call at `path`: (200, envelope) or (status, WWW-Authenticate)."""
+def tool_call_request(name, arguments=None):
+    """The body and headers (all but `Authorization`) of a stateless JSON-RPC tools/call."""
     body = json.dumps(
         {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments or {}}}
     ).encode()
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-06-18",
+    }
+    return body, headers
+
+
+def tool_call_envelope(content_type, text):
+    """The gateway's envelope in a 200 answer to a tools/call."""
+    if content_type.startswith("text/event-stream"):
+        # One JSON-RPC message in the data lines of the stream.
+        text = "\n".join(line[5:].strip() for line in text.splitlines() if line.startswith("data:"))
+    message = json.loads(text)
+    return json.loads(message["result"]["content"][0]["text"])
+
+
+def mcp_tool_call(gateway_url, token, name, arguments=None, path="/mcp"):
+    """A stateless JSON-RPC tools/call at `path`: (200, envelope) or (status, WWW-Authenticate)."""
+    body, headers = tool_call_request(name, arguments)
     request = urllib.request.Request(
         gateway_url.rstrip("/") + path,
         data=body,
         method="POST",
-        headers={
-            "Authorization": "Bearer " + token,
-            "Content-Type": "application/json",
-            "Accept": "application/json, text/event-stream",
-            "MCP-Protocol-Version": "2025-06-18",
-        },
+        headers={"Authorization": "Bearer " + token, **headers},
     )
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
@@ -165,11 +204,7 @@ def mcp_tool_call(gateway_url, token, name, arguments=None, path="/mcp"):
             text = response.read().decode()
     except urllib.error.HTTPError as err:
         return err.code, err.headers.get("www-authenticate")
-    if content_type.startswith("text/event-stream"):
-        # One JSON-RPC message in the data lines of the stream.
-        text = "\n".join(line[5:].strip() for line in text.splitlines() if line.startswith("data:"))
-    message = json.loads(text)
-    return 200, json.loads(message["result"]["content"][0]["text"])
+    return 200, tool_call_envelope(content_type, text)
 
 
 def check(condition, message):

@@ -187,6 +187,8 @@ PASSWORD_HASH_ALGO = pbkdf2_v1
 [oauth2]
 ENABLED = true
 JWT_SECRET = $jwt_secret
+; a used refresh token is dead, as in production: a second refresh of one grant must fail
+INVALIDATE_REFRESH_TOKENS = true
 
 [service]
 DISABLE_REGISTRATION = true

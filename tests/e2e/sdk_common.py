@@ -20,11 +20,27 @@ mcp==2.3.0`) share: `tests/e2e/oauth_signin.py` (an HTTP "person") and
 - `token_endpoint(gateway, path, client, **form)`: a form POST to `/token` or
   `/revoke` with the client's credentials (`client_secret` only if it has one).
 - `assert_refresh_dead(gateway, refresh_token, client)`: `invalid_grant`.
+
+A scripted sign-in without the SDK (`tests/security/replay.py`,
+`tests/replicas/replicas.py`), clients as the JSON `/register` answers:
+
+- `register_client(gateway, metadata, forwarded_for=None)`: `(status, body)`.
+- `public_client(gateway, redirect_uri, **extra)`: a registered public client.
+- `authorization_url(gateway, client, redirect_uri, **overrides)`: a PKCE
+  authorization URL for `gateway/mcp` and its code verifier.
+- `token_request(gateway, client, **form)`: a `/token` post as a public client.
+- `exchange(gateway, client, back, verifier, redirect_uri)`: the code of the
+  redirect `back` for tokens.
+- `signed_in_tokens(gateway, client, redirect_uri, user)`: `user` signs in at
+  the real Gitea and approves; the tokens.
 """
 
 import asyncio
+import base64
+import hashlib
 import html.parser
 import json
+import secrets
 import urllib.parse
 
 import httpx2
@@ -99,6 +115,61 @@ def token_endpoint(gateway, path, client, **form):
 def assert_refresh_dead(gateway, refresh_token, client):
     again = token_endpoint(gateway, "/token", client, grant_type="refresh_token", refresh_token=refresh_token)
     check(again.status_code == 400 and again.json().get("error") == "invalid_grant", "a dead refresh token got %s %s" % (again.status_code, again.text[:300]))
+
+
+def register_client(gateway, metadata, forwarded_for=None):
+    """POST `metadata` to `/register`: (status, body)."""
+    headers = {"X-Forwarded-For": forwarded_for} if forwarded_for else {}
+    response = httpx2.post(gateway.rstrip("/") + "/register", json=metadata, headers=headers, timeout=30)
+    return response.status_code, response.json()
+
+
+def public_client(gateway, redirect_uri, **extra):
+    metadata = {"redirect_uris": [redirect_uri], "token_endpoint_auth_method": "none", "client_name": "scripted", **extra}
+    status, body = register_client(gateway, metadata)
+    check(status == 201, "registration: %s %s" % (status, body))
+    return body
+
+
+def authorization_url(gateway, client, redirect_uri, **overrides):
+    """A PKCE (S256) authorization URL for the resource `gateway/mcp`, and its verifier."""
+    gateway = gateway.rstrip("/")
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    params = {
+        "response_type": "code",
+        "client_id": client["client_id"],
+        "redirect_uri": redirect_uri,
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+        "state": secrets.token_urlsafe(12),
+        "resource": gateway + "/mcp",
+        "scope": "gitea",
+        **overrides,
+    }
+    return gateway + "/authorize?" + urllib.parse.urlencode(params), verifier
+
+
+def token_request(gateway, client, **form):
+    """A /token post as the public client `client`."""
+    return httpx2.post(gateway.rstrip("/") + "/token", data={"client_id": client["client_id"], **form}, timeout=30)
+
+
+def exchange(gateway, client, back, verifier, redirect_uri):
+    """The code in the redirect `back` exchanged for tokens."""
+    code = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(back).query)).get("code")
+    check(code, "the client got a code: %s" % back)
+    form = {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri, "code_verifier": verifier}
+    response = token_request(gateway, client, **form)
+    check(response.status_code == 200, "code exchange: %s %s" % (response.status_code, response.text[:300]))
+    return response.json()
+
+
+def signed_in_tokens(gateway, client, redirect_uri, user):
+    """`user` signs in at the real Gitea (ID token verified) and approves."""
+    url, verifier = authorization_url(gateway, client, redirect_uri)
+    back = Person(gateway, redirect_uri, user["login"], user["password"]).sign_in(url)
+    return exchange(gateway, client, back, verifier, redirect_uri)
 
 
 class Forms(html.parser.HTMLParser):

@@ -182,3 +182,85 @@ async fn a_full_disk_refuses_calls_and_leaves_a_log_that_verifies() {
     let (code, out) = audit_verify(&data, Some(KEY), &[]);
     assert_eq!(code, 0, "{out}");
 }
+
+/// Issue 16: a second process pointed at a log another process writes
+/// refuses to start (exit 2, naming the lock) instead of forking the chain;
+/// once the first is gone, the log is free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_process_on_one_log_refuses_to_start_naming_the_lock() {
+    aegis_gitea_mcp::tls::install_crypto_provider();
+    let fake = FakeGitea::start().await;
+    let data: PathBuf = support::scratch_dir();
+    let port = free_port();
+    let mut first = serve(&fake, &data, port).spawn();
+    wait_ready(port).await;
+    let second = std::process::Command::new(support::gateway_process::BIN)
+        .arg("serve")
+        .env_clear()
+        .env("GITEA_URL", &fake.url)
+        .env("GITEA_TOKEN", support::ADMIN_TOKEN)
+        .env("MCP_PORT", free_port().to_string())
+        .env("DATA_DIR", &data)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("audit.lock"), "{stderr}");
+    assert!(stderr.contains("another process"), "{stderr}");
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let (code, out) = audit_verify(&data, Some(KEY), &[]);
+    assert_eq!(code, 0, "{out}");
+    let mut again = serve(&fake, &data, port).spawn();
+    wait_ready(port).await;
+    again.kill().unwrap();
+    again.wait().unwrap();
+}
+
+/// Issue 16: every entry names its replica (`REPLICA_ID`), and `audit
+/// verify` checks the log of each replica's directory as its own chain.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_replica_names_itself_and_verify_checks_each_chain() {
+    aegis_gitea_mcp::tls::install_crypto_provider();
+    let fake = FakeGitea::start().await;
+    let dirs: Vec<PathBuf> = (0..2).map(|_| support::scratch_dir()).collect();
+    for (i, dir) in dirs.iter().enumerate() {
+        let port = free_port();
+        let replica = format!("r{}", i + 1);
+        let extra = [("REPLICA_ID", replica.as_str())];
+        let mut child = ServeProcess {
+            extra: &extra,
+            ..serve(&fake, dir, port)
+        }
+        .spawn();
+        wait_ready(port).await;
+        let client =
+            support::mcp_client(&format!("http://127.0.0.1:{port}/mcp"), Some(BEARER)).await;
+        let _ = call(&client, "gitea_user_get_current", json!({})).await;
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let logged = entries(&dir.join("audit.log"));
+        assert!(
+            logged.iter().all(|e| e["replica"] == replica.as_str()),
+            "{logged:?}"
+        );
+    }
+    let paths: Vec<&Path> = dirs.iter().map(PathBuf::as_path).collect();
+    let (code, out) = audit_verify(&dirs[0], Some(KEY), &paths);
+    assert_eq!(code, 0, "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    for (line, dir) in lines.iter().zip(&dirs) {
+        assert!(
+            line.starts_with(&format!("{}: ok: ", dir.display())),
+            "{line}"
+        );
+    }
+    // A tampered second chain fails the run and is named.
+    let log = dirs[1].join("audit.log");
+    let text = std::fs::read_to_string(&log).unwrap();
+    std::fs::write(&log, text.replacen("\"r2\"", "\"r9\"", 1)).unwrap();
+    let (code, out) = audit_verify(&dirs[0], Some(KEY), &paths);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.lines().nth(1).unwrap().contains("line 1 of"), "{out}");
+}

@@ -185,6 +185,33 @@ fn catalog_opens_no_audit_log_or_store() {
     );
 }
 
+/// Issue 16: `live` falls back to the bundled catalog when the instance's
+/// document cannot be fetched; `live-strict` stops instead (exit 2, naming
+/// the setting), so replicas behind one URL never list different tools.
+#[test]
+fn live_strict_refuses_a_catalog_it_could_not_fetch() {
+    let catalog_with = |source: &str| {
+        gateway(
+            &["catalog", "--json"],
+            &[
+                ("GITEA_URL", "http://127.0.0.1:9"),
+                ("GITEA_OPENAPI", source),
+            ],
+        )
+    };
+    let live = catalog_with("live");
+    assert!(
+        live.status.success(),
+        "{}",
+        String::from_utf8_lossy(&live.stderr)
+    );
+    let strict = catalog_with("live-strict");
+    let stderr = String::from_utf8_lossy(&strict.stderr);
+    assert_eq!(strict.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("GITEA_OPENAPI"), "{stderr}");
+    assert!(stderr.contains("live-strict"), "{stderr}");
+}
+
 #[test]
 fn logs_are_json_lines_by_default() {
     let dir = tempfile::tempdir().unwrap();
@@ -221,6 +248,37 @@ fn logs_are_json_lines_by_default() {
 }
 
 const OAUTH_KEY: &str = "cli-test-encryption-key-0123456789abcdef";
+
+/// Issue 16: a SQLite store behind a public URL (where replicas may be)
+/// is warned about at startup; on a loopback URL it is not.
+#[test]
+fn a_sqlite_store_behind_a_public_url_is_warned_about() {
+    let started_with = |public_url: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data").display().to_string();
+        let out = gateway(
+            &["stdio"],
+            &[
+                ("GITEA_URL", "http://127.0.0.1:9"),
+                ("GITEA_TOKEN", "admin-token"),
+                ("GITEA_OAUTH_CLIENT_ID", "id"),
+                ("GITEA_OAUTH_CLIENT_SECRET", "secret"),
+                ("TOKEN_ENCRYPTION_KEY", OAUTH_KEY),
+                ("PUBLIC_BASE_URL", public_url),
+                ("DATA_DIR", data.as_str()),
+            ],
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let public = started_with("https://mcp.example.com");
+    assert!(
+        public.contains("several replicas behind one URL need DATABASE_URL"),
+        "{public}"
+    );
+    let loopback = started_with("http://127.0.0.1:8080");
+    assert!(loopback.contains("OAuth store opened"), "{loopback}");
+    assert!(!loopback.contains("several replicas"), "{loopback}");
+}
 
 #[test]
 fn half_configured_oauth_exits_2() {

@@ -18,6 +18,7 @@ mod mcp_urls;
 mod oidc;
 mod pages;
 mod register;
+mod replicas;
 mod resolver;
 mod revoke;
 mod rotation;

@@ -21,7 +21,6 @@ Usage: AEGIS_BIN=target/release/aegis-gitea-mcp tests/security/replay.py [ID…]
 import base64
 import concurrent.futures
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -29,7 +28,6 @@ import resource
 import secrets
 import select
 import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -39,8 +37,8 @@ import httpx2
 
 sys.dont_write_bytecode = True  # no __pycache__ in the work tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
-from gateway import check, gateway_binary, gateway_log, load_fixture, mcp_tool_call, start_gateway, stepper, stop_gateway  # noqa: E402
-from sdk_common import Person, forms_of  # noqa: E402
+from gateway import audit_verify, check, gateway_log, load_fixture, mcp_tool_call, start_gateway, stepper, stop_gateway  # noqa: E402
+from sdk_common import Person, authorization_url, exchange, forms_of, public_client, register_client, signed_in_tokens, token_request  # noqa: E402
 
 FIXTURE = load_fixture()
 GATEWAY = FIXTURE["gateway_url"].rstrip("/")
@@ -101,62 +99,6 @@ def audit_bytes(data_dir):
     return sum(os.path.getsize(os.path.join(data_dir, f)) for f in os.listdir(data_dir) if f.startswith("audit.log"))
 
 
-def audit_verify(data_dir):
-    env = {"PATH": os.environ.get("PATH", ""), "DATA_DIR": data_dir, "AUDIT_HMAC_KEY": AUDIT_KEY}
-    done = subprocess.run([gateway_binary(), "audit", "verify"], env=env, capture_output=True, text=True, timeout=120)
-    check(done.returncode == 0 and done.stdout.startswith("ok:"), "audit verify: %s %s" % (done.stdout, done.stderr))
-    return done.stdout.strip()
-
-
-def register(metadata, forwarded_for=None):
-    headers = {"X-Forwarded-For": forwarded_for} if forwarded_for else {}
-    response = httpx2.post(GATEWAY + "/register", json=metadata, headers=headers, timeout=30)
-    return response.status_code, response.json()
-
-
-def public_client(**extra):
-    status, body = register({"redirect_uris": [CLIENT_CALLBACK], "token_endpoint_auth_method": "none", "client_name": "replay", **extra})
-    check(status == 201, "registration: %s %s" % (status, body))
-    return body
-
-
-def authorization_url(client, redirect_uri=CLIENT_CALLBACK, **overrides):
-    verifier = secrets.token_urlsafe(48)
-    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
-    params = {
-        "response_type": "code",
-        "client_id": client["client_id"],
-        "redirect_uri": redirect_uri,
-        "code_challenge": challenge,
-        "code_challenge_method": "S256",
-        "state": secrets.token_urlsafe(12),
-        "resource": GATEWAY + "/mcp",
-        "scope": "gitea",
-        **overrides,
-    }
-    return GATEWAY + "/authorize?" + urllib.parse.urlencode(params), verifier
-
-
-def exchange(client, back, verifier):
-    code = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(back).query)).get("code")
-    check(code, "the client got a code: %s" % back)
-    form = {"grant_type": "authorization_code", "code": code, "redirect_uri": CLIENT_CALLBACK, "code_verifier": verifier}
-    response = token_request(client, **form)
-    check(response.status_code == 200, "code exchange: %s %s" % (response.status_code, response.text[:300]))
-    return response.json()
-
-
-def token_request(client, **form):
-    return httpx2.post(GATEWAY + "/token", data={"client_id": client["client_id"], **form}, timeout=30)
-
-
-def signed_in_tokens(client):
-    """alice signs in at the real Gitea (ID token verified) and approves."""
-    url, verifier = authorization_url(client)
-    back = Person(GATEWAY, CLIENT_CALLBACK, USER["login"], USER["password"]).sign_in(url)
-    return exchange(client, back, verifier)
-
-
 def works(access_token):
     status, envelope = mcp_tool_call(GATEWAY, access_token, "gitea_user_get_current")
     return status == 200 and envelope.get("identity", {}).get("login") == USER["login"]
@@ -194,7 +136,7 @@ def argument_name_floods_neither_grow_the_log_nor_rotate_history_away():
         logs = "".join(open(os.path.join(data_dir, f)).read() for f in os.listdir(data_dir) if f.startswith("audit.log"))
         check("0" * 240 not in logs, "names the schema does not know are not recorded")
         check('"seq":1,' in logs, "the first entry is still on disk after rotation")
-    step(audit_verify(data_dir))
+    step(audit_verify(data_dir, AUDIT_KEY))
 
 
 @attack("F2")
@@ -207,7 +149,7 @@ def a_call_with_long_argument_names_never_stops_the_next_start():
     with gateway(data_dir=data_dir):
         status, me = bearer_call("gitea_user_get_current", {})
         check(status == 200 and "data" in me, "served after the restart: %s" % me)
-    step(audit_verify(data_dir))
+    step(audit_verify(data_dir, AUDIT_KEY))
 
 
 def half_open(source):
@@ -270,7 +212,7 @@ def one_network_cannot_lock_out_new_clients():
     network = "10.%d.%d" % (secrets.randbelow(256), secrets.randbelow(256))
     metadata = {"redirect_uris": [CLIENT_CALLBACK], "token_endpoint_auth_method": "none"}
     with gateway():
-        answers = [register(metadata, "%s.%d" % (network, host)) for host in range(1, 27)]
+        answers = [register_client(GATEWAY, metadata, "%s.%d" % (network, host)) for host in range(1, 27)]
         created = [a for a in answers if a[0] == 201]
         refused = [a for a in answers if a[0] != 201]
         step("26 registrations from %s.0/24: %d created, %d refused" % (network, len(created), len(refused)))
@@ -278,9 +220,9 @@ def one_network_cannot_lock_out_new_clients():
         for status, body in refused:
             check(status == 503 and body["error"] == "temporarily_unavailable", "at the quota: %s %s" % (status, body))
             check("within an hour" in body["error_description"], "the wait is named: %s" % body)
-        status, body = register(metadata, "192.0.2.%d" % (1 + secrets.randbelow(254)))
+        status, body = register_client(GATEWAY, metadata, "192.0.2.%d" % (1 + secrets.randbelow(254)))
         check(status == 201, "another network registers: %s %s" % (status, body))
-        status, body = register(metadata, "2001:db8:%x::1" % secrets.randbelow(65536))
+        status, body = register_client(GATEWAY, metadata, "2001:db8:%x::1" % secrets.randbelow(65536))
         check(status == 201, "an IPv6 client registers: %s %s" % (status, body))
 
 
@@ -289,12 +231,12 @@ def handler_schemes_are_refused_and_private_use_errors_wait_for_a_click():
     with gateway():
         for uri in ["ms-msdt:id", "search-ms:query=x", "smb://attacker.example/share", "view-source:https://example.com",
                     "intent://scan/#Intent;scheme=zxing;end", "jar:https://example.com/x.jar!/", "chrome://settings"]:
-            status, body = register({"redirect_uris": [uri], "token_endpoint_auth_method": "none"})
+            status, body = register_client(GATEWAY, {"redirect_uris": [uri], "token_endpoint_auth_method": "none"})
             check(status == 400 and body["error"] == "invalid_redirect_uri", "%s: %s %s" % (uri, status, body))
         cursor = "cursor://anysphere.cursor-mcp/oauth/callback"
-        status, client = register({"redirect_uris": [cursor], "token_endpoint_auth_method": "none"})
+        status, client = register_client(GATEWAY, {"redirect_uris": [cursor], "token_endpoint_auth_method": "none"})
         check(status == 201, "a private-use scheme of an MCP client: %s %s" % (status, client))
-        url, _ = authorization_url(client, redirect_uri=cursor, response_type="token")
+        url, _ = authorization_url(GATEWAY, client, cursor, response_type="token")
         response = httpx2.get(url, timeout=30)
         check(response.status_code == 400 and "location" not in response.headers, "no redirect: %s" % response.status_code)
         check(cursor + "?" in response.text.replace("&amp;", "&"), "the page links back to the client")
@@ -303,16 +245,16 @@ def handler_schemes_are_refused_and_private_use_errors_wait_for_a_click():
 @attack("F6")
 def concurrent_refreshes_leave_one_live_pair_and_the_grace_ends():
     with gateway():
-        client = public_client()
-        first = signed_in_tokens(client)
+        client = public_client(GATEWAY, CLIENT_CALLBACK, client_name="replay")
+        first = signed_in_tokens(GATEWAY, client, CLIENT_CALLBACK, USER)
         with concurrent.futures.ThreadPoolExecutor(20) as pool:
-            answers = list(pool.map(lambda _: token_request(client, grant_type="refresh_token", refresh_token=first["refresh_token"]), range(20)))
+            answers = list(pool.map(lambda _: token_request(GATEWAY, client, grant_type="refresh_token", refresh_token=first["refresh_token"]), range(20)))
         issued = [a.json() for a in answers if a.status_code == 200]
         live = [t for t in issued if works(t["access_token"])]
         step("20 concurrent refreshes: %d answered, %d live access token(s)" % (len(issued), len(live)))
         check(len(live) == 1, "exactly one live pair, not %d" % len(live))
         time.sleep(11)  # past the 10 s grace of the rotated-out token
-        late = token_request(client, grant_type="refresh_token", refresh_token=first["refresh_token"])
+        late = token_request(GATEWAY, client, grant_type="refresh_token", refresh_token=first["refresh_token"])
         check(late.status_code == 400 and late.json()["error"] == "invalid_grant", "late reuse: %s" % late.text)
         check(not works(live[0]["access_token"]), "reuse after the grace revokes the grant")
 
@@ -320,8 +262,8 @@ def concurrent_refreshes_leave_one_live_pair_and_the_grace_ends():
 @attack("F7")
 def a_cookieless_callback_does_not_cancel_someone_elses_sign_in():
     with gateway():
-        client = public_client()
-        url, verifier = authorization_url(client)
+        client = public_client(GATEWAY, CLIENT_CALLBACK, client_name="replay")
+        url, verifier = authorization_url(GATEWAY, client, CLIENT_CALLBACK)
         person = Person(GATEWAY, CLIENT_CALLBACK, USER["login"], USER["password"])
         consent = person.http.get(url)
         form = next(f for f in forms_of(consent.text) if f["action"].endswith("/authorize/consent"))
@@ -332,7 +274,7 @@ def a_cookieless_callback_does_not_cancel_someone_elses_sign_in():
         stranger = httpx2.get(GATEWAY + "/oauth/callback", params={"code": "stolen", "state": state}, timeout=30)
         check(stranger.status_code in (400, 403), "the cookie-less callback is refused: %s" % stranger.status_code)
         back = person.sign_in(gitea_url)
-        tokens = exchange(client, back, verifier)
+        tokens = exchange(GATEWAY, client, back, verifier, CLIENT_CALLBACK)
         check(works(tokens["access_token"]), "the person's sign-in still completes")
 
 
@@ -395,12 +337,12 @@ def dot_segments_inside_a_full_url_are_refused_by_the_raw_tool():
 @attack("F12")
 def a_client_registered_without_refresh_gets_no_refresh_token():
     with gateway():
-        client = public_client(grant_types=["authorization_code"])
+        client = public_client(GATEWAY, CLIENT_CALLBACK, client_name="replay", grant_types=["authorization_code"])
         check(client["grant_types"] == ["authorization_code"], "registered as named: %s" % client)
-        tokens = signed_in_tokens(client)
+        tokens = signed_in_tokens(GATEWAY, client, CLIENT_CALLBACK, USER)
         check("refresh_token" not in tokens, "no refresh token issued: %s" % list(tokens))
         check(works(tokens["access_token"]), "the access token works")
-        plain = public_client()
+        plain = public_client(GATEWAY, CLIENT_CALLBACK, client_name="replay")
         check(set(plain["grant_types"]) == {"authorization_code", "refresh_token"}, "omitted means both: %s" % plain)
 
 
@@ -422,7 +364,7 @@ def metadata_documents_on_embedded_or_private_addresses_are_not_fetched():
         for client_id in ["https://[::127.0.0.1]/client.json", "https://[::ffff:127.0.0.1]/client.json",
                           "https://[64:ff9b::a00:1]/client.json", "https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/c.json",
                           "https://[fec0::1]/client.json", "https://169.254.169.254/latest/meta-data"]:
-            url, _ = authorization_url({"client_id": client_id}, redirect_uri="https://app.example/cb")
+            url, _ = authorization_url(GATEWAY, {"client_id": client_id}, "https://app.example/cb")
             response = httpx2.get(url, timeout=30)
             check(response.status_code == 400 and "location" not in response.headers, "%s: %s" % (client_id, response.status_code))
 
@@ -431,15 +373,15 @@ def metadata_documents_on_embedded_or_private_addresses_are_not_fetched():
 def client_names_with_bidi_or_zero_width_characters_are_refused():
     with gateway():
         for name in ["Claude\u202eedualC", "Cla\u200bude", "\u2066Cursor\u2069", "VS\ufeffCode"]:
-            status, body = register({"client_name": name, "redirect_uris": [CLIENT_CALLBACK], "token_endpoint_auth_method": "none"})
+            status, body = register_client(GATEWAY, {"client_name": name, "redirect_uris": [CLIENT_CALLBACK], "token_endpoint_auth_method": "none"})
             check(status == 400 and body["error"] == "invalid_client_metadata", "%r: %s %s" % (name, status, body))
 
 
 @attack("consent")
 def the_consent_page_names_the_gitea_instance_and_the_redirect_host():
     with gateway():
-        client = public_client()
-        url, _ = authorization_url(client)
+        client = public_client(GATEWAY, CLIENT_CALLBACK, client_name="replay")
+        url, _ = authorization_url(GATEWAY, client, CLIENT_CALLBACK)
         page = httpx2.get(url, timeout=30).text
         check(FIXTURE["gitea_url"].rstrip("/") in page, "the consent page names the Gitea instance")
         check("127.0.0.1:53682" in page, "and the redirect host")

@@ -16,6 +16,7 @@
 //! A refusal is reported once per window per key through [`RateLimitHook`]
 //! (by default a `tracing` event with `target: "audit"`).
 
+mod shared;
 mod window;
 
 use std::net::{IpAddr, SocketAddr};
@@ -28,6 +29,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 
+pub use shared::{SharedKey, SharedWindows};
 pub use window::{Decision, KeyedLimiter, MAX_KEYS, WINDOW};
 
 use crate::client_address::ClientAddress;
@@ -90,6 +92,10 @@ pub fn tracing_hook() -> RateLimitHook {
 pub struct RateLimiter {
     per_ip: Mutex<KeyedLimiter<IpAddr>>,
     per_token: Mutex<KeyedLimiter<[u8; 32]>>,
+    limits: (u32, u32),
+    /// The windows every replica shares (PostgreSQL store), checked after
+    /// this process's own.
+    shared: Option<SharedWindows>,
     trusted_proxies: Vec<ipnet::IpNet>,
     hook: RateLimitHook,
 }
@@ -107,6 +113,8 @@ impl RateLimiter {
         Self {
             per_ip: Mutex::new(KeyedLimiter::new(per_ip, WINDOW, MAX_KEYS)),
             per_token: Mutex::new(KeyedLimiter::new(per_token, WINDOW, MAX_KEYS)),
+            limits: (per_ip, per_token),
+            shared: None,
             trusted_proxies,
             hook: tracing_hook(),
         }
@@ -128,6 +136,19 @@ impl RateLimiter {
             0,
             settings.forwarded_allow_ips.clone(),
         )
+    }
+
+    /// Also enforces the limits in windows shared through `store` when
+    /// other processes share it (PostgreSQL), under `name`.
+    pub fn with_shared_store(
+        mut self,
+        store: Option<Arc<dyn crate::store::RateLimitStore>>,
+        name: &'static str,
+    ) -> Self {
+        self.shared = store
+            .filter(|s| s.shares_rate_limits())
+            .map(|s| SharedWindows::new(s, name));
+        self
     }
 
     /// Replaces the event hook (the audit log).
@@ -159,6 +180,62 @@ impl RateLimiter {
         digest.copy_from_slice(&Sha256::digest(authorization?));
         let decision = lock(&self.per_token).check(&digest, now);
         self.refusal(decision, KeyKind::Token, || hex_prefix(&digest), path)
+    }
+
+    /// Checks one request against the shared windows (after [`check`]
+    /// passed it); `None` without shared windows.
+    ///
+    /// [`check`]: Self::check
+    pub async fn check_shared(
+        &self,
+        client: IpAddr,
+        authorization: Option<&[u8]>,
+        path: &str,
+    ) -> Option<Refusal> {
+        let shared = self.shared.as_ref()?;
+        let address = address_key_label(address_key(client));
+        let digest: Option<[u8; 32]> = authorization.map(|a| Sha256::digest(a).into());
+        let token_key: Option<String> =
+            digest.map(|d| d.iter().map(|b| format!("{b:02x}")).collect());
+        let mut keys = vec![SharedKey {
+            kind: "ip",
+            key: &address,
+            limit: self.limits.0,
+        }];
+        if let Some(key) = &token_key {
+            keys.push(SharedKey {
+                kind: "token",
+                key,
+                limit: self.limits.1,
+            });
+        }
+        let (index, refused) = shared.check(&keys).await?;
+        match (index, digest) {
+            (0, _) => self.shared_refusal(refused, KeyKind::Ip, address, path),
+            (_, Some(digest)) => {
+                self.shared_refusal(refused, KeyKind::Token, hex_prefix(&digest), path)
+            }
+            (_, None) => None,
+        }
+    }
+
+    fn shared_refusal(
+        &self,
+        refused: shared::SharedRefusal,
+        key_kind: KeyKind,
+        key: String,
+        path: &str,
+    ) -> Option<Refusal> {
+        self.refusal(
+            Decision::Limited {
+                retry_after: refused.retry_after,
+                report: refused.report,
+                overflow: false,
+            },
+            key_kind,
+            || key,
+            path,
+        )
     }
 
     fn refusal(
@@ -286,7 +363,11 @@ pub async fn limit(
         .headers()
         .get(header::AUTHORIZATION)
         .map(HeaderValue::as_bytes);
-    let refusal = limiter.check(client, authorization, request.uri().path(), Instant::now());
+    let path = request.uri().path();
+    let refusal = match limiter.check(client, authorization, path, Instant::now()) {
+        None => limiter.check_shared(client, authorization, path).await,
+        refused => refused,
+    };
     match refusal {
         None => next.run(request).await,
         Some(refusal) => too_many_requests(refusal),

@@ -97,6 +97,32 @@ impl Window {
     }
 }
 
+/// The decision for counts kept elsewhere (the store's minute buckets,
+/// shared by replicas), by the same sliding window: `previous` and
+/// `current` hits before this request, `elapsed` into the current bucket.
+/// `Some(retry_after)` when the request is refused.
+pub fn decide_counts(
+    previous: u32,
+    current: u32,
+    elapsed: Duration,
+    limit: u32,
+    window: Duration,
+) -> Option<Duration> {
+    if limit == 0 {
+        return None;
+    }
+    let now = Instant::now();
+    let counted = Window {
+        start: now.checked_sub(elapsed.min(window)).unwrap_or(now),
+        previous,
+        current,
+        last_seen: now,
+        reported: None,
+    };
+    (counted.estimate(now, window) + 1.0 > f64::from(limit))
+        .then(|| counted.retry_after(now, window, limit))
+}
+
 /// The outcome of one request against one key set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
@@ -361,5 +387,17 @@ mod tests {
         ));
         assert!(l.contains(&"a") && l.contains(&"b"));
         assert!(!l.contains(&"c"));
+    }
+
+    #[test]
+    fn counts_kept_elsewhere_get_the_same_sliding_decision() {
+        let at = |secs| Duration::from_secs(secs);
+        assert_eq!(decide_counts(0, 9, at(10), 10, WINDOW), None);
+        let retry = decide_counts(0, 10, at(10), 10, WINDOW).expect("the 11th is refused");
+        assert!(retry > at(49) && retry <= at(60), "{retry:?}");
+        // Half-way through the minute, half of the previous minute counts.
+        assert_eq!(decide_counts(10, 4, at(30), 10, WINDOW), None);
+        assert!(decide_counts(10, 5, at(30), 10, WINDOW).is_some());
+        assert_eq!(decide_counts(1_000, 1_000, at(0), 0, WINDOW), None);
     }
 }

@@ -164,6 +164,10 @@ impl<DB: Backend> StoreMaintenance for SqlStore<DB> {
             .bind(now)
             .execute(&mut conn)
             .await?;
+        stmt::<DB>("DELETE FROM rate_limit_hits WHERE minute < $1")
+            .bind(now / 60 - super::rate_limits::KEPT_MINUTES)
+            .execute(&mut conn)
+            .await?;
         Ok(PruneCounts {
             clients,
             pending,

@@ -28,6 +28,7 @@ mod grants;
 mod maintenance;
 mod page_sessions;
 mod pending;
+mod rate_limits;
 mod tokens;
 
 use secrecy::{ExposeSecret, SecretString};
