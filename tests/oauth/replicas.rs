@@ -28,15 +28,9 @@ async fn replicas_refresh_an_expired_session_once_and_keep_the_grant() {
         gateway.fake.expire_access_tokens();
         gateway.clock.advance(3600 - 10);
         let before = gateway.fake.token_requests("refresh_token");
-        let calls = futures::future::join_all((0..21).map(|i| {
-            gateway.call_tool_on(
-                &bases[i % 3],
-                "/mcp",
-                &tokens.access_token,
-                "gitea_user_get_current",
-                json!({}),
-            )
-        }))
+        let calls = futures::future::join_all(
+            (0..21).map(|i| gateway.whoami_on(&bases[i % 3], &tokens.access_token)),
+        )
         .await;
         for (status, envelope) in calls {
             assert_eq!(status, StatusCode::OK);
@@ -44,15 +38,7 @@ async fn replicas_refresh_an_expired_session_once_and_keep_the_grant() {
         }
         assert_eq!(gateway.fake.token_requests("refresh_token") - before, 1);
         for base in &bases {
-            let (status, envelope) = gateway
-                .call_tool_on(
-                    base,
-                    "/mcp",
-                    &tokens.access_token,
-                    "gitea_user_get_current",
-                    json!({}),
-                )
-                .await;
+            let (status, envelope) = gateway.whoami_on(base, &tokens.access_token).await;
             assert_eq!(
                 (status, envelope["status"].clone()),
                 (StatusCode::OK, json!(200))
@@ -69,29 +55,13 @@ async fn a_revocation_on_one_replica_holds_on_the_others() {
         let (replica, _data) = gateway.replica().await;
         let client = gateway.public_client().await;
         let tokens = gateway.tokens(&client, "alice").await;
-        let (status, _) = gateway
-            .call_tool_on(
-                &replica,
-                "/mcp",
-                &tokens.access_token,
-                "gitea_user_get_current",
-                json!({}),
-            )
-            .await;
+        let (status, _) = gateway.whoami_on(&replica, &tokens.access_token).await;
         assert_eq!(status, StatusCode::OK);
         assert_eq!(
             gateway.revoke(&tokens.refresh_token).await.status(),
             StatusCode::OK
         );
-        let (status, _) = gateway
-            .call_tool_on(
-                &replica,
-                "/mcp",
-                &tokens.access_token,
-                "gitea_user_get_current",
-                json!({}),
-            )
-            .await;
+        let (status, _) = gateway.whoami_on(&replica, &tokens.access_token).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED);
     })
     .await;
@@ -116,15 +86,7 @@ async fn the_per_token_limit_holds_across_replicas() {
             let tokens = gateway.tokens(&client, "alice").await;
             let mut accepted = 0;
             for i in 0..20 {
-                let (status, _) = gateway
-                    .call_tool_on(
-                        &bases[i % 3],
-                        "/mcp",
-                        &tokens.access_token,
-                        "gitea_user_get_current",
-                        json!({}),
-                    )
-                    .await;
+                let (status, _) = gateway.whoami_on(&bases[i % 3], &tokens.access_token).await;
                 match status {
                     StatusCode::OK => accepted += 1,
                     StatusCode::TOO_MANY_REQUESTS => {}

@@ -81,11 +81,7 @@ pub async fn revoke_grant_deletes_its_tokens_and_codes(f: &Fixture) {
 }
 
 pub async fn tokens_for_a_revoked_grant_are_not_stored(f: &Fixture) {
-    let store = f.open().await;
-    store
-        .insert_grant(&grant("g1", "alice", "c1"), NOW)
-        .await
-        .unwrap();
+    let store = with_grant_g1(f).await;
     store.revoke_grant("g1", NOW).await.unwrap();
     store.insert_tokens("g1", &pair("t1"), NOW).await.unwrap();
     assert!(store.grant_of_token(&access("t1")).await.unwrap().is_none());
@@ -171,12 +167,18 @@ pub async fn lists_show_activated_unrevoked_grants_newest_first(f: &Fixture) {
     assert_eq!(store.count_active_grants().await.unwrap(), 3);
 }
 
-pub async fn gitea_tokens_can_be_replaced(f: &Fixture) {
+/// A store holding alice's grant `g1` of client `c1`.
+async fn with_grant_g1(f: &Fixture) -> Arc<dyn OAuthStore> {
     let store = f.open().await;
     store
         .insert_grant(&grant("g1", "alice", "c1"), NOW)
         .await
         .unwrap();
+    store
+}
+
+pub async fn gitea_tokens_can_be_replaced(f: &Fixture) {
+    let store = with_grant_g1(f).await;
     assert!(
         store
             .update_gitea_tokens("g1", 0, &gitea_tokens("renewed", None, None))
@@ -193,11 +195,7 @@ pub async fn gitea_tokens_can_be_replaced(f: &Fixture) {
 /// Compare-and-swap: of two refreshes that read version 0, the second
 /// replaces nothing, so an older pair never overwrites a newer one.
 pub async fn an_older_token_pair_never_overwrites_a_newer_one(f: &Fixture) {
-    let store = f.open().await;
-    store
-        .insert_grant(&grant("g1", "alice", "c1"), NOW)
-        .await
-        .unwrap();
+    let store = with_grant_g1(f).await;
     let first = gitea_tokens("first", Some("refresh-1"), Some(NOW + 3600));
     let late = gitea_tokens("late", Some("refresh-late"), Some(NOW + 60));
     assert!(store.update_gitea_tokens("g1", 0, &first).await.unwrap());
@@ -208,11 +206,7 @@ pub async fn an_older_token_pair_never_overwrites_a_newer_one(f: &Fixture) {
 }
 
 pub async fn a_revoked_grant_gets_no_new_gitea_tokens(f: &Fixture) {
-    let store = f.open().await;
-    store
-        .insert_grant(&grant("g1", "alice", "c1"), NOW)
-        .await
-        .unwrap();
+    let store = with_grant_g1(f).await;
     store.revoke_grant("g1", NOW).await.unwrap();
     let renewed = gitea_tokens("renewed", None, None);
     assert!(!store.update_gitea_tokens("g1", 0, &renewed).await.unwrap());
@@ -221,11 +215,7 @@ pub async fn a_revoked_grant_gets_no_new_gitea_tokens(f: &Fixture) {
 /// A refresh refused for tokens someone has since replaced ends nothing;
 /// refused for the current ones, it revokes the grant.
 pub async fn revocation_at_a_replaced_version_ends_nothing(f: &Fixture) {
-    let store = f.open().await;
-    store
-        .insert_grant(&grant("g1", "alice", "c1"), NOW)
-        .await
-        .unwrap();
+    let store = with_grant_g1(f).await;
     let renewed = gitea_tokens("renewed", None, None);
     assert!(store.update_gitea_tokens("g1", 0, &renewed).await.unwrap());
     assert!(!store.revoke_grant_at_version("g1", 0, NOW).await.unwrap());

@@ -548,6 +548,13 @@ impl OAuthGateway {
         self.call_tool_on(&self.url, path, token, name, args).await
     }
 
+    /// `gitea_user_get_current` at `/mcp` of the gateway (or replica) at
+    /// `base`: who the token acts as there.
+    pub async fn whoami_on(&self, base: &str, token: &str) -> (StatusCode, Value) {
+        self.call_tool_on(base, "/mcp", token, "gitea_user_get_current", json!({}))
+            .await
+    }
+
     /// `tools/call` at `path` of the gateway (or replica) at `base`.
     pub async fn call_tool_on(
         &self,
