@@ -20,6 +20,12 @@ use crate::store::{GrantRecord, hash_secret};
 
 /// Refresh this long before Gitea's expiry, so a call does not race it.
 const EXPIRY_SKEW_SECS: i64 = 30;
+/// A 401 from Gitea renews a grant's session at most this often (per
+/// process): some routes answer 401 to any token (Gitea's basic-auth-only
+/// routes), and calling them must not rotate the user's tokens every time.
+const REFUSAL_RENEWAL_INTERVAL_SECS: i64 = 60;
+/// Grants remembered for that interval, at most.
+const MAX_REFUSAL_RENEWALS: usize = 10_000;
 /// Record use at most this often per grant (a write per call is waste).
 const TOUCH_INTERVAL_SECS: i64 = 60;
 
@@ -35,10 +41,31 @@ pub enum ResolveError {
 }
 
 /// One lock per grant being refreshed; entries go when the refresh ends.
+/// Also when each grant last had its session renewed after a 401.
 #[derive(Debug, Default)]
-pub struct RefreshFlights(Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>);
+pub struct RefreshFlights(
+    Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    Mutex<HashMap<String, i64>>,
+);
 
 impl RefreshFlights {
+    /// Whether a 401 may renew `grant_id`'s session at `now`; if so, the
+    /// renewal is counted from `now`.
+    fn may_renew_after_refusal(&self, grant_id: &str, now: i64) -> bool {
+        let mut last = self.1.lock().unwrap_or_else(|e| e.into_inner());
+        if last
+            .get(grant_id)
+            .is_some_and(|t| now - t < REFUSAL_RENEWAL_INTERVAL_SECS)
+        {
+            return false;
+        }
+        if last.len() >= MAX_REFUSAL_RENEWALS {
+            last.retain(|_, t| now - *t < REFUSAL_RENEWAL_INTERVAL_SECS);
+        }
+        last.insert(grant_id.to_owned(), now);
+        true
+    }
+
     fn lock_for(&self, grant_id: &str) -> Arc<tokio::sync::Mutex<()>> {
         let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
         map.entry(grant_id.to_owned()).or_default().clone()
@@ -120,10 +147,12 @@ impl std::fmt::Debug for GrantSession {
 #[async_trait::async_trait]
 impl SessionRenewal for GrantSession {
     async fn renew(&self) -> Option<Identity> {
-        match renew_session(&self.server, &self.grant, Trigger::Refused).await {
-            Ok(grant) => Some(identity_of(&self.server, &grant)),
-            Err(_) => None,
-        }
+        let grant = renew_session(&self.server, &self.grant, Trigger::Refused)
+            .await
+            .ok()?;
+        // The same tokens again: a retry would only be refused again.
+        (grant.gitea_tokens_version != self.grant.gitea_tokens_version)
+            .then(|| identity_of(&self.server, &grant))
     }
 }
 
@@ -211,7 +240,9 @@ async fn refresh_unless_superseded(
     let superseded = grant.gitea_tokens_version != seen.gitea_tokens_version;
     let needed = match trigger {
         Trigger::Expired => gitea_token_expired(&grant, now),
-        Trigger::Refused => !superseded,
+        // Decided under the locks: the first caller refreshes, the ones
+        // that waited find its tokens (superseded).
+        Trigger::Refused => !superseded && server.resolver.may_renew_after_refusal(&grant.id, now),
     };
     if !needed {
         return Ok(grant);

@@ -151,6 +151,35 @@ async fn a_token_gitea_ended_early_is_refreshed_and_the_call_retried(gateway: OA
 }
 on_both_backends!(a_token_gitea_ended_early_is_refreshed_and_the_call_retried);
 
+/// A route that answers 401 to any token (Gitea's basic-auth-only token
+/// routes) gets Gitea's 401; it renews the session at most once a minute,
+/// so calling it cannot rotate the user's Gitea tokens on every call.
+async fn a_route_that_refuses_every_token_renews_at_most_once_a_minute(gateway: OAuthGateway) {
+    let client = gateway.public_client().await;
+    let tokens = gateway.tokens(&client, "alice").await;
+    let before = gateway.fake.token_requests("refresh_token");
+    for _ in 0..3 {
+        let (status, envelope) = gateway
+            .call_tool(
+                &tokens.access_token,
+                "gitea_call_read_operation",
+                json!({"name": "gitea_user_get_tokens", "arguments": {"username": "alice"}}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(envelope["error"]["status"], 401, "{envelope}");
+    }
+    assert_eq!(gateway.fake.token_requests("refresh_token") - before, 1);
+    let (status, envelope) = gateway
+        .call_tool(&tokens.access_token, "gitea_user_get_current", json!({}))
+        .await;
+    assert_eq!(
+        (status, envelope["status"].clone()),
+        (StatusCode::OK, json!(200))
+    );
+}
+on_both_backends!(a_route_that_refuses_every_token_renews_at_most_once_a_minute);
+
 /// F8: when Gitea ended the token and refuses the refresh too (the user
 /// revoked the application there), the call gets Gitea's 401 and the grant
 /// is over.

@@ -276,6 +276,11 @@ async fn handle(State(state): State<FakeState>, request: Request) -> Response {
             "user should be the site admin",
         );
     }
+    // Gitea's `reqBasicAuth()` routes (access tokens are managed with the
+    // password only): a token, however valid, gets 401.
+    if matches!(segments.as_slice(), ["users", _, "tokens", ..]) {
+        return message(StatusCode::UNAUTHORIZED, &base, "auth required");
+    }
     if let Some(response) = hygiene_route(&parts.method, &segments, &body, &base).await {
         return response;
     }
