@@ -248,7 +248,7 @@ async fn refresh_unless_superseded(
         return Ok(grant);
     }
     let Some(refresh_token) = grant.gitea.refresh_token.clone() else {
-        revoke(server, &grant, now, "no Gitea refresh token").await;
+        revoke(server, &grant, now, "no Gitea refresh token").await?;
         return Err(ResolveError::InvalidToken);
     };
     match server.upstream.refresh(&refresh_token, now).await {
@@ -257,13 +257,13 @@ async fn refresh_unless_superseded(
                 check_refreshed_subject(server, &grant, answer.id_token.as_deref()).await
             {
                 tracing::warn!(error = %err, login = %grant.login, "the refreshed ID token was refused");
-                revoke(server, &grant, now, "the refreshed ID token did not verify").await;
+                revoke(server, &grant, now, "the refreshed ID token did not verify").await?;
                 return Err(ResolveError::InvalidToken);
             }
             store_refreshed(server, grant, answer.tokens, trigger).await
         }
         Err(UpstreamAuthError::InvalidGrant) => {
-            if revoke(server, &grant, now, "Gitea refused the refresh").await {
+            if revoke(server, &grant, now, "Gitea refused the refresh").await? {
                 return Err(ResolveError::InvalidToken);
             }
             // Someone replaced the tokens while Gitea answered (a process
@@ -329,8 +329,15 @@ async fn check_refreshed_subject(
 }
 
 /// Ends the grant after an upstream refresh failure, unless its tokens
-/// were replaced since they were read. Returns whether it was revoked.
-async fn revoke(server: &OAuthServer, grant: &GrantRecord, now: i64, why: &'static str) -> bool {
+/// were replaced since they were read. Returns whether it was revoked;
+/// a store failure is `Unavailable` (fail closed: the dead tokens are not
+/// handed on).
+async fn revoke(
+    server: &OAuthServer,
+    grant: &GrantRecord,
+    now: i64,
+    why: &'static str,
+) -> Result<bool, ResolveError> {
     match server
         .store
         .revoke_grant_at_version(&grant.id, grant.gitea_tokens_version, now)
@@ -339,13 +346,13 @@ async fn revoke(server: &OAuthServer, grant: &GrantRecord, now: i64, why: &'stat
         Ok(true) => {
             tracing::warn!(login = %grant.login, client_id = %grant.client_id, why, "grant revoked: upstream refresh failure");
             audit_refresh_failure(server, grant, Some(why)).await;
-            true
+            Ok(true)
         }
-        Ok(false) => false,
+        Ok(false) => Ok(false),
         Err(err) => {
             tracing::error!(error = %err, "grant revocation failed");
             audit_refresh_failure(server, grant, None).await;
-            false
+            Err(ResolveError::Unavailable)
         }
     }
 }
