@@ -54,7 +54,8 @@ def load_fixture():
 
 
 def gateway_binary():
-    return os.environ.get("AEGIS_BIN", os.path.join(ROOT, "target", "debug", "aegis-gitea-mcp"))
+    # Absolute: the gateway runs with its data dir as working directory.
+    return os.path.abspath(os.environ.get("AEGIS_BIN", os.path.join(ROOT, "target", "debug", "aegis-gitea-mcp")))
 
 
 def gateway_log(data_dir, limit=20000):
