@@ -40,19 +40,40 @@ pub enum ResolveError {
     Unavailable,
 }
 
-/// One lock per grant being refreshed; entries go when the refresh ends.
-/// Also when each grant last had its session renewed after a 401.
-#[derive(Debug, Default)]
-pub struct RefreshFlights(
-    Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
-    Mutex<HashMap<String, i64>>,
-);
+/// At most this many upstream refreshes hold the store's lock at once in
+/// one process. Each holds a pooled connection for the lock while it reads
+/// and writes the grant on another: unbounded, as many expiring grants as
+/// the pool has connections would each hold one and wait for a second.
+const MAX_CONCURRENT_REFRESHES: usize = 4;
+
+/// The resolver's per-process state: one lock per grant being refreshed
+/// (entries go when the refresh ends), when each grant last had its
+/// session renewed after a 401, and the bound on concurrent refreshes.
+#[derive(Debug)]
+pub struct RefreshFlights {
+    flights: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    refusal_renewals: Mutex<HashMap<String, i64>>,
+    refreshing: tokio::sync::Semaphore,
+}
+
+impl Default for RefreshFlights {
+    fn default() -> Self {
+        Self {
+            flights: Mutex::default(),
+            refusal_renewals: Mutex::default(),
+            refreshing: tokio::sync::Semaphore::new(MAX_CONCURRENT_REFRESHES),
+        }
+    }
+}
 
 impl RefreshFlights {
     /// Whether a 401 may renew `grant_id`'s session at `now`; if so, the
     /// renewal is counted from `now`.
     fn may_renew_after_refusal(&self, grant_id: &str, now: i64) -> bool {
-        let mut last = self.1.lock().unwrap_or_else(|e| e.into_inner());
+        let mut last = self
+            .refusal_renewals
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         if last
             .get(grant_id)
             .is_some_and(|t| now - t < REFUSAL_RENEWAL_INTERVAL_SECS)
@@ -67,12 +88,12 @@ impl RefreshFlights {
     }
 
     fn lock_for(&self, grant_id: &str) -> Arc<tokio::sync::Mutex<()>> {
-        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut map = self.flights.lock().unwrap_or_else(|e| e.into_inner());
         map.entry(grant_id.to_owned()).or_default().clone()
     }
 
     fn release(&self, grant_id: &str, flight: Arc<tokio::sync::Mutex<()>>) {
-        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut map = self.flights.lock().unwrap_or_else(|e| e.into_inner());
         drop(flight);
         // Only the map holds it now: nobody else is waiting.
         if map.get(grant_id).is_some_and(|f| Arc::strong_count(f) == 1) {
@@ -204,6 +225,13 @@ async fn renew_under_store_lock(
     seen: &GrantRecord,
     trigger: Trigger,
 ) -> Result<GrantRecord, ResolveError> {
+    // Never closed, so acquiring only waits.
+    let _permit = server
+        .resolver
+        .refreshing
+        .acquire()
+        .await
+        .map_err(|_| ResolveError::Unavailable)?;
     let lock = server
         .store
         .lock_upstream_refresh(&seen.id)

@@ -98,3 +98,33 @@ async fn the_per_token_limit_holds_across_replicas() {
     )
     .await;
 }
+
+/// More grants expiring at once than the store's pool has connections
+/// (10): every call still runs, each session refreshed once. (Unbounded,
+/// each refresh would hold a connection for its lock and wait for a second
+/// one to read the grant.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn more_expiring_sessions_than_pooled_connections_all_refresh() {
+    run(Backend::Postgres, &[], |gateway| async move {
+        let mut tokens = Vec::new();
+        for _ in 0..12 {
+            let client = gateway.public_client().await;
+            tokens.push(gateway.tokens(&client, "alice").await);
+        }
+        gateway.fake.expire_access_tokens();
+        gateway.clock.advance(3600 - 10);
+        let before = gateway.fake.token_requests("refresh_token");
+        let calls = futures::future::join_all(
+            tokens
+                .iter()
+                .map(|t| gateway.whoami_on(&gateway.url, &t.access_token)),
+        )
+        .await;
+        for (status, envelope) in calls {
+            assert_eq!(status, StatusCode::OK);
+            assert_eq!(envelope["data"]["login"], "alice", "{envelope}");
+        }
+        assert_eq!(gateway.fake.token_requests("refresh_token") - before, 12);
+    })
+    .await;
+}
