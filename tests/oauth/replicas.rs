@@ -25,8 +25,7 @@ async fn replicas_refresh_an_expired_session_once_and_keep_the_grant() {
         gateway.fake.set_invalidate_refresh_tokens(true);
         let client = gateway.public_client().await;
         let tokens = gateway.tokens(&client, "alice").await;
-        gateway.fake.expire_access_tokens();
-        gateway.clock.advance(3600 - 10);
+        gateway.expire_gitea_sessions();
         let before = gateway.fake.token_requests("refresh_token");
         let calls = futures::future::join_all(
             (0..21).map(|i| gateway.whoami_on(&bases[i % 3], &tokens.access_token)),
@@ -111,8 +110,7 @@ async fn more_expiring_sessions_than_pooled_connections_all_refresh() {
             let client = gateway.public_client().await;
             tokens.push(gateway.tokens(&client, "alice").await);
         }
-        gateway.fake.expire_access_tokens();
-        gateway.clock.advance(3600 - 10);
+        gateway.expire_gitea_sessions();
         let before = gateway.fake.token_requests("refresh_token");
         let calls = futures::future::join_all(
             tokens

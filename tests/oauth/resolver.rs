@@ -97,9 +97,7 @@ on_both_backends!(an_mcp_client_works_with_an_oauth_token);
 async fn the_gitea_session_is_refreshed_once_under_concurrency(gateway: OAuthGateway) {
     let client = gateway.public_client().await;
     let tokens = gateway.tokens(&client, "alice").await;
-    gateway.fake.expire_access_tokens();
-    // Our record of Gitea's expiry passes too.
-    gateway.clock.advance(3600 - 10);
+    gateway.expire_gitea_sessions();
     let before = gateway.fake.token_requests("refresh_token");
     let calls = futures::future::join_all(
         (0..10)

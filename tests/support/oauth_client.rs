@@ -232,6 +232,13 @@ impl OAuthGateway {
         (url, data_dir)
     }
 
+    /// Every Gitea session ends: Gitea answers 401 to the access tokens it
+    /// minted, and our record of their expiry (1 h) passes too.
+    pub fn expire_gitea_sessions(&self) {
+        self.fake.expire_access_tokens();
+        self.clock.advance(3600 - 10);
+    }
+
     pub fn mcp_url(&self) -> String {
         format!("{}/mcp", self.url)
     }

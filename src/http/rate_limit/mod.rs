@@ -195,8 +195,7 @@ impl RateLimiter {
         let shared = self.shared.as_ref()?;
         let address = address_key_label(address_key(client));
         let digest: Option<[u8; 32]> = authorization.map(|a| Sha256::digest(a).into());
-        let token_key: Option<String> =
-            digest.map(|d| d.iter().map(|b| format!("{b:02x}")).collect());
+        let token_key: Option<String> = digest.map(|d| hex(&d));
         let mut keys = vec![SharedKey {
             kind: "ip",
             key: &address,
@@ -296,7 +295,11 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 fn hex_prefix(digest: &[u8; 32]) -> String {
-    digest[..6].iter().map(|b| format!("{b:02x}")).collect()
+    hex(&digest[..6])
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// See [`RateLimiter::client_ip`].

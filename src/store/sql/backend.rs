@@ -67,6 +67,9 @@ pub(crate) trait Backend: Database {
     /// PostgreSQL's plain `BEGIN` (READ COMMITTED) is serialised by row
     /// locks that the store takes with its first write.
     const BEGIN_WRITE: &'static str;
+    /// Whether several processes can share one store of this backend
+    /// (PostgreSQL), so that what they must agree on lives in it.
+    const SHARED_BY_PROCESSES: bool;
     /// Takes the cross-process lock on one grant's upstream refresh inside
     /// a transaction (`$1` the grant id), held until it ends; `None` where
     /// the store serves one process (SQLite).
@@ -168,9 +171,10 @@ impl<DB: Backend> SqlRow<DB> {
 /// The driver side of [`Backend`]: identical bodies, which compile only
 /// against a concrete driver, hence the macro.
 macro_rules! impl_backend {
-    ($db:ty, $label:literal, $begin:literal, $refresh_lock:expr, $folder:literal) => {
+    ($db:ty, $label:literal, $begin:literal, $shared:literal, $refresh_lock:expr, $folder:literal) => {
         impl Backend for $db {
             const LABEL: &'static str = $label;
+            const SHARED_BY_PROCESSES: bool = $shared;
             const BEGIN_WRITE: &'static str = $begin;
             const UPSTREAM_REFRESH_LOCK: Option<&'static str> = $refresh_lock;
             const MIGRATIONS: &'static [(i64, &'static str, &'static str)] = &[
@@ -254,7 +258,7 @@ macro_rules! impl_backend {
     };
 }
 
-impl_backend!(Sqlite, "sqlite", "BEGIN IMMEDIATE", None, "sqlite");
+impl_backend!(Sqlite, "sqlite", "BEGIN IMMEDIATE", false, None, "sqlite");
 // A transaction-scoped advisory lock on a 64-bit hash of the grant id: it
 // blocks nothing but other refreshes of that grant (a row lock would also
 // hold up every touch and revocation of the grant while Gitea answers).
@@ -262,6 +266,7 @@ impl_backend!(
     Postgres,
     "postgres",
     "BEGIN",
+    true,
     Some("SELECT pg_advisory_xact_lock(hashtextextended('aegis upstream refresh ' || $1, 0))"),
     "postgres"
 );

@@ -30,7 +30,7 @@ pub(super) const KEPT_MINUTES: i64 = 2;
 #[async_trait]
 impl<DB: Backend> RateLimitStore for SqlStore<DB> {
     fn shares_rate_limits(&self) -> bool {
-        DB::UPSTREAM_REFRESH_LOCK.is_some()
+        DB::SHARED_BY_PROCESSES
     }
 
     async fn add_rate_limit_hits(
