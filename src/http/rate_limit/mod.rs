@@ -171,31 +171,40 @@ impl RateLimiter {
         path: &str,
         now: Instant,
     ) -> Option<Refusal> {
+        self.check_digest(client, token_digest(authorization).as_ref(), path, now)
+    }
+
+    /// [`check`](Self::check) with the `Authorization` value already hashed.
+    fn check_digest(
+        &self,
+        client: IpAddr,
+        digest: Option<&[u8; 32]>,
+        path: &str,
+        now: Instant,
+    ) -> Option<Refusal> {
         let key = address_key(client);
         let decision = lock(&self.per_ip).check(&key, now);
         if let Some(retry) = self.refusal(decision, KeyKind::Ip, || address_key_label(key), path) {
             return Some(retry);
         }
-        let mut digest = [0u8; 32];
-        digest.copy_from_slice(&Sha256::digest(authorization?));
-        let decision = lock(&self.per_token).check(&digest, now);
-        self.refusal(decision, KeyKind::Token, || hex_prefix(&digest), path)
+        let digest = digest?;
+        let decision = lock(&self.per_token).check(digest, now);
+        self.refusal(decision, KeyKind::Token, || hex_prefix(digest), path)
     }
 
     /// Checks one request against the shared windows (after [`check`]
     /// passed it); `None` without shared windows.
     ///
     /// [`check`]: Self::check
-    pub async fn check_shared(
+    async fn check_shared(
         &self,
         client: IpAddr,
-        authorization: Option<&[u8]>,
+        digest: Option<&[u8; 32]>,
         path: &str,
     ) -> Option<Refusal> {
         let shared = self.shared.as_ref()?;
         let address = address_key_label(address_key(client));
-        let digest: Option<[u8; 32]> = authorization.map(|a| Sha256::digest(a).into());
-        let token_key: Option<String> = digest.map(|d| hex(&d));
+        let token_key: Option<String> = digest.map(|d| hex(d));
         let mut keys = vec![SharedKey {
             kind: "ip",
             key: &address,
@@ -212,7 +221,7 @@ impl RateLimiter {
         match (index, digest) {
             (0, _) => self.shared_refusal(refused, KeyKind::Ip, address, path),
             (_, Some(digest)) => {
-                self.shared_refusal(refused, KeyKind::Token, hex_prefix(&digest), path)
+                self.shared_refusal(refused, KeyKind::Token, hex_prefix(digest), path)
             }
             (_, None) => None,
         }
@@ -298,6 +307,12 @@ fn hex_prefix(digest: &[u8; 32]) -> String {
     hex(&digest[..6])
 }
 
+/// The key of an `Authorization` value: its SHA-256 (the value itself is
+/// never kept).
+fn token_digest(authorization: Option<&[u8]>) -> Option<[u8; 32]> {
+    authorization.map(|value| Sha256::digest(value).into())
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -362,13 +377,16 @@ pub async fn limit(
     // The handlers that count per network read the same address.
     let mut request = request;
     request.extensions_mut().insert(ClientAddress(client));
-    let authorization = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .map(HeaderValue::as_bytes);
+    // Hashed once for both windows.
+    let digest = token_digest(
+        request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .map(HeaderValue::as_bytes),
+    );
     let path = request.uri().path();
-    let refusal = match limiter.check(client, authorization, path, Instant::now()) {
-        None => limiter.check_shared(client, authorization, path).await,
+    let refusal = match limiter.check_digest(client, digest.as_ref(), path, Instant::now()) {
+        None => limiter.check_shared(client, digest.as_ref(), path).await,
         refused => refused,
     };
     match refusal {
