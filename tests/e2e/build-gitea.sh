@@ -44,7 +44,7 @@ command -v python3 >/dev/null 2>&1 || die "python3 is required"
 
 if [[ "${GITEA_REBUILD:-0}" != 1 && -x "$BIN" && -d "$STATIC/templates" && -d "$STATIC/options" ]] \
    && "$BIN" --version >/dev/null 2>&1; then
-  log "cached: $BIN ($("$BIN" --version 2>/dev/null | head -n1))"
+  log "cached: $BIN ($("$BIN" --version 2>/dev/null | sed -n 1p))"
   echo "$BIN"
   exit 0
 fi
@@ -190,5 +190,5 @@ rm -rf "$STATIC"; mv "${STATIC}.tmp" "$STATIC"
 END=$(date +%s)
 echo "version=${GITEA_VERSION} module=${MODPATH} tags='${TAGS}' go=$("$GO" version) build_seconds=$((END-START)) built_at=$(date -u +%FT%TZ)" \
   > "${BIN}.buildinfo"
-log "built $BIN ($("$BIN" --version | head -n1)) in $((END-START)) s"
+log "built $BIN ($("$BIN" --version | sed -n 1p)) in $((END-START)) s"
 echo "$BIN"
