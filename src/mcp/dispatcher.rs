@@ -21,7 +21,8 @@ use crate::catalog::{Catalog, Operation};
 use crate::config::{Limits, Settings};
 use crate::gitea::call::{CallError, GiteaCall, build_call};
 use crate::gitea::executor::{GiteaClient, UpstreamError};
-use crate::gitea::hygiene::redaction::{Redactor, RedactorBuilder};
+use crate::gitea::hygiene::redaction::Redactor;
+use crate::gitea::hygiene::redactor_cache::RedactorCache;
 use crate::gitea::hygiene::secrets::body_secrets;
 use crate::gitea::hygiene::{ResultPolicy, tool_result};
 use crate::gitea::raw::{RAW_TOOL_NAME, RawRequestError, parse_raw_request};
@@ -96,8 +97,8 @@ pub struct Dispatcher {
     limits: Limits,
     policy: ResultPolicy,
     expose_error_details: bool,
-    /// The gateway's own secrets with their encoded forms, prepared once.
-    known_secrets: RedactorBuilder,
+    /// The gateway's own secrets, and the automata of recent callers.
+    redactors: RedactorCache,
 }
 
 impl std::fmt::Debug for Dispatcher {
@@ -158,14 +159,12 @@ impl Dispatcher {
             limits,
             policy: ResultPolicy::new(&limits, settings.secret_detection_mode),
             expose_error_details: settings.expose_error_details,
-            known_secrets: Redactor::builder()
-                .secrets(
-                    settings
-                        .known_secrets()
-                        .iter()
-                        .map(|s| s.expose_secret().to_owned()),
-                )
-                .prepare(),
+            redactors: RedactorCache::new(
+                settings
+                    .known_secrets()
+                    .iter()
+                    .map(|s| s.expose_secret().to_owned()),
+            ),
         }
     }
 
@@ -459,18 +458,13 @@ impl Dispatcher {
         renewed: Option<&Identity>,
         call: &GiteaCall,
     ) -> Redactor {
-        let submitted = body_secrets(&call.body, &call.path);
-        self.known_secrets
-            .clone()
-            .secrets(
-                std::iter::once(identity)
-                    .chain(renewed)
-                    .flat_map(|i| std::iter::once(&i.token).chain(i.refresh_token.as_ref()))
-                    .map(|s| s.expose_secret().to_owned()),
-            )
-            .secrets(submitted.values)
-            .secrets_any_length(submitted.any_length)
-            .build()
+        let caller: Vec<&str> = std::iter::once(identity)
+            .chain(renewed)
+            .flat_map(|i| std::iter::once(&i.token).chain(i.refresh_token.as_ref()))
+            .map(|s| s.expose_secret())
+            .collect();
+        self.redactors
+            .redactor(&caller, body_secrets(&call.body, &call.path))
     }
 }
 

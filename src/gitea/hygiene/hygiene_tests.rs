@@ -553,6 +553,40 @@ proptest! {
         }
     }
 
+    /// The same when the secrets are of every kind a call has (the
+    /// gateway's own, the caller's tokens, the body's secret fields) and
+    /// the redactor comes from the cache, after another caller's call and
+    /// after this caller's first.
+    #[test]
+    fn no_planted_secret_survives_a_cached_redactor(
+        secrets in prop::collection::vec("S[A-Z0-9]{11,31}", SECRETS),
+        split in (0..=SECRETS, 0..=SECRETS),
+        list in prop::collection::vec(doc(), 0..20),
+        mode in mode(),
+        reuse in any::<bool>(),
+    ) {
+        use crate::gitea::hygiene::redactor_cache::RedactorCache;
+        use crate::gitea::hygiene::secrets::BodySecrets;
+        let own_end = split.0.min(secrets.len());
+        let caller_end = (own_end + split.1).min(secrets.len());
+        let cache = RedactorCache::new(secrets[..own_end].iter().cloned());
+        let caller: Vec<&str> = secrets[own_end..caller_end].iter().map(String::as_str).collect();
+        let submitted = || BodySecrets { values: secrets[caller_end..].to_vec(), any_length: Vec::new() };
+        cache.redactor(&["another-callers-token"], BodySecrets::default());
+        if reuse {
+            cache.redactor(&caller, submitted());
+        }
+        let redactor = cache.redactor(&caller, submitted());
+        let data = Value::Array(list.iter().map(|d| to_json(d, &secrets)).collect());
+        let limits = Limits { max_tool_response_chars: 1_000_000, ..Limits::default() };
+        let policy = ResultPolicy::new(&limits, mode);
+        let outcome = tool_result(&identity(), &get("/repos/o/r/issues"), &json_response(200, &data), &policy, &redactor, None);
+        let out = shown(&outcome);
+        for s in &secrets {
+            prop_assert!(!out.contains(&s[..6]), "{} leaked in {}", s, out);
+        }
+    }
+
     /// The same for Gitea's error messages.
     #[test]
     fn no_planted_secret_survives_in_errors(

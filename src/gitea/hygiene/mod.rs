@@ -22,6 +22,7 @@
 
 pub mod bounds;
 pub mod redaction;
+pub mod redactor_cache;
 pub mod secrets;
 
 use serde_json::Value;

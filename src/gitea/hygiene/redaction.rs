@@ -113,11 +113,10 @@ impl RedactorBuilder {
         }
         let patterns = || self.base.iter().chain(self.secrets.iter());
         // A contiguous NFA, not the DFA the builder would pick for this
-        // many patterns: the redactor is built per call (it holds per-call
-        // secrets), each secret brings ten encoded forms, and building the
-        // DFA of some 60 patterns cost more than the whole rest of a call
-        // (docs/benchmarks.md, "Issue 15"). Searching an NFA is slower per
-        // byte, but results are small next to that build.
+        // many patterns: a redactor is kept per caller (redactor_cache.rs),
+        // and the DFA of some 70 patterns (each secret brings ten encoded
+        // forms) takes tens of times the memory; building it also cost
+        // more than the rest of a call (docs/benchmarks.md, "Issue 15").
         // Building only fails beyond automaton size limits that the 16 MiB
         // request body cannot reach; if it ever did, refusing to redact
         // would leak, so fall back to the (slower) noncontiguous NFA.
@@ -206,6 +205,11 @@ impl Redactor {
 
     pub fn is_empty(&self) -> bool {
         self.matcher.is_none()
+    }
+
+    /// Heap bytes held by the automaton.
+    pub fn memory_usage(&self) -> usize {
+        self.matcher.as_ref().map_or(0, AhoCorasick::memory_usage)
     }
 
     /// `text` with every secret replaced; borrowed when nothing matched.
