@@ -139,8 +139,14 @@ async fn open_audit(settings: &Settings, metrics: Arc<Metrics>) -> Result<AuditL
     options.keep_files = settings.audit_keep_files;
     options.replica = Some(settings.replica_id.clone());
     options.metrics = Some(metrics);
+    options.sync = settings.audit_sync;
     let audit = AuditLog::open_with(options).await?;
-    tracing::info!(path = %audit.path().display(), keyed = audit.is_keyed(), "audit log opened");
+    tracing::info!(
+        path = %audit.path().display(),
+        keyed = audit.is_keyed(),
+        sync = audit.sync_policy().as_str(),
+        "audit log opened"
+    );
     Ok(audit)
 }
 

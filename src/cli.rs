@@ -187,9 +187,9 @@ async fn run_command(cli: Cli) -> Result<(), CliError> {
             let settings = load_settings(cli.env_file.as_deref())?;
             settings.check_for_stdio()?;
             let app = App::build(settings).await?;
-            crate::mcp::transport::serve_stdio(app.tools().clone())
-                .await
-                .map_err(CliError::Other)
+            let served = crate::mcp::transport::serve_stdio(app.tools().clone()).await;
+            app.audit().flush().await;
+            served.map_err(CliError::Other)
         }
         Command::Setup(args) => crate::setup::run(*args).await.map_err(|err| match err {
             crate::setup::SetupError::Config(c) => CliError::Config(c),
@@ -319,8 +319,10 @@ async fn serve_http(app: Arc<App>, addr: SocketAddr) -> Result<(), CliError> {
         header_read_timeout_secs = HEADER_READ_TIMEOUT.as_secs(),
         "connection limits"
     );
-    let router = crate::http::router(app);
+    let router = crate::http::router(app.clone());
     listener::serve(listener, router, limits, shutdown_signal()).await?;
+    // Under AUDIT_SYNC=interval the last entries are on disk before exit.
+    app.audit().flush().await;
     Ok(())
 }
 

@@ -1,6 +1,7 @@
 //! The hash-chained audit log: `DATA_DIR/audit.log`, JSON lines, one writer.
-//! Format and chain in `entry` and `chain`, the writer (group commit,
-//! rotation, fault handling) in `writer`, `audit verify` in `verify`.
+//! Format and chain in `entry` and `chain`, the writer (rotation, fault
+//! handling) in `writer`, when entries are fsynced (`AUDIT_SYNC`) in
+//! `sync`, `audit verify` in `verify`.
 //! See `docs/audit.md`. Knows no MCP: callers build [`Event`]s.
 //!
 //! Tool calls are strict (a call whose `tool_call_started` entry cannot be
@@ -10,6 +11,7 @@
 pub mod chain;
 pub(crate) mod entry;
 mod lock;
+mod sync;
 pub mod verify;
 mod writer;
 
@@ -18,18 +20,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use secrecy::{ExposeSecret, SecretString};
-use tokio::sync::{mpsc, oneshot};
 
 pub use chain::ChainKey;
 pub use entry::{AuditIdentity, Event, EventKind, Outcome};
+pub use sync::{AuditSync, DEFAULT_SYNC_INTERVAL};
 
 /// The log's file name inside `DATA_DIR`.
 pub const AUDIT_FILE_NAME: &str = "audit.log";
 /// The lock file beside the log: one writing process per log.
 pub const AUDIT_LOCK_NAME: &str = "audit.lock";
 pub use crate::config::DEFAULT_AUDIT_MAX_BYTES as DEFAULT_MAX_BYTES;
-/// Entries that may wait for the writer before callers wait to enqueue.
-const QUEUE: usize = 16 * 1024;
 
 /// Why the audit log refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -43,7 +43,8 @@ pub enum AuditError {
         "the audit log is in use by another process (it holds {lock}); give each replica its own DATA_DIR"
     )]
     Locked { lock: String },
-    /// A write or fsync failed; the entry is not in the log.
+    /// A write or fsync failed; the entry is not (or, after a failed
+    /// fsync, maybe not) in the log.
     #[error("the audit log is unavailable: {0}")]
     Unavailable(String),
     /// The writer is gone.
@@ -74,6 +75,8 @@ pub struct AuditOptions {
     pub metrics: Option<Arc<crate::metrics::Metrics>>,
     /// Written into every entry as `replica` (`REPLICA_ID`).
     pub replica: Option<String>,
+    /// When entries are fsynced (`AUDIT_SYNC`).
+    pub sync: AuditSync,
 }
 
 impl AuditOptions {
@@ -85,6 +88,7 @@ impl AuditOptions {
             keep_files: None,
             metrics: None,
             replica: None,
+            sync: AuditSync::default(),
         }
     }
 }
@@ -92,8 +96,18 @@ impl AuditOptions {
 /// A cheap handle to the one writer.
 #[derive(Clone)]
 pub struct AuditLog {
-    tx: mpsc::Sender<writer::Request>,
+    durable: Arc<sync::Durable>,
     inner: Arc<Info>,
+    /// Stops the flusher (after a last fsync) when the last handle goes.
+    _stop: Arc<StopOnDrop>,
+}
+
+struct StopOnDrop(Arc<sync::Durable>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.stop();
+    }
 }
 
 struct Info {
@@ -118,8 +132,8 @@ impl AuditLog {
     }
 
     /// Creates `data_dir` (0700) when missing, opens the log, resumes its
-    /// chain and writes `log_opened` durably. Fails when the log cannot be
-    /// written: startup stops.
+    /// chain, writes `log_opened` durably and starts the flusher. Fails
+    /// when the log cannot be written: startup stops.
     pub async fn open_with(options: AuditOptions) -> Result<Self, AuditError> {
         let path = options.data_dir.join(AUDIT_FILE_NAME);
         let display = path.display().to_string();
@@ -156,13 +170,11 @@ impl AuditLog {
         .await
         .map_err(|_| AuditError::Stopped)?
         .map_err(with_path)?;
-        let (tx, rx) = mpsc::channel(QUEUE);
-        std::thread::Builder::new()
-            .name("audit-writer".into())
-            .spawn(move || started.run(rx))
+        let durable = sync::Durable::start(started, options.sync)
             .map_err(|e| with_path(AuditError::open(e)))?;
         Ok(Self {
-            tx,
+            _stop: Arc::new(StopOnDrop(durable.clone())),
+            durable,
             inner: Arc::new(Info {
                 path,
                 keyed: options.key.is_keyed(),
@@ -180,25 +192,35 @@ impl AuditLog {
         self.inner.keyed
     }
 
-    /// Masks the event's strings once more, hands it to the writer and
-    /// waits until its group is written and fsynced. `Ok` carries the
-    /// entry's sequence number; the entry is then durable.
+    /// When entries are fsynced.
+    pub fn sync_policy(&self) -> AuditSync {
+        self.durable.policy()
+    }
+
+    /// Masks the event's strings once more and writes it. `Ok` carries the
+    /// entry's sequence number; the entry is then in the file (it survives
+    /// the process being killed), and under `AUDIT_SYNC=always` on disk.
     pub async fn record(&self, event: Event) -> Result<u64, AuditError> {
         let began = std::time::Instant::now();
-        let (reply, answer) = oneshot::channel();
-        let request = writer::Request {
-            event: event.masked(),
-            reply,
-        };
-        self.tx
-            .send(request)
-            .await
-            .map_err(|_| AuditError::Stopped)?;
-        let written = answer.await.map_err(|_| AuditError::Stopped)?;
-        if let (Ok(_), Some(metrics)) = (&written, &self.inner.metrics) {
+        let event = event.masked();
+        let waits = self.durable.policy().waits();
+        // One `write` under the lock, on this thread: no hand-off to
+        // another thread unless the caller waits for the disk.
+        let (seq, fsynced) = self.durable.writer().append(event, waits)?;
+        if let Some(fsynced) = fsynced {
+            self.durable.notify();
+            fsynced.await.map_err(|_| AuditError::Stopped)??;
+        }
+        if let Some(metrics) = &self.inner.metrics {
             metrics.observe_audit_write(began.elapsed());
         }
-        written
+        Ok(seq)
+    }
+
+    /// Fsyncs every entry written so far (at shutdown).
+    pub async fn flush(&self) {
+        let durable = self.durable.clone();
+        let _ = tokio::task::spawn_blocking(move || durable.flush()).await;
     }
 
     /// As [`record`](Self::record), for events that must not stop what they

@@ -1,48 +1,50 @@
-//! The one writer: a dedicated thread owns `audit.log`. Callers send an
-//! event and a reply channel; the thread takes everything queued (one
-//! group), assigns sequence numbers and chain values in order, writes the
-//! group with one `write`, calls `fdatasync` once, and only then answers
-//! every caller of the group: **an entry is durable when `record` returns
-//! `Ok`**. Concurrent calls therefore share fsyncs (group commit).
+//! The one writer of `audit.log`: the file, the chain, rotation and
+//! fault handling. It lives behind a mutex in [`super::AuditLog`]; a caller
+//! appends its entry with one `write` while holding it, so the entry is in
+//! the file (the kernel's page cache) before `record` returns and survives
+//! the process being killed. When the entry reaches the disk is the sync
+//! policy's business (`super::sync`): fsyncs are counted here by position
+//! (bytes appended since start) and callers that wait for theirs are
+//! answered by [`Writer::settle`].
 //!
-//! Faults: before each group the path is checked against the open file
+//! Faults: before each write the path is checked against the open file
 //! (deleted or replaced → recreated with a `log_reopened` entry that names
-//! the chain value it continues from; made read-only → the group fails).
-//! A failed write or fsync is cut back to the last durable length, the file
-//! is closed, and every caller of the group gets the error; the next group
-//! reopens the file, and the first entry written after a failure is a
-//! `log_reopened` entry. Nothing of a failed group is acknowledged, and the
-//! sequence numbers and chain value of a failed group are not kept.
+//! the chain value it continues from; made read-only → the write fails).
+//! A failed write is cut back to the file's length before it, the file is
+//! closed, and the caller gets the error; the next write reopens the file,
+//! and the first entry written after a failure is a `log_reopened` entry.
+//! The sequence number and chain value of a failed write are not kept. A
+//! failed fsync closes the file the same way (the entries it covered may
+//! or may not be on disk: the kernel said the write-back failed).
 //!
-//! Rotation: when the file has reached `max_bytes`, `audit.log.K` becomes
-//! `audit.log.K+1` (with `keep` set, those beyond it are dropped; by
-//! default none is), `audit.log`
-//! becomes `audit.log.1`, and the new `audit.log` starts with a
-//! `log_rotated` entry chained to the last value of the previous file (and
-//! naming it as `detail.prev_chain`).
+//! Rotation: when the file has reached `max_bytes`, it is fsynced, then
+//! `audit.log.K` becomes `audit.log.K+1` (with `keep` set, those beyond it
+//! are dropped; by default none is), `audit.log` becomes `audit.log.1`,
+//! and the new `audit.log` starts with a `log_rotated` entry chained to the
+//! last value of the previous file (and naming it as `detail.prev_chain`).
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use super::AuditError;
 use super::chain::{ChainKey, GENESIS, parse_line};
 use super::entry::{EntryBody, Event, EventKind, FORMAT_VERSION, line, now_rfc3339};
 use super::lock::{LogLock, lock_log};
 
-/// Most entries written as one group.
-const MAX_GROUP: usize = 4096;
 /// How much of a file is read at a time when searching backwards for the
 /// last line (which may be of any length).
 const TAIL_BYTES: u64 = 256 * 1024;
 
-/// One caller's entry and where to answer.
-pub(super) struct Request {
-    pub event: Event,
-    pub reply: oneshot::Sender<Result<u64, AuditError>>,
+/// A caller waiting for the fsync that covers its entry.
+struct Waiter {
+    /// The position just past the entry.
+    position: u64,
+    reply: oneshot::Sender<Result<(), AuditError>>,
 }
 
 #[derive(Debug, Clone)]
@@ -71,10 +73,16 @@ pub(super) struct Writer {
     /// The exclusive lock on the log (`audit.lock`), held while the writer
     /// runs: a second process on the same log cannot fork the chain.
     _lock: LogLock,
-    file: Option<File>,
+    /// Shared with the fsync that runs outside the lock.
+    file: Option<Arc<File>>,
     ident: (u64, u64),
-    /// Durable length of the open file.
+    /// Length of the open file (every write complete).
     len: u64,
+    /// Bytes written since start, over every file: an entry's position.
+    appended: u64,
+    /// Bytes known to be on disk (or given up on after a failed fsync).
+    synced: u64,
+    waiters: Vec<Waiter>,
     seq: u64,
     chain: String,
     /// Why the file was closed, for the next `log_reopened` entry.
@@ -93,6 +101,9 @@ impl Writer {
             file: None,
             ident: (0, 0),
             len: 0,
+            appended: 0,
+            synced: 0,
+            waiters: Vec::new(),
             seq: 0,
             chain: GENESIS.to_owned(),
             closed_because: None,
@@ -123,34 +134,89 @@ impl Writer {
             .detail("version", env!("CARGO_PKG_VERSION"));
         group.events.push(opened);
         writer.commit(group).map_err(AuditError::open)?;
+        // `log_opened` is durable before the first call is served.
+        let file = writer.file.clone().expect("opened above");
+        file.sync_data().map_err(AuditError::open)?;
+        writer.synced = writer.appended;
         Ok(writer)
     }
 
-    /// Runs the writer until every sender is gone.
-    pub fn run(mut self, mut rx: mpsc::Receiver<Request>) {
-        while let Some(first) = rx.blocking_recv() {
-            let mut requests = vec![first];
-            while requests.len() < MAX_GROUP {
-                match rx.try_recv() {
-                    Ok(r) => requests.push(r),
-                    Err(_) => break,
-                }
+    /// Appends `event`; its sequence number, and with `wait` a receiver
+    /// that answers once the entry is fsynced.
+    pub fn append(
+        &mut self,
+        event: Event,
+        wait: bool,
+    ) -> Result<(u64, Option<oneshot::Receiver<Result<(), AuditError>>>), AuditError> {
+        match self.write_group(vec![event]) {
+            Ok(seqs) => {
+                let receiver = wait.then(|| {
+                    let (reply, receiver) = oneshot::channel();
+                    self.waiters.push(Waiter {
+                        position: self.appended,
+                        reply,
+                    });
+                    receiver
+                });
+                Ok((seqs[0], receiver))
             }
-            let events: Vec<Event> = requests.iter().map(|r| r.event.clone()).collect();
-            match self.write_group(events) {
-                Ok(seqs) => {
-                    for (request, seq) in requests.into_iter().zip(seqs) {
-                        let _ = request.reply.send(Ok(seq));
-                    }
-                }
-                Err(err) => {
-                    tracing::error!(error = %err, "the audit log could not be written");
-                    let err = AuditError::Unavailable(err.to_string());
-                    for request in requests {
-                        let _ = request.reply.send(Err(err.clone()));
-                    }
-                }
+            Err(err) => {
+                tracing::error!(error = %err, "the audit log could not be written");
+                Err(AuditError::Unavailable(err.to_string()))
             }
+        }
+    }
+
+    /// Whether callers wait for an fsync.
+    pub fn has_waiters(&self) -> bool {
+        !self.waiters.is_empty()
+    }
+
+    /// The open file and the position an fsync of it now would cover,
+    /// when something written is not yet on disk.
+    pub fn unsynced(&self) -> Option<(Arc<File>, u64)> {
+        let file = self.file.as_ref()?;
+        (self.appended > self.synced).then(|| (file.clone(), self.appended))
+    }
+
+    /// Records the outcome of an fsync of `file` that covered everything
+    /// up to `position`, and answers the callers it covered. A failure
+    /// closes the file (when it is still the open one).
+    pub fn settle(&mut self, file: &Arc<File>, position: u64, synced: io::Result<()>) {
+        let (answer, covered) = match synced {
+            Ok(()) => (Ok(()), position),
+            Err(err) => {
+                tracing::error!(error = %err, "the audit log could not be fsynced");
+                if self
+                    .file
+                    .as_ref()
+                    .is_some_and(|open| Arc::ptr_eq(open, file))
+                {
+                    self.file = None;
+                    self.closed_because = Some("an fsync failed");
+                }
+                // Whoever waits wrote to the file that failed: all fail,
+                // and nothing written so far is waited on again.
+                (Err(AuditError::Unavailable(err.to_string())), self.appended)
+            }
+        };
+        self.synced = self.synced.max(covered);
+        let (done, waiting) = std::mem::take(&mut self.waiters)
+            .into_iter()
+            .partition(|w| w.position <= covered);
+        self.waiters = waiting;
+        for waiter in done {
+            let _ = waiter.reply.send(answer.clone());
+        }
+    }
+
+    /// Fsyncs what is written, here and now (rotation, closing, shutdown).
+    pub fn sync_now(&mut self) {
+        if let Some((file, position)) = self.unsynced() {
+            let synced = file.sync_data();
+            self.settle(&file, position, synced);
+        } else {
+            self.synced = self.appended;
         }
     }
 
@@ -187,7 +253,10 @@ impl Writer {
         }
     }
 
+    /// Closes the file after fsyncing what was written to it, so no
+    /// waiting caller is left behind.
     fn close(&mut self, why: &'static str) {
+        self.sync_now();
         self.file = None;
         self.closed_because = Some(why);
     }
@@ -254,7 +323,7 @@ impl Writer {
         let meta = file.metadata()?;
         self.ident = (meta.dev(), meta.ino());
         self.len = meta.len();
-        self.file = Some(file);
+        self.file = Some(Arc::new(file));
         Ok(())
     }
 
@@ -262,8 +331,9 @@ impl Writer {
     /// set, dropped),
     /// and a new `audit.log` starting with `log_rotated`.
     fn rotate(&mut self, group: &mut Group) -> io::Result<()> {
-        self.file = None;
-        self.closed_because = Some("rotation failed");
+        // The previous file is complete on disk before its successor
+        // names its last chain value.
+        self.close("rotation failed");
         let path = self.cfg.path.clone();
         let numbered = |k: usize| path.with_extension(format!("log.{k}"));
         let mut highest = 0;
@@ -296,8 +366,8 @@ impl Writer {
         Ok(())
     }
 
-    /// Chains, writes and fsyncs a group; on failure cuts the file back to
-    /// its durable length, closes it and keeps nothing of the group.
+    /// Chains and writes a group; on failure cuts the file back to its
+    /// length before it, closes it and keeps nothing of the group.
     fn commit(&mut self, group: Group) -> io::Result<()> {
         let mut seq = self.seq;
         let mut chain = self.chain.clone();
@@ -316,19 +386,16 @@ impl Writer {
             chain = self.cfg.key.next(&chain, &canonical);
             buf.push_str(&line(&canonical, &chain));
         }
-        let Some(file) = self.file.as_mut() else {
+        let Some(file) = self.file.clone() else {
             return Err(io::Error::other("the audit log is not open"));
         };
-        let written = file
-            .write_all(buf.as_bytes())
-            .and_then(|()| file.sync_data());
-        if let Err(err) = written {
+        if let Err(err) = (&*file).write_all(buf.as_bytes()) {
             let _ = file.set_len(self.len);
-            let _ = file.sync_data();
-            self.close("a write or fsync failed");
+            self.close("a write failed");
             return Err(err);
         }
         self.len += buf.len() as u64;
+        self.appended += buf.len() as u64;
         self.seq = seq;
         self.chain = chain;
         Ok(())
@@ -435,3 +502,7 @@ fn read_range(file: &mut File, start: u64, end: u64) -> io::Result<Vec<u8>> {
     file.read_exact(&mut bytes)?;
     Ok(bytes)
 }
+
+#[cfg(test)]
+#[path = "writer_tests.rs"]
+mod tests;

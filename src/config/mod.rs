@@ -137,6 +137,39 @@ pub const DEFAULT_MAX_CONNECTIONS_PER_IP: usize = 64;
 /// Default size at which the audit log is rotated (`AUDIT_MAX_BYTES`).
 pub const DEFAULT_AUDIT_MAX_BYTES: u64 = 64 * 1024 * 1024;
 
+/// `AUDIT_SYNC`: when audit entries are fsynced (see `audit::sync`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuditSync {
+    /// Each caller waits for an fsync covering its entry.
+    Always,
+    /// Fsynced in the background at most this far apart.
+    Interval(Duration),
+}
+
+/// The default `AUDIT_SYNC_INTERVAL_MS`.
+pub const DEFAULT_SYNC_INTERVAL: Duration = Duration::from_millis(50);
+
+impl Default for AuditSync {
+    fn default() -> Self {
+        Self::Interval(DEFAULT_SYNC_INTERVAL)
+    }
+}
+
+impl AuditSync {
+    /// Whether a caller waits for the disk.
+    pub fn waits(self) -> bool {
+        self == Self::Always
+    }
+
+    /// The name `AUDIT_SYNC` takes and the audit log records.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Always => "always",
+            Self::Interval(_) => "interval",
+        }
+    }
+}
+
 /// The granular Gitea scopes requested when `OAUTH_SCOPES` is not set.
 pub const DEFAULT_OAUTH_SCOPES: &[&str] = &[
     "read:user",
@@ -205,6 +238,8 @@ pub struct Settings {
     /// `AUDIT_KEEP_FILES`: rotated files kept; `None` (the default) keeps
     /// every one, so no caller can push history out of the log.
     pub audit_keep_files: Option<usize>,
+    /// `AUDIT_SYNC` and `AUDIT_SYNC_INTERVAL_MS`.
+    pub audit_sync: AuditSync,
     /// `REPLICA_ID`: names this process in every audit entry; default the
     /// host name.
     pub replica_id: String,
@@ -253,6 +288,7 @@ impl Settings {
         let rate_limits = sections::rate_limits(&get)?;
 
         let (audit_hmac_key, audit_max_bytes, audit_keep_files) = sections::audit(&get)?;
+        let audit_sync = sections::audit_sync(&get)?;
 
         Ok(Self {
             gitea_url,
@@ -287,6 +323,7 @@ impl Settings {
             audit_hmac_key,
             audit_max_bytes,
             audit_keep_files,
+            audit_sync,
             replica_id: sections::replica_id(&get)?,
             admin_logins: parse_list(get("ADMIN_LOGINS")),
             expose_error_details: parse_bool(

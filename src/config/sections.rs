@@ -12,9 +12,9 @@ use super::parse::{
     require_key_length,
 };
 use super::{
-    ConfigError, DEFAULT_AUDIT_MAX_BYTES, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_IP,
-    DEFAULT_OAUTH_SCOPES, ExposureSettings, Limits, MIN_BEARER_LEN, OpenApiSource, RateLimits,
-    SecretDetectionMode, ToolMode,
+    AuditSync, ConfigError, DEFAULT_AUDIT_MAX_BYTES, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_CONNECTIONS_PER_IP, DEFAULT_OAUTH_SCOPES, DEFAULT_SYNC_INTERVAL, ExposureSettings,
+    Limits, MIN_BEARER_LEN, OpenApiSource, RateLimits, SecretDetectionMode, ToolMode,
 };
 
 /// `READ_ONLY`, `TOOLSETS`, `DISABLED_TOOLS`, the raw tool's switches,
@@ -300,6 +300,34 @@ pub(super) fn audit<'a>(
         )?),
     };
     Ok((key, max_bytes, keep_files))
+}
+
+/// `AUDIT_SYNC` (`interval`, the default, or `always`) and
+/// `AUDIT_SYNC_INTERVAL_MS` (1–10,000; only with `interval`).
+pub(super) fn audit_sync<'a>(
+    get: &impl Fn(&str) -> Option<&'a str>,
+) -> Result<AuditSync, ConfigError> {
+    #[derive(Clone, Copy)]
+    enum Policy {
+        Always,
+        Interval,
+    }
+    let policy = parse_choice(
+        "AUDIT_SYNC",
+        get("AUDIT_SYNC"),
+        &[("always", Policy::Always), ("interval", Policy::Interval)],
+        Policy::Interval,
+    )?;
+    let interval_ms = parse_usize(
+        "AUDIT_SYNC_INTERVAL_MS",
+        get("AUDIT_SYNC_INTERVAL_MS"),
+        DEFAULT_SYNC_INTERVAL.as_millis() as usize,
+        1..=10_000,
+    )?;
+    Ok(match policy {
+        Policy::Always => AuditSync::Always,
+        Policy::Interval => AuditSync::Interval(Duration::from_millis(interval_ms as u64)),
+    })
 }
 
 /// `REPLICA_ID`, or the host name: 1–64 of `A-Z a-z 0-9 . _ -`. A host

@@ -353,3 +353,33 @@ fn audit_max_bytes_defaults_to_64_mib_and_is_bounded() {
     let err = settings(&[("AUDIT_MAX_BYTES", "12")]).unwrap_err();
     assert_eq!(err.setting, "AUDIT_MAX_BYTES");
 }
+
+#[test]
+fn audit_sync_defaults_to_an_interval_of_50_ms() {
+    let s = settings(&[]).unwrap();
+    assert_eq!(s.audit_sync, AuditSync::Interval(Duration::from_millis(50)));
+    let s = settings(&[("AUDIT_SYNC_INTERVAL_MS", "200")]).unwrap();
+    assert_eq!(
+        s.audit_sync,
+        AuditSync::Interval(Duration::from_millis(200))
+    );
+}
+
+#[test]
+fn audit_sync_always_waits_for_the_disk() {
+    let s = settings(&[("AUDIT_SYNC", "always")]).unwrap();
+    assert_eq!(s.audit_sync, AuditSync::Always);
+    assert!(s.audit_sync.waits());
+}
+
+#[test]
+fn audit_sync_refuses_unknown_policies_and_intervals_out_of_range() {
+    for (name, value) in [
+        ("AUDIT_SYNC", "never"),
+        ("AUDIT_SYNC_INTERVAL_MS", "0"),
+        ("AUDIT_SYNC_INTERVAL_MS", "10001"),
+    ] {
+        let err = settings(&[(name, value)]).unwrap_err();
+        assert_eq!(err.setting, name);
+    }
+}

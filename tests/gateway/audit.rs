@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 
-use aegis_gitea_mcp::audit::{AuditLog, AuditOptions, Event, EventKind};
+use aegis_gitea_mcp::audit::{AuditLog, AuditOptions, AuditSync, Event, EventKind};
 use secrecy::SecretString;
 use serde_json::{Value, json};
 use support::gateway_process::audit_verify as verify;
@@ -51,6 +51,51 @@ fn lines_of(path: &Path) -> Vec<String> {
 
 fn write_lines(path: &Path, lines: &[String]) {
     std::fs::write(path, lines.join("\n") + "\n").unwrap();
+}
+
+/// `AUDIT_SYNC=always`: every caller waits for an fsync covering its
+/// entry; concurrent callers share them, and the chain stays whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_records_waiting_for_the_disk_all_land_and_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = AuditOptions::new(dir.path(), Some(&key()));
+    options.sync = AuditSync::Always;
+    let log = AuditLog::open_with(options).await.unwrap();
+    let tasks: Vec<_> = (0..16)
+        .map(|_| {
+            let log = log.clone();
+            tokio::spawn(async move {
+                for _ in 0..20 {
+                    log.record(Event::new(EventKind::RateLimited))
+                        .await
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(lines_of(&dir.path().join("audit.log")).len(), 1 + 16 * 20);
+    let (code, out) = verify(dir.path(), Some(KEY), &[]);
+    assert_eq!(code, 0, "{out}");
+}
+
+/// `AUDIT_SYNC=interval` (the default): `record` returns once the entry
+/// is in the file, without waiting for the disk.
+#[tokio::test]
+async fn a_recorded_entry_is_in_the_file_before_the_next_fsync() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = AuditOptions::new(dir.path(), Some(&key()));
+    options.sync = AuditSync::Interval(std::time::Duration::from_secs(10));
+    let log = AuditLog::open_with(options).await.unwrap();
+    let seq = log
+        .record(Event::new(EventKind::RateLimited))
+        .await
+        .unwrap();
+    let lines = lines_of(&dir.path().join("audit.log"));
+    assert_eq!(lines.len() as u64, seq);
+    assert!(lines[1].contains("\"rate_limited\""));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

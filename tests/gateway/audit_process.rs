@@ -42,9 +42,11 @@ async fn kill_9_under_load_leaves_a_log_that_verifies_up_to_its_last_complete_li
     let mut child = serve(&fake, &data, port).spawn();
     wait_ready(port).await;
     let url = format!("http://127.0.0.1:{port}/mcp");
+    let answered = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut load = Vec::new();
     for _ in 0..8 {
         let url = url.clone();
+        let answered = answered.clone();
         load.push(tokio::spawn(async move {
             let client = support::mcp_client(&url, Some(BEARER)).await;
             loop {
@@ -57,6 +59,7 @@ async fn kill_9_under_load_leaves_a_log_that_verifies_up_to_its_last_complete_li
                 if client.call_tool(params).await.is_err() {
                     return;
                 }
+                answered.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             }
         }));
     }
@@ -95,6 +98,15 @@ async fn kill_9_under_load_leaves_a_log_that_verifies_up_to_its_last_complete_li
         started >= fake.tool_requests().len(),
         "{started} started entries, {} upstream requests",
         fake.tool_requests().len()
+    );
+
+    // Every answered call has its result entry: entries are in the file
+    // before the answer leaves, whatever AUDIT_SYNC defers to the disk.
+    let finished = text.matches("\"tool_call_finished\"").count();
+    let answered = answered.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        finished >= answered,
+        "{finished} finished entries, {answered} answered calls"
     );
 
     // A restarted gateway recovers; the whole log verifies.
