@@ -40,6 +40,9 @@ use super::lock::{LogLock, lock_log};
 /// last line (which may be of any length).
 const TAIL_BYTES: u64 = 256 * 1024;
 
+/// Answers once an fsync covers the entry (or failed to).
+pub(super) type Fsynced = oneshot::Receiver<Result<(), AuditError>>;
+
 /// A caller waiting for the fsync that covers its entry.
 struct Waiter {
     /// The position just past the entry.
@@ -147,7 +150,7 @@ impl Writer {
         &mut self,
         event: Event,
         wait: bool,
-    ) -> Result<(u64, Option<oneshot::Receiver<Result<(), AuditError>>>), AuditError> {
+    ) -> Result<(u64, Option<Fsynced>), AuditError> {
         match self.write_group(vec![event]) {
             Ok(seqs) => {
                 let receiver = wait.then(|| {
