@@ -2,17 +2,22 @@
 //! route called directly, over real loopback HTTP.
 //!
 //! Starts, in this process and on 127.0.0.1 only:
-//! - a fake Gitea (axum) answering `GET /api/v1/repos/{owner}/{repo}/issues`
-//!   with a fixed list of 20 issues (`X-Total-Count`, `Link`) and
-//!   `GET /api/v1/user` with `{"login":"admin"}`;
-//! - the gateway (`App::build` + `http::router`) in front of it.
+//! - a fake Gitea (`support/load_upstream.rs`) answering the issue list of
+//!   `acme/widgets` (20 issues, about 27 KB) and of `acme/big-list` (300
+//!   issues, about 750 KB, one page), and `GET /api/v1/user`;
+//! - the gateway (`App::build` + `http::router`) in front of it, its audit
+//!   log on disk (under `target/`), with default settings; and a second
+//!   one with the result bounds raised so the big list is never cut.
 //!
-//! Then, for each concurrency level, drives `tools/call` of
-//! `gitea_issue_list_issues` through `POST /mcp` (stateless, no
-//! `initialize`) and the same upstream route directly with reqwest, and
-//! prints calls, calls/s, p50 and p99. Every response is checked (200 with a
-//! JSON-RPC `result` that is not an error for the gateway, 200 with the 20
-//! issues directly); the first bad one aborts the run with a non-zero exit.
+//! Then, for each scenario (the small list, the big list) and concurrency
+//! level, drives `tools/call` of `gitea_issue_list_issues` through `POST
+//! /mcp` (stateless, no `initialize`) and the same upstream route directly
+//! with reqwest, and prints calls, calls/s, p50, p99 and the process's CPU
+//! time per call (getrusage: client, gateway and upstream together, so the
+//! gateway's own cost is the gateway row minus the direct row). Every
+//! response is checked (200 with a JSON-RPC `result` that is not an error
+//! for the gateway and holds every issue, 200 with every issue directly);
+//! the first bad one aborts the run with a non-zero exit.
 //! Finally prints the size of a `tools/list` response in full mode, in
 //! discover mode and with `TOOLSETS=issue`.
 //!
@@ -21,7 +26,8 @@
 //! Run: `cargo bench --bench load`
 //! Environment overrides:
 //! - `LOAD_REQUESTS` — timed requests per scenario (default 2000)
-//! - `LOAD_CONCURRENCY` — comma-separated levels (default `1,16`)
+//! - `LOAD_CONCURRENCY` — comma-separated levels (default `1,8,64`)
+//! - `LOAD_BIG_ISSUES` — issues in the big list (default 300)
 //! - `LOAD_MAX_SECONDS` — time cap per scenario (default 60)
 //! - `LOAD_GATEWAY_SETTINGS` — more settings of the measured gateway,
 //!   `NAME=value` separated by spaces (for example OAuth with a
@@ -32,8 +38,10 @@
 
 #[path = "support/gitea_issues.rs"]
 mod gitea_issues;
+#[path = "support/load_upstream.rs"]
+mod load_upstream;
 
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -41,14 +49,10 @@ use std::time::Duration;
 use aegis_gitea_mcp::app::App;
 use aegis_gitea_mcp::config::{Settings, SettingsSource};
 use anyhow::{Context, anyhow, bail, ensure};
-use axum::Router;
-use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::http::header;
 use bytes::Bytes;
+use load_upstream::{BIG_REPO, loopback_listener, spawn_upstream};
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
 use tokio::time::Instant;
 
 const GITEA_TOKEN: &str = "bench-admin-token-0123456789abcdef";
@@ -66,6 +70,7 @@ struct Config {
     requests: usize,
     concurrency: Vec<usize>,
     max_time: Duration,
+    big_issues: usize,
 }
 
 impl Config {
@@ -81,7 +86,14 @@ impl Config {
                 .map(|c| c.trim().parse::<usize>())
                 .collect::<Result<Vec<_>, _>>()
                 .context("LOAD_CONCURRENCY must be a comma-separated list of numbers")?,
-            None => vec![1, 16],
+            None => vec![1, 8, 64],
+        };
+        let big_issues = match var("LOAD_BIG_ISSUES") {
+            Some(v) => v
+                .trim()
+                .parse()
+                .context("LOAD_BIG_ISSUES must be a number")?,
+            None => 300,
         };
         let max_secs: u64 = match var("LOAD_MAX_SECONDS") {
             Some(v) => v
@@ -100,99 +112,9 @@ impl Config {
             requests,
             concurrency,
             max_time: Duration::from_secs(max_secs),
+            big_issues,
         })
     }
-}
-
-// ---------------------------------------------------------------- upstream
-
-/// The fixed answer of the fake Gitea's issue list.
-struct Upstream {
-    issues: Bytes,
-    link: HeaderValue,
-}
-
-impl Upstream {
-    fn new(addr: SocketAddr) -> anyhow::Result<Self> {
-        let base = format!("http://{addr}");
-        let issues: Vec<Value> = (1..=ISSUES_PER_PAGE as u64)
-            .map(|n| gitea_issues::gitea_issue(&base, n, ""))
-            .collect();
-        let page = |p: u64| {
-            format!("<{base}/api/v1/repos/{OWNER}/{REPO}/issues?limit={ISSUES_PER_PAGE}&page={p}>")
-        };
-        let last = TOTAL_ISSUES.div_ceil(ISSUES_PER_PAGE as u64);
-        let link = format!(r#"{}; rel="next",{}; rel="last""#, page(2), page(last));
-        Ok(Self {
-            issues: Bytes::from(serde_json::to_vec(&issues)?),
-            link: HeaderValue::from_str(&link)?,
-        })
-    }
-}
-
-fn authorized(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v == format!("token {GITEA_TOKEN}"))
-}
-
-async fn list_issues(State(up): State<Arc<Upstream>>, headers: HeaderMap) -> Response {
-    if !authorized(&headers) {
-        return (
-            StatusCode::UNAUTHORIZED,
-            r#"{"message":"token is required"}"#,
-        )
-            .into_response();
-    }
-    (
-        [
-            (
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json;charset=utf-8"),
-            ),
-            (
-                header::HeaderName::from_static("x-total-count"),
-                HeaderValue::from(TOTAL_ISSUES),
-            ),
-            (header::LINK, up.link.clone()),
-        ],
-        up.issues.clone(),
-    )
-        .into_response()
-}
-
-async fn current_user(headers: HeaderMap) -> Response {
-    if !authorized(&headers) {
-        return (
-            StatusCode::UNAUTHORIZED,
-            r#"{"message":"token is required"}"#,
-        )
-            .into_response();
-    }
-    axum::Json(json!({"id": 1, "login": "admin"})).into_response()
-}
-
-async fn loopback_listener() -> anyhow::Result<(TcpListener, SocketAddr)> {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
-    let addr = listener.local_addr()?;
-    Ok((listener, addr))
-}
-
-async fn spawn_upstream() -> anyhow::Result<(SocketAddr, usize)> {
-    let (listener, addr) = loopback_listener().await?;
-    let upstream = Arc::new(Upstream::new(addr)?);
-    let body_len = upstream.issues.len();
-    let router = Router::new()
-        .route("/api/v1/repos/{owner}/{repo}/issues", get(list_issues))
-        .route("/api/v1/user", get(current_user))
-        .with_state(upstream);
-    tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, router).await {
-            eprintln!("fake upstream stopped: {e}");
-        }
-    });
-    Ok((addr, body_len))
 }
 
 // ----------------------------------------------------------------- gateway
@@ -256,10 +178,17 @@ impl Target {
     }
 }
 
-struct Endpoints {
-    client: reqwest::Client,
+/// One measured call: a gateway's `/mcp` and the upstream list it runs.
+struct Scenario {
+    label: &'static str,
     mcp_url: String,
     issues_url: String,
+    repo: &'static str,
+    issues: usize,
+}
+
+struct Endpoints {
+    client: reqwest::Client,
 }
 
 impl Endpoints {
@@ -302,9 +231,9 @@ impl Endpoints {
     }
 
     /// One `tools/call` through the gateway; returns the tool result.
-    async fn gateway_call(&self, id: usize) -> anyhow::Result<Value> {
-        let args = json!({"name": TOOL, "arguments": {"owner": OWNER, "repo": REPO}});
-        let bytes = self.mcp(&self.mcp_url, id, "tools/call", args).await?;
+    async fn gateway_call(&self, scenario: &Scenario, id: usize) -> anyhow::Result<Value> {
+        let args = json!({"name": TOOL, "arguments": {"owner": OWNER, "repo": scenario.repo}});
+        let bytes = self.mcp(&scenario.mcp_url, id, "tools/call", args).await?;
         let mut message: Value = serde_json::from_slice(&bytes)
             .with_context(|| format!("tools/call #{id}: the response is not JSON"))?;
         if let Some(error) = message.get("error") {
@@ -321,10 +250,10 @@ impl Endpoints {
     }
 
     /// One direct GET of the upstream route; returns the parsed issues.
-    async fn direct_call(&self, id: usize) -> anyhow::Result<Value> {
+    async fn direct_call(&self, scenario: &Scenario, id: usize) -> anyhow::Result<Value> {
         let response = self
             .client
-            .get(&self.issues_url)
+            .get(&scenario.issues_url)
             .header(header::AUTHORIZATION, format!("token {GITEA_TOKEN}"))
             .header(header::ACCEPT, "application/json")
             .send()
@@ -340,16 +269,28 @@ impl Endpoints {
         ensure!(
             issues
                 .as_array()
-                .is_some_and(|a| a.len() == ISSUES_PER_PAGE),
-            "direct #{id}: expected {ISSUES_PER_PAGE} issues"
+                .is_some_and(|a| a.len() == scenario.issues),
+            "direct #{id}: expected {} issues",
+            scenario.issues
         );
         Ok(issues)
     }
 
-    async fn call(&self, target: Target, id: usize) -> anyhow::Result<()> {
+    async fn call(&self, scenario: &Scenario, target: Target, id: usize) -> anyhow::Result<()> {
         match target {
-            Target::Gateway => self.gateway_call(id).await.map(drop),
-            Target::Direct => self.direct_call(id).await.map(drop),
+            Target::Gateway => {
+                let result = self.gateway_call(scenario, id).await?;
+                // Every issue came through: nothing was cut.
+                if scenario.repo == BIG_REPO {
+                    let items = envelope_of(&result)?["data"].as_array().map_or(0, Vec::len);
+                    ensure!(
+                        items == scenario.issues,
+                        "#{id}: {items} issues came through"
+                    );
+                }
+                Ok(())
+            }
+            Target::Direct => self.direct_call(scenario, id).await.map(drop),
         }
     }
 }
@@ -369,8 +310,8 @@ fn envelope_of(result: &Value) -> anyhow::Result<Value> {
 /// One full check of the gateway path before anything is timed: stateless
 /// (no `initialize`), authenticated, the envelope carries the 20 issues and
 /// the pagination read from the upstream headers.
-async fn verify_gateway(endpoints: &Endpoints) -> anyhow::Result<()> {
-    let result = endpoints.gateway_call(0).await?;
+async fn verify_gateway(endpoints: &Endpoints, scenario: &Scenario) -> anyhow::Result<()> {
+    let result = endpoints.gateway_call(scenario, 0).await?;
     let envelope = envelope_of(&result)?;
     let data = envelope
         .get("data")
@@ -395,7 +336,7 @@ async fn verify_gateway(endpoints: &Endpoints) -> anyhow::Result<()> {
     // authenticated path.
     let refused = endpoints
         .client
-        .post(&endpoints.mcp_url)
+        .post(&scenario.mcp_url)
         .header(header::CONTENT_TYPE, "application/json")
         .header(header::ACCEPT, "application/json, text/event-stream")
         .header("MCP-Protocol-Version", PROTOCOL_VERSION)
@@ -419,7 +360,21 @@ struct Figures {
     elapsed: Duration,
     p50: Duration,
     p99: Duration,
+    /// The whole process's CPU time over the timed calls.
+    cpu: Duration,
     capped: bool,
+}
+
+/// User plus system CPU time of this process so far.
+fn process_cpu() -> Duration {
+    // SAFETY: getrusage only writes the struct it is given.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    time(usage.ru_utime) + time(usage.ru_stime)
 }
 
 /// Nearest-rank percentile of sorted samples.
@@ -432,20 +387,23 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 /// `max_time`. Any failed call aborts the run.
 async fn drive(
     endpoints: Arc<Endpoints>,
+    scenario: Arc<Scenario>,
     target: Target,
     requests: usize,
     concurrency: usize,
     max_time: Duration,
 ) -> anyhow::Result<Figures> {
     for i in 0..WARMUP_REQUESTS.min(requests) {
-        endpoints.call(target, i).await?;
+        endpoints.call(&scenario, target, i).await?;
     }
     let next = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
+    let cpu_before = process_cpu();
     let deadline = started + max_time;
     let workers: Vec<_> = (0..concurrency)
         .map(|_| {
             let endpoints = endpoints.clone();
+            let scenario = scenario.clone();
             let next = next.clone();
             tokio::spawn(async move {
                 let mut latencies = Vec::with_capacity(requests / concurrency + 1);
@@ -455,7 +413,9 @@ async fn drive(
                         break;
                     }
                     let t = Instant::now();
-                    endpoints.call(target, WARMUP_REQUESTS + i).await?;
+                    endpoints
+                        .call(&scenario, target, WARMUP_REQUESTS + i)
+                        .await?;
                     latencies.push(t.elapsed());
                 }
                 anyhow::Ok(latencies)
@@ -467,6 +427,7 @@ async fn drive(
         latencies.extend(worker.await??);
     }
     let elapsed = started.elapsed();
+    let cpu = process_cpu().saturating_sub(cpu_before);
     ensure!(!latencies.is_empty(), "no call completed");
     latencies.sort_unstable();
     Ok(Figures {
@@ -474,6 +435,7 @@ async fn drive(
         elapsed,
         p50: percentile(&latencies, 50.0),
         p99: percentile(&latencies, 99.0),
+        cpu,
         capped: latencies.len() < requests,
     })
 }
@@ -510,8 +472,10 @@ async fn main() -> anyhow::Result<()> {
     let config = Config::from_env()?;
     aegis_gitea_mcp::tls::install_crypto_provider();
 
-    let (upstream, upstream_body) = spawn_upstream().await?;
-    let data = tempfile::tempdir()?;
+    let (upstream, small_body, big_body) = spawn_upstream(config.big_issues).await?;
+    // On disk, not on a tmpfs: the audit log's writes are part of the cost.
+    std::fs::create_dir_all("target")?;
+    let data = tempfile::tempdir_in("target")?;
     let measured = std::env::var("LOAD_GATEWAY_SETTINGS").unwrap_or_default();
     let measured: Vec<(&str, &str)> = measured
         .split_whitespace()
@@ -521,70 +485,109 @@ async fn main() -> anyhow::Result<()> {
         })
         .collect::<anyhow::Result<_>>()?;
     let gateway = spawn_gateway(upstream, &data.path().join("main"), &measured).await?;
+    // The big list with the bounds raised so that nothing is cut.
+    let mut unbounded = vec![
+        ("MAX_TOOL_RESPONSE_ITEMS", "100000"),
+        ("MAX_TOOL_RESPONSE_CHARS", "50000000"),
+    ];
+    unbounded.extend(measured.iter().copied());
+    let big_gateway = spawn_gateway(upstream, &data.path().join("big"), &unbounded).await?;
     let max_concurrency = config.concurrency.iter().copied().max().unwrap_or(1);
     let client = reqwest::Client::builder()
         .no_proxy()
         .pool_max_idle_per_host(max_concurrency.max(1) * 2)
         .timeout(Duration::from_secs(30))
         .build()?;
-    let endpoints = Arc::new(Endpoints {
-        client,
-        mcp_url: format!("http://{gateway}/mcp"),
-        issues_url: format!("http://{upstream}/api/v1/repos/{OWNER}/{REPO}/issues"),
-    });
+    let endpoints = Arc::new(Endpoints { client });
+    let list_url = |repo: &str| format!("http://{upstream}/api/v1/repos/{OWNER}/{repo}/issues");
+    let scenarios = [
+        Scenario {
+            label: "small",
+            mcp_url: format!("http://{gateway}/mcp"),
+            issues_url: list_url(REPO),
+            repo: REPO,
+            issues: ISSUES_PER_PAGE,
+        },
+        Scenario {
+            label: "big",
+            mcp_url: format!("http://{big_gateway}/mcp"),
+            issues_url: list_url(BIG_REPO),
+            repo: BIG_REPO,
+            issues: config.big_issues,
+        },
+    ]
+    .map(Arc::new);
 
-    verify_gateway(&endpoints)
+    verify_gateway(&endpoints, &scenarios[0])
         .await
         .context("the gateway path did not work; nothing was measured")?;
 
-    println!("aegis-gitea-mcp load harness (loopback only)");
+    println!("aegis-gitea-mcp load harness (loopback only, audit log on disk)");
     println!(
-        "  upstream  http://{upstream}  issue list body: {upstream_body} bytes ({ISSUES_PER_PAGE} issues)"
+        "  upstream  http://{upstream}  small list: {small_body} bytes ({ISSUES_PER_PAGE} issues); big list: {big_body} bytes ({} issues)",
+        config.big_issues
     );
     println!(
-        "  gateway   http://{gateway}/mcp  (stateless, no initialize, MCP-Protocol-Version {PROTOCOL_VERSION})"
+        "  gateway   http://{gateway}/mcp (defaults), http://{big_gateway}/mcp (bounds raised; the big list)"
     );
+    println!("  stateless, no initialize, MCP-Protocol-Version {PROTOCOL_VERSION}, tool {TOOL}");
     println!(
-        "  requests per scenario: {} (+{WARMUP_REQUESTS} warm-up, sequential), time cap {} s, tool {TOOL}",
+        "  requests per scenario: {} (+{WARMUP_REQUESTS} warm-up, sequential), time cap {} s",
         config.requests,
         config.max_time.as_secs()
     );
+    println!(
+        "  CPU us/call: the whole process (client, gateway, upstream); gateway minus direct is the gateway's own"
+    );
     println!();
     println!(
-        "{:<8} {:>11} {:>7} {:>10} {:>9} {:>9}",
-        "target", "concurrency", "calls", "calls/s", "p50 ms", "p99 ms"
+        "{:<6} {:<8} {:>11} {:>7} {:>10} {:>9} {:>9} {:>12}",
+        "list", "target", "concurrency", "calls", "calls/s", "p50 ms", "p99 ms", "CPU us/call"
     );
-    for &concurrency in &config.concurrency {
-        for target in [Target::Gateway, Target::Direct] {
-            let f = drive(
-                endpoints.clone(),
-                target,
-                config.requests,
-                concurrency,
-                config.max_time,
-            )
-            .await
-            .with_context(|| format!("{} at concurrency {concurrency}", target.label()))?;
-            println!(
-                "{:<8} {:>11} {:>7} {:>10.1} {:>9.3} {:>9.3}{}",
-                target.label(),
-                concurrency,
-                f.calls,
-                f.calls as f64 / f.elapsed.as_secs_f64(),
-                ms(f.p50),
-                ms(f.p99),
-                if f.capped { "  (time cap reached)" } else { "" }
-            );
+    for scenario in &scenarios {
+        for &concurrency in &config.concurrency {
+            for target in [Target::Gateway, Target::Direct] {
+                let f = drive(
+                    endpoints.clone(),
+                    scenario.clone(),
+                    target,
+                    config.requests,
+                    concurrency,
+                    config.max_time,
+                )
+                .await
+                .with_context(|| {
+                    format!(
+                        "{} {} at concurrency {concurrency}",
+                        scenario.label,
+                        target.label()
+                    )
+                })?;
+                println!(
+                    "{:<6} {:<8} {:>11} {:>7} {:>10.1} {:>9.3} {:>9.3} {:>12.1}{}",
+                    scenario.label,
+                    target.label(),
+                    concurrency,
+                    f.calls,
+                    f.calls as f64 / f.elapsed.as_secs_f64(),
+                    ms(f.p50),
+                    ms(f.p99),
+                    f.cpu.as_secs_f64() * 1e6 / f.calls as f64,
+                    if f.capped { "  (time cap reached)" } else { "" }
+                );
+            }
         }
     }
 
     // The load run's audit log: every call wrote two chained entries.
     let key = aegis_gitea_mcp::audit::chain::ChainKey::new(Some(AUDIT_KEY.as_bytes()));
-    let files = aegis_gitea_mcp::audit::verify::default_files(&data.path().join("main"));
-    let report = aegis_gitea_mcp::audit::verify::verify_files(&files, &key);
     println!();
-    println!("audit log of the load run: {report}");
-    ensure!(report.is_ok(), "the load run's audit log does not verify");
+    for log in ["main", "big"] {
+        let files = aegis_gitea_mcp::audit::verify::default_files(&data.path().join(log));
+        let report = aegis_gitea_mcp::audit::verify::verify_files(&files, &key);
+        println!("audit log of the load run ({log}): {report}");
+        ensure!(report.is_ok(), "the load run's audit log does not verify");
+    }
 
     println!();
     println!("tools/list response size");

@@ -2,7 +2,8 @@
 //! exact redaction, webhook redaction, pattern masking, bounds, and the
 //! serialization the transport does) on a 1 MB issue list and a 10 MB text
 //! file with planted secrets, plus a check that the cost does not grow
-//! with the number of secrets. Prints MB/s before the criterion run.
+//! with the number of secrets. Prints MB/s, and the cost of each stage on
+//! a 744 KB and a 5 MB list, before the criterion run.
 //!
 //! Run: `cargo bench --bench result_pipeline` (add `-- --quick` for a short run).
 
@@ -14,6 +15,7 @@ use std::time::Instant;
 
 use aegis_gitea_mcp::config::{Limits, SecretDetectionMode};
 use aegis_gitea_mcp::gitea::call::{CallBody, GiteaCall};
+use aegis_gitea_mcp::gitea::envelope::decoded_envelope;
 use aegis_gitea_mcp::gitea::executor::UpstreamResponse;
 use aegis_gitea_mcp::gitea::hygiene::{ResultPolicy, tool_result};
 use aegis_gitea_mcp::gitea::redaction::Redactor;
@@ -192,6 +194,90 @@ fn print_throughput() {
     }
 }
 
+/// Mean time of `runs` calls of `f`, in ms.
+fn time_ms(runs: usize, mut f: impl FnMut()) -> f64 {
+    let started = Instant::now();
+    for _ in 0..runs {
+        f();
+    }
+    started.elapsed().as_secs_f64() * 1000.0 / runs as f64
+}
+
+/// The pipeline stage by stage on a 744 KB list (the size of 300 real
+/// issues) and a 5 MB one, bounds raised: each line adds one stage to the
+/// previous, so the differences are what each stage costs.
+fn print_stages() {
+    let unbounded = policies()[1].1;
+    let off = ResultPolicy {
+        mode: SecretDetectionMode::Off,
+        ..unbounded
+    };
+    let none = Redactor::builder().build();
+    let redactor = redactor_with(0);
+    for (label, bytes) in [("744 KB", 744_000), ("5 MB", 5 * MB)] {
+        let case = case(
+            "list",
+            "application/json",
+            gitea_issues::issue_list(BASE, bytes, leak_suffix).0,
+        );
+        let mb = case.response.body.len() as f64 / MB as f64;
+        let runs = if bytes > MB { 3 } else { 10 };
+        let result = |policy: &ResultPolicy, redactor: &Redactor| {
+            tool_result(
+                &identity(),
+                &case.call,
+                &case.response,
+                policy,
+                redactor,
+                None,
+            )
+        };
+        let stages = [
+            (
+                "parse + envelope",
+                time_ms(runs, || {
+                    black_box(
+                        decoded_envelope(&identity(), &case.call, &case.response, usize::MAX).ok(),
+                    );
+                }),
+            ),
+            (
+                "+ walks, bounds check",
+                time_ms(runs, || {
+                    black_box(result(&off, &none).ok());
+                }),
+            ),
+            (
+                "+ exact redaction",
+                time_ms(runs, || {
+                    black_box(result(&off, &redactor).ok());
+                }),
+            ),
+            (
+                "+ pattern masking",
+                time_ms(runs, || {
+                    black_box(result(&unbounded, &redactor).ok());
+                }),
+            ),
+            (
+                "+ serialization (the text sent)",
+                time_ms(runs, || {
+                    black_box(pipeline(&case, &unbounded, &redactor));
+                }),
+            ),
+        ];
+        let mut previous = 0.0;
+        for (stage, ms) in stages {
+            println!(
+                "result_pipeline stages: list {label} ({mb:.2} MB): {stage:<32} {ms:>7.2} ms total ({:>+6.2} ms), {:>4.0} MB/s so far",
+                ms - previous,
+                mb / (ms / 1000.0)
+            );
+            previous = ms;
+        }
+    }
+}
+
 fn bench_pipeline(c: &mut Criterion) {
     let redactor = redactor_with(0);
     let mut group = c.benchmark_group("result_pipeline");
@@ -210,6 +296,7 @@ fn bench_pipeline(c: &mut Criterion) {
 criterion_group!(benches, bench_pipeline);
 
 fn main() {
+    print_stages();
     print_throughput();
     benches();
     Criterion::default().configure_from_args().final_summary();

@@ -104,21 +104,18 @@ fn decode_body(response: &UpstreamResponse, max_binary_bytes: usize) -> Result<V
 }
 
 /// The deepest nesting of arrays and objects in a JSON text, counted
-/// without parsing (strings are skipped, escapes honoured).
+/// without parsing (strings are skipped, escapes honoured). Strings are
+/// most of a Gitea list's bytes, so they are skipped with `memchr` to the
+/// next quote or backslash rather than byte by byte.
 pub fn json_depth(bytes: &[u8]) -> usize {
-    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
-    for &b in bytes {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
+    let (mut depth, mut max, mut at) = (0usize, 0usize, 0usize);
+    while at < bytes.len() {
+        match bytes[at] {
+            b'"' => match string_end(bytes, at + 1) {
+                Some(end) => at = end,
+                // An unterminated string runs to the end.
+                None => return max,
+            },
             b'[' | b'{' => {
                 depth += 1;
                 max = max.max(depth);
@@ -126,8 +123,22 @@ pub fn json_depth(bytes: &[u8]) -> usize {
             b']' | b'}' => depth = depth.saturating_sub(1),
             _ => {}
         }
+        at += 1;
     }
     max
+}
+
+/// The index of the quote that closes the string whose content starts at
+/// `from`, honouring backslash escapes.
+fn string_end(bytes: &[u8], mut from: usize) -> Option<usize> {
+    loop {
+        let found = from + memchr::memchr2(b'"', b'\\', bytes.get(from..)?)?;
+        if bytes[found] == b'"' {
+            return Some(found);
+        }
+        // A backslash escapes the byte after it, whatever it is.
+        from = found + 2;
+    }
 }
 
 /// What Gitea said about a non-2xx answer: its JSON `message`, or a fixed
@@ -413,6 +424,43 @@ mod tests {
         assert!(env["data"].is_string());
         assert_eq!(env["truncated"], true);
         assert_eq!(env["truncation"], json!({"upstream_body_limit_bytes": 19}));
+    }
+
+    /// The byte-by-byte count that `json_depth` must agree with.
+    fn json_depth_reference(bytes: &[u8]) -> usize {
+        let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+        for &b in bytes {
+            if in_string {
+                match (escaped, b) {
+                    (true, _) => escaped = false,
+                    (false, b'\\') => escaped = true,
+                    (false, b'"') => in_string = false,
+                    _ => {}
+                }
+                continue;
+            }
+            match b {
+                b'"' => in_string = true,
+                b'[' | b'{' => {
+                    depth += 1;
+                    max = max.max(depth);
+                }
+                b']' | b'}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        max
+    }
+
+    proptest::proptest! {
+        /// Any bytes at all (valid JSON or not, escapes at the very end):
+        /// the fast count is the byte-by-byte one.
+        #[test]
+        fn json_depth_agrees_with_the_byte_by_byte_count(
+            bytes in proptest::collection::vec(proptest::sample::select(b"[]{}\"\\ab,:".to_vec()), 0..200),
+        ) {
+            proptest::prop_assert_eq!(json_depth(&bytes), json_depth_reference(&bytes));
+        }
     }
 
     #[test]
