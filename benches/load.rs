@@ -3,8 +3,8 @@
 //!
 //! Starts, in this process and on 127.0.0.1 only:
 //! - a fake Gitea (`support/load_upstream.rs`) answering the issue list of
-//!   `acme/widgets` (20 issues, about 27 KB) and of `acme/big-list` (300
-//!   issues, about 750 KB, one page), and `GET /api/v1/user`;
+//!   `acme/widgets` (20 issues, about 62 KB) and of `acme/big-list` (300
+//!   issues, about 930 KB, one page), and `GET /api/v1/user`;
 //! - the gateway (`App::build` + `http::router`) in front of it, its audit
 //!   log on disk (under `target/`), with default settings; and a second
 //!   one with the result bounds raised so the big list is never cut.

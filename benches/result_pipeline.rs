@@ -194,8 +194,10 @@ fn print_throughput() {
     }
 }
 
-/// Mean time of `runs` calls of `f`, in ms.
+/// Mean time of `runs` calls of `f` after two unmeasured ones, in ms.
 fn time_ms(runs: usize, mut f: impl FnMut()) -> f64 {
+    f();
+    f();
     let started = Instant::now();
     for _ in 0..runs {
         f();
