@@ -310,13 +310,9 @@ static MASKER: LazyLock<Masker> = LazyLock::new(|| {
         .flat_map(|(i, f)| f.anchors.iter().map(move |a| (i, *a)))
         .unzip();
     Masker {
-        // A DFA: built once per process, and every string of every result
-        // is searched with it (the NFA the builder picked for this many
-        // case-insensitive anchors took a tenth of a big list's pipeline).
         anchors: AhoCorasick::builder()
             .ascii_case_insensitive(true)
             .match_kind(MatchKind::Standard)
-            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
             .build(literals)
             .expect("the anchors build"),
         anchor_family,
