@@ -307,27 +307,19 @@ pub(super) fn audit<'a>(
 pub(super) fn audit_sync<'a>(
     get: &impl Fn(&str) -> Option<&'a str>,
 ) -> Result<AuditSync, ConfigError> {
-    #[derive(Clone, Copy)]
-    enum Policy {
-        Always,
-        Interval,
-    }
-    let policy = parse_choice(
-        "AUDIT_SYNC",
-        get("AUDIT_SYNC"),
-        &[("always", Policy::Always), ("interval", Policy::Interval)],
-        Policy::Interval,
-    )?;
     let interval_ms = parse_usize(
         "AUDIT_SYNC_INTERVAL_MS",
         get("AUDIT_SYNC_INTERVAL_MS"),
         DEFAULT_SYNC_INTERVAL.as_millis() as usize,
         1..=10_000,
     )?;
-    Ok(match policy {
-        Policy::Always => AuditSync::Always,
-        Policy::Interval => AuditSync::Interval(Duration::from_millis(interval_ms as u64)),
-    })
+    let interval = AuditSync::Interval(Duration::from_millis(interval_ms as u64));
+    parse_choice(
+        "AUDIT_SYNC",
+        get("AUDIT_SYNC"),
+        &[("always", AuditSync::Always), ("interval", interval)],
+        interval,
+    )
 }
 
 /// `REPLICA_ID`, or the host name: 1–64 of `A-Z a-z 0-9 . _ -`. A host
