@@ -24,7 +24,8 @@ pub const MAX_JSON_DEPTH: usize = 100;
 /// Gitea error messages are cut to this many characters.
 pub const MAX_ERROR_MESSAGE_CHARS: usize = 500;
 
-/// The success envelope of a 2xx answer, decoded but not yet redacted.
+/// The success envelope of a 2xx answer, decoded but not yet redacted:
+/// the [`envelope_shell`] with `data` last.
 pub fn decoded_envelope(
     identity: &Identity,
     call: &GiteaCall,
@@ -32,6 +33,15 @@ pub fn decoded_envelope(
     max_binary_bytes: usize,
 ) -> Result<Value, ToolError> {
     let data = decode_body(response, max_binary_bytes)?;
+    let mut envelope = envelope_shell(identity, call, response);
+    if let Some(obj) = envelope.as_object_mut() {
+        obj.insert("data".into(), data);
+    }
+    Ok(envelope)
+}
+
+/// Every field of the success envelope but `data`, in order.
+pub fn envelope_shell(identity: &Identity, call: &GiteaCall, response: &UpstreamResponse) -> Value {
     let query_number = |name: &str| {
         call.query
             .iter()
@@ -44,7 +54,7 @@ pub fn decoded_envelope(
         query_number("page"),
         query_number("limit"),
     );
-    let mut envelope = json!({
+    let mut shell = json!({
         "identity": {
             "login": identity.login,
             "mode": identity.mode.as_str(),
@@ -54,16 +64,29 @@ pub fn decoded_envelope(
         "status": response.status,
         "pagination": pagination,
         "untrusted_content": UNTRUSTED_CONTENT_NOTICE,
-        "data": data,
     });
     // Only a text body gets here cut (an oversized binary is an error):
     // say so, and how much was read.
     if response.body_truncated
-        && let Some(obj) = envelope.as_object_mut()
+        && let Some(obj) = shell.as_object_mut()
     {
         note_truncation(obj, "upstream_body_limit_bytes", response.body.len().into());
     }
-    Ok(envelope)
+    shell
+}
+
+/// The body when it is JSON the envelope parses: whole, of a JSON (or
+/// unlabelled) text type, and nested at most [`MAX_JSON_DEPTH`] levels.
+/// Whether it parses is the parser's to say.
+pub fn json_body(response: &UpstreamResponse) -> Option<&[u8]> {
+    let content_type = response.content_type.as_deref();
+    let looks_like_json = is_textual(content_type)
+        && content_type.is_none_or(|ct| ct.to_ascii_lowercase().contains("json"));
+    (looks_like_json
+        && !response.body.is_empty()
+        && !response.body_truncated
+        && json_depth(&response.body) <= MAX_JSON_DEPTH)
+        .then_some(&response.body[..])
 }
 
 fn decode_body(response: &UpstreamResponse, max_binary_bytes: usize) -> Result<Value, ToolError> {
@@ -86,11 +109,8 @@ fn decode_body(response: &UpstreamResponse, max_binary_bytes: usize) -> Result<V
             "size": response.body.len(),
         }));
     }
-    let looks_like_json = content_type.is_none_or(|ct| ct.to_ascii_lowercase().contains("json"));
-    if looks_like_json
-        && !response.body_truncated
-        && json_depth(&response.body) <= MAX_JSON_DEPTH
-        && let Ok(value) = serde_json::from_slice::<Value>(&response.body)
+    if let Some(json) = json_body(response)
+        && let Ok(value) = serde_json::from_slice::<Value>(json)
     {
         return Ok(value);
     }
@@ -235,6 +255,7 @@ mod tests {
             max_binary_bytes,
         };
         tool_result(identity, call, response, &policy, redactor, None)
+            .map(|text| serde_json::from_str(&text).expect("the envelope is JSON"))
     }
 
     fn upstream_error(response: &UpstreamResponse, redactor: &Redactor) -> ToolError {

@@ -30,14 +30,15 @@ use crate::gitea::{ErrorKind, Identity, ToolError};
 use crate::surface::{Surface, SurfaceError};
 
 /// What a tool call produced, typed: the audit entry and the metrics read
-/// its status and error kind from here; its JSON is made once, at the
-/// protocol edge ([`ToolOutcome::into_json`]).
+/// its status and error kind from here; its text is handed to the
+/// protocol edge as it is ([`ToolOutcome::into_text`]).
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolOutcome {
     /// An envelope (with Gitea's 2xx `status`), or a search result (none).
     Success {
         status: Option<u16>,
-        body: Value,
+        /// The JSON text of the result's one content item.
+        body: String,
     },
     Failure(ToolError),
 }
@@ -66,12 +67,12 @@ impl ToolOutcome {
         }
     }
 
-    /// The JSON of the result's one content item (the envelope is moved,
-    /// not copied: it can be megabytes).
-    pub fn into_json(self) -> Value {
+    /// The JSON text of the result's one content item (the envelope is
+    /// moved, not copied: it can be megabytes).
+    pub fn into_text(self) -> String {
         match self {
             Self::Success { body, .. } => body,
-            Self::Failure(err) => err.to_json(),
+            Self::Failure(err) => err.to_json().to_string(),
         }
     }
 }
@@ -366,7 +367,7 @@ impl Dispatcher {
         .collect();
         ToolOutcome::Success {
             status: None,
-            body: json!({"operations": found}),
+            body: json!({"operations": found}).to_string(),
         }
     }
 

@@ -171,7 +171,7 @@ impl ServerHandler for GatewayServer {
             tracing::error!(error = %err, seq = started_seq, "the tool_call_finished entry could not be written");
         }
         let is_error = outcome.is_error();
-        let content = vec![ContentBlock::text(outcome.into_json().to_string())];
+        let content = vec![ContentBlock::text(outcome.into_text())];
         Ok(if is_error {
             CallToolResult::error(content)
         } else {

@@ -21,6 +21,10 @@
 //! were; the envelope adds `upstream_body_limit_bytes` when Gitea's body
 //! was longer than the executor reads.) Lengths are Unicode scalar values
 //! of the compact serialization, the form the transports send.
+//!
+//! The bounds are applied where the envelope is written
+//! ([`bounded_envelope`]): the data arrives as text (the transcoder's, or
+//! the tree path's serialization), already cut to the item bound.
 
 use std::io::{self, Write};
 
@@ -34,25 +38,79 @@ pub struct Bounds {
     pub max_chars: usize,
 }
 
-/// Applies both bounds to a success envelope (an object with `data`).
-pub fn apply_bounds(envelope: &mut Value, bounds: Bounds) {
-    let Some(obj) = envelope.as_object_mut() else {
-        return;
-    };
-    if let Some(Value::Array(items)) = obj.get_mut("data")
-        && items.len() > bounds.max_items
-    {
-        let omitted = items.len() - bounds.max_items;
-        items.truncate(bounds.max_items);
-        note_truncation(obj, "items_returned", bounds.max_items.into());
-        note_truncation(obj, "items_omitted", omitted.into());
+/// The data of a success envelope, ready to be written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DataText {
+    /// Compact JSON text (a list or object from Gitea, or a binary's
+    /// base64 object).
+    Json(String),
+    /// A text body, written as one JSON string.
+    Text(String),
+}
+
+impl DataText {
+    /// A decoded body as the tree path holds it.
+    pub fn from_value(data: Value) -> Self {
+        match data {
+            Value::String(text) => Self::Text(text),
+            other => Self::Json(other.to_string()),
+        }
     }
-    bound_chars(obj, bounds.max_chars);
+
+    /// Characters it takes in the envelope.
+    fn serialized_chars(&self) -> usize {
+        match self {
+            Self::Json(json) => char_count(json),
+            Self::Text(text) => serialized_chars(text.as_str()),
+        }
+    }
+}
+
+/// Keeps the first `max_items` items of a list; returns how many went.
+pub fn cut_items(data: &mut Value, max_items: usize) -> usize {
+    match data {
+        Value::Array(items) if items.len() > max_items => {
+            let omitted = items.len() - max_items;
+            items.truncate(max_items);
+            omitted
+        }
+        _ => 0,
+    }
+}
+
+/// The envelope's text: `shell` (every field but `data`, in order), the
+/// notices of both bounds, then `data` (`omitted_items` already left out
+/// of it by the item bound), cut when the whole is longer than
+/// `max_chars`.
+pub fn bounded_envelope(
+    mut shell: Map<String, Value>,
+    data: DataText,
+    omitted_items: usize,
+    bounds: Bounds,
+) -> String {
+    if omitted_items > 0 {
+        note_truncation(&mut shell, "items_returned", bounds.max_items.into());
+        note_truncation(&mut shell, "items_omitted", omitted_items.into());
+    }
+    let data = bound_chars(&mut shell, data, bounds.max_chars);
+    let mut out = serde_json::to_string(&shell).expect("a JSON map serializes");
+    // `data` goes last, after every notice: a reader meets them first.
+    out.pop();
+    if !shell.is_empty() {
+        out.push(',');
+    }
+    out.push_str("\"data\":");
+    match data {
+        DataText::Json(json) => out.push_str(&json),
+        DataText::Text(text) => out.push_str(&Value::String(text).to_string()),
+    }
+    out.push('}');
+    out
 }
 
 /// Records one fact in the envelope's `truncation` object, creating it
-/// (with `"truncated": true`) just before `data`, so a reader meets the
-/// notice before the cut content.
+/// (with `"truncated": true`) just before `data` (at the end of a shell
+/// without it), so a reader meets the notice before the cut content.
 pub fn note_truncation(obj: &mut Map<String, Value>, key: &str, value: Value) {
     if let Some(Value::Object(truncation)) = obj.get_mut("truncation") {
         truncation.insert(key.to_owned(), value);
@@ -65,44 +123,32 @@ pub fn note_truncation(obj: &mut Map<String, Value>, key: &str, value: Value) {
     obj.shift_insert(at + 1, "truncation".into(), Value::Object(truncation));
 }
 
-fn bound_chars(obj: &mut Map<String, Value>, max_chars: usize) {
-    let Some(slot) = obj.get_mut("data") else {
-        return;
-    };
-    // Measured without building the text: the envelope with `data: null`,
-    // then the data alone.
-    let data = std::mem::take(slot);
-    let shell = serialized_chars(&*obj);
-    let data_chars = serialized_chars(&data);
-    if shell - "null".len() + data_chars <= max_chars {
-        obj.insert("data".into(), data);
-        return;
+/// `"data":` and the comma before it.
+const DATA_FIELD_CHARS: usize = r#","data":"#.len();
+
+/// The data as it fits the character bound: whole, or the start of its
+/// text as a string, with the notices in `shell`.
+fn bound_chars(shell: &mut Map<String, Value>, data: DataText, max_chars: usize) -> DataText {
+    let whole = serialized_chars(&*shell) + DATA_FIELD_CHARS + data.serialized_chars();
+    if whole <= max_chars {
+        return data;
     }
-    let (format, total) = match &data {
-        Value::String(s) => ("text", s.chars().count()),
-        _ => ("json", data_chars),
+    let (format, text) = match data {
+        DataText::Text(text) => ("text", text),
+        DataText::Json(json) => ("json", json),
     };
-    note_truncation(obj, "max_chars", max_chars.into());
-    note_truncation(obj, "data_format", format.into());
+    let total = text.chars().count();
+    note_truncation(shell, "max_chars", max_chars.into());
+    note_truncation(shell, "data_format", format.into());
     // `total` has at least as many digits as the final count, so the
     // overhead measured with it is an upper bound.
-    note_truncation(obj, "data_chars_omitted", total.into());
-    obj.insert("data".into(), Value::String(String::new()));
-    let overhead = serialized_chars(&*obj);
+    note_truncation(shell, "data_chars_omitted", total.into());
+    let overhead = serialized_chars(&*shell) + DATA_FIELD_CHARS + r#""""#.len();
     let budget = max_chars.saturating_sub(overhead);
-
-    let prefix = match data {
-        Value::String(s) => escaped_prefix(&s, budget).to_owned(),
-        other => {
-            // The JSON text is never longer than needed: one character of
-            // it costs at least one character once escaped.
-            let text = serialized_prefix(&other, budget);
-            escaped_prefix(&text, budget).to_owned()
-        }
-    };
+    let prefix = escaped_prefix(&text, budget).to_owned();
     let omitted = total - prefix.chars().count();
-    note_truncation(obj, "data_chars_omitted", omitted.into());
-    obj.insert("data".into(), Value::String(prefix));
+    note_truncation(shell, "data_chars_omitted", omitted.into());
+    DataText::Text(prefix)
 }
 
 /// The longest prefix of `text` whose JSON-escaped form has at most
@@ -135,20 +181,6 @@ pub fn serialized_chars<T: Serialize + ?Sized>(value: &T) -> usize {
     counter.0
 }
 
-/// The first `max_chars` characters of the compact serialization; stops
-/// serializing once they are written.
-fn serialized_prefix(value: &Value, max_chars: usize) -> String {
-    let mut writer = PrefixWriter {
-        bytes: Vec::new(),
-        chars: 0,
-        max_chars,
-    };
-    // The writer refuses more than it needs; that error is expected.
-    let _ = serde_json::to_writer(&mut writer, value);
-    String::from_utf8(writer.bytes)
-        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
-}
-
 struct CharCounter(usize);
 
 impl Write for CharCounter {
@@ -162,34 +194,10 @@ impl Write for CharCounter {
     }
 }
 
-struct PrefixWriter {
-    bytes: Vec<u8>,
-    chars: usize,
-    max_chars: usize,
-}
-
-impl Write for PrefixWriter {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        for (i, &b) in buf.iter().enumerate() {
-            if !is_continuation(b) {
-                if self.chars == self.max_chars {
-                    // Keep what fitted; the caller ignores the error.
-                    return if i == 0 {
-                        Err(io::Error::other("prefix complete"))
-                    } else {
-                        Ok(i)
-                    };
-                }
-                self.chars += 1;
-            }
-            self.bytes.push(b);
-        }
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
+/// Unicode scalar values in `text`, counted on its bytes (as a sum, which
+/// the compiler vectorizes: this runs over every byte of a big result).
+fn char_count(text: &str) -> usize {
+    text.bytes().map(|b| usize::from(!is_continuation(b))).sum()
 }
 
 fn is_continuation(byte: u8) -> bool {
@@ -200,6 +208,17 @@ fn is_continuation(byte: u8) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The envelope `bounded_envelope` writes around `data`, parsed.
+    fn bounded(mut data: Value, bounds: Bounds) -> Value {
+        let shell = json!({"status": 200, "untrusted_content": "notice"});
+        let Value::Object(shell) = shell else {
+            unreachable!()
+        };
+        let omitted = cut_items(&mut data, bounds.max_items);
+        let text = bounded_envelope(shell, DataText::from_value(data), omitted, bounds);
+        serde_json::from_str(&text).expect("the envelope is JSON")
+    }
 
     fn envelope(data: Value) -> Value {
         json!({"status": 200, "untrusted_content": "notice", "data": data})
@@ -216,16 +235,13 @@ mod tests {
 
     #[test]
     fn within_bounds_nothing_changes() {
-        let mut v = envelope(json!([1, 2, 3]));
-        let before = v.clone();
-        apply_bounds(&mut v, LOOSE);
-        assert_eq!(v, before);
+        let v = bounded(json!([1, 2, 3]), LOOSE);
+        assert_eq!(v, envelope(json!([1, 2, 3])));
     }
 
     #[test]
     fn long_lists_keep_their_first_items_and_say_how_many_went() {
-        let mut v = envelope(json!((0..120).collect::<Vec<_>>()));
-        apply_bounds(&mut v, LOOSE);
+        let v = bounded(json!((0..120).collect::<Vec<_>>()), LOOSE);
         assert_eq!(v["data"].as_array().unwrap().len(), 100);
         assert_eq!(v["data"][99], 99);
         assert_eq!(v["truncated"], true);
@@ -248,8 +264,7 @@ mod tests {
 
     #[test]
     fn nested_lists_are_not_item_bounded() {
-        let mut v = envelope(json!({"items": (0..120).collect::<Vec<_>>()}));
-        apply_bounds(&mut v, LOOSE);
+        let v = bounded(json!({"items": (0..120).collect::<Vec<_>>()}), LOOSE);
         assert!(v.get("truncated").is_none());
     }
 
@@ -258,10 +273,9 @@ mod tests {
         let big: Vec<Value> = (0..50)
             .map(|i| json!({"n": i, "body": "q\"uote\\ \n".repeat(40)}))
             .collect();
-        let mut v = envelope(Value::Array(big.clone()));
-        let full_data = Value::Array(big).to_string();
-        apply_bounds(
-            &mut v,
+        let full_data = Value::Array(big.clone()).to_string();
+        let v = bounded(
+            Value::Array(big),
             Bounds {
                 max_items: 100,
                 max_chars: 3_000,
@@ -283,9 +297,8 @@ mod tests {
     #[test]
     fn an_oversized_text_is_cut_as_text() {
         let text = "é\u{1}x".repeat(5_000);
-        let mut v = envelope(Value::String(text.clone()));
-        apply_bounds(
-            &mut v,
+        let v = bounded(
+            Value::String(text.clone()),
             Bounds {
                 max_items: 100,
                 max_chars: 1_000,
@@ -306,9 +319,8 @@ mod tests {
         let items: Vec<Value> = (0..150)
             .map(|i| json!({"n": i, "pad": "x".repeat(100)}))
             .collect();
-        let mut v = envelope(Value::Array(items));
-        apply_bounds(
-            &mut v,
+        let v = bounded(
+            Value::Array(items),
             Bounds {
                 max_items: 100,
                 max_chars: 5_000,
@@ -325,10 +337,8 @@ mod tests {
     fn counting_matches_serializing() {
         let v = json!({"a": "é\"\u{1}", "b": [1, 2.5, null, true]});
         assert_eq!(serialized_chars(&v), v.to_string().chars().count());
-        assert_eq!(
-            serialized_prefix(&v, 8),
-            v.to_string().chars().take(8).collect::<String>()
-        );
+        let data = DataText::Json(v.to_string());
+        assert_eq!(data.serialized_chars(), v.to_string().chars().count());
     }
 
     #[test]

@@ -57,6 +57,19 @@ fn json_response(status: u16, body: &Value) -> UpstreamResponse {
     response(status, "application/json", body.to_string())
 }
 
+/// The shipped pipeline, its text parsed back so a test can look inside.
+fn tool_result(
+    identity: &Identity,
+    call: &GiteaCall,
+    response: &UpstreamResponse,
+    policy: &ResultPolicy,
+    redactor: &Redactor,
+    operation_id: Option<&str>,
+) -> Result<Value, ToolError> {
+    super::tool_result(identity, call, response, policy, redactor, operation_id)
+        .map(|text| serde_json::from_str(&text).expect("the envelope is JSON"))
+}
+
 fn policy(mode: SecretDetectionMode) -> ResultPolicy {
     ResultPolicy::new(&Limits::default(), mode)
 }

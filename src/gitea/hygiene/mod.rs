@@ -7,7 +7,13 @@
 //! 3. webhook `authorization_header` redaction (always);
 //! 4. pattern masking per `SECRET_DETECTION_MODE`, skipped on the success
 //!    of a credential-issuing operation;
-//! 5. bounds: items, then characters.
+//! 5. bounds: items, then characters, as the envelope's text is written.
+//!
+//! A JSON list or object runs steps 1 to 5 in one streamed pass over
+//! Gitea's bytes (`transcode`), the envelope's other fields as a small
+//! tree; everything else, and what the streamed pass declines (base64 file
+//! fields, keys the passes change, webhook headers, block-mode findings),
+//! runs them on a `serde_json::Value` tree. Both write the same text.
 //!
 //! Redaction and masking run before any cut, so a bound can only split a
 //! marker, never a secret. Errors from Gitea get exact redaction, masking
@@ -24,14 +30,18 @@ pub mod bounds;
 pub mod redaction;
 pub mod redactor_cache;
 pub mod secrets;
+pub mod transcode;
 
 use serde_json::Value;
 
-use self::bounds::{Bounds, apply_bounds};
+use self::bounds::{Bounds, DataText, bounded_envelope, cut_items};
 use self::redaction::{Redactor, redact_authorization_headers};
 use self::secrets::is_credential_issuing;
+use self::transcode::{Masking, TextPasses, transcode};
 use super::call::GiteaCall;
-use super::envelope::{clean_message, decoded_envelope, gitea_message, truncate_message};
+use super::envelope::{
+    clean_message, decoded_envelope, envelope_shell, gitea_message, json_body, truncate_message,
+};
 use super::error::{ErrorKind, ToolError};
 use super::executor::UpstreamResponse;
 use crate::config::{Limits, SecretDetectionMode};
@@ -59,8 +69,12 @@ impl ResultPolicy {
     }
 }
 
-/// Gitea's answer as the success envelope or a sanitized error.
-/// `operation_id` is the catalog operation (None for the raw tool).
+/// Gitea's answer as the success envelope's JSON text, or a sanitized
+/// error. `operation_id` is the catalog operation (None for the raw tool).
+///
+/// JSON lists and objects take the streamed path (`transcode`); what it
+/// declines, and every other body, takes the tree path. Both write the
+/// same text for what both accept.
 pub fn tool_result(
     identity: &Identity,
     call: &GiteaCall,
@@ -68,18 +82,100 @@ pub fn tool_result(
     policy: &ResultPolicy,
     redactor: &Redactor,
     operation_id: Option<&str>,
-) -> Result<Value, ToolError> {
+) -> Result<String, ToolError> {
     if !(200..300).contains(&response.status) {
         return Err(gitea_error(response, redactor, policy.mode));
     }
-    let mut envelope = decoded_envelope(identity, call, response, policy.max_binary_bytes)?;
-    redactor.redact_value(&mut envelope);
-    redact_authorization_headers(&mut envelope);
-    if !is_credential_issuing(operation_id) {
-        apply_mode(&mut envelope, policy.mode, response.status)?;
+    let mode = effective_mode(policy.mode, operation_id);
+    if let Some(result) = streamed_result(identity, call, response, policy, redactor, mode) {
+        return result;
     }
-    apply_bounds(&mut envelope, policy.bounds);
-    Ok(envelope)
+    tree_result(identity, call, response, policy, redactor, mode)
+}
+
+/// The mode a result is cleaned in: the success of a credential-issuing
+/// operation skips masking and block (its point is the credential), never
+/// exact redaction.
+fn effective_mode(mode: SecretDetectionMode, operation_id: Option<&str>) -> SecretDetectionMode {
+    if is_credential_issuing(operation_id) {
+        SecretDetectionMode::Off
+    } else {
+        mode
+    }
+}
+
+/// The streamed path, or `None` when the body is not a JSON list or
+/// object it can rewrite.
+fn streamed_result(
+    identity: &Identity,
+    call: &GiteaCall,
+    response: &UpstreamResponse,
+    policy: &ResultPolicy,
+    redactor: &Redactor,
+    mode: SecretDetectionMode,
+) -> Option<Result<String, ToolError>> {
+    let body = json_body(response)?;
+    let passes = TextPasses {
+        redactor,
+        masking: match mode {
+            SecretDetectionMode::Off => Masking::None,
+            SecretDetectionMode::Mask => Masking::Mask,
+            SecretDetectionMode::Block => Masking::Decline,
+        },
+    };
+    let data = transcode(body, &passes, policy.bounds.max_items).ok()?;
+    // The shell holds the caller's login and the request path: the same
+    // passes, on the tree (it is small).
+    let mut shell = envelope_shell(identity, call, response);
+    if let Err(err) = clean_tree(&mut shell, redactor, mode, response.status) {
+        return Some(Err(err));
+    }
+    let Value::Object(shell) = shell else {
+        return None;
+    };
+    Some(Ok(bounded_envelope(
+        shell,
+        DataText::Json(data.json),
+        data.omitted_items,
+        policy.bounds,
+    )))
+}
+
+/// The tree path: the whole envelope as a `serde_json::Value`, cleaned,
+/// then bounded as it is written.
+fn tree_result(
+    identity: &Identity,
+    call: &GiteaCall,
+    response: &UpstreamResponse,
+    policy: &ResultPolicy,
+    redactor: &Redactor,
+    mode: SecretDetectionMode,
+) -> Result<String, ToolError> {
+    let mut envelope = decoded_envelope(identity, call, response, policy.max_binary_bytes)?;
+    clean_tree(&mut envelope, redactor, mode, response.status)?;
+    let Value::Object(mut shell) = envelope else {
+        unreachable!("the envelope is an object");
+    };
+    let mut data = shell.shift_remove("data").unwrap_or(Value::Null);
+    let omitted = cut_items(&mut data, policy.bounds.max_items);
+    Ok(bounded_envelope(
+        shell,
+        DataText::from_value(data),
+        omitted,
+        policy.bounds,
+    ))
+}
+
+/// Steps 2 to 4 on a tree: exact redaction, webhook headers, the mode.
+fn clean_tree(
+    value: &mut Value,
+    redactor: &Redactor,
+    mode: SecretDetectionMode,
+    status: u16,
+) -> Result<(), ToolError> {
+    redactor.redact_value(value);
+    redact_authorization_headers(value);
+    apply_mode(value, mode, status)
 }
 
 /// Masks the envelope, or withholds it in block mode.

@@ -1,0 +1,344 @@
+//! The transcoder's rules, and the property that it writes what the tree
+//! path writes for every document it accepts.
+
+use super::super::{ResultPolicy, effective_mode, streamed_result, tree_result};
+use super::*;
+use crate::config::{Limits, SecretDetectionMode};
+use crate::gitea::call::{CallBody, GiteaCall};
+use crate::gitea::executor::UpstreamResponse;
+use crate::identity::{Identity, IdentityMode};
+use crate::masking::MASKED;
+use bytes::Bytes;
+use proptest::prelude::*;
+use secrecy::SecretString;
+use serde_json::{Value, json};
+
+const TOKEN: &str = "identity-token-0123456789abcdef";
+const AWS: &str = "AKIAIOSFODNN7EXAMPLE";
+const SHA1: &str = "a94a8fe5ccb19ba61c4c0873d391e987982fbbd3";
+
+fn redactor() -> Redactor {
+    Redactor::new([TOKEN])
+}
+
+fn run(body: &str, masking: Masking, max_items: usize) -> Result<Transcoded, Declined> {
+    let redactor = redactor();
+    let passes = TextPasses {
+        redactor: &redactor,
+        masking,
+    };
+    transcode(body.as_bytes(), &passes, max_items)
+}
+
+fn json_of(body: &str) -> String {
+    run(body, Masking::Mask, usize::MAX).expect("accepted").json
+}
+
+#[test]
+fn a_document_is_written_compact_in_gitea_key_order() {
+    let body = "{ \"z\" : [ 1 , true, null ],\n \"a\": {\"m\": \"x\"} }\n";
+    assert_eq!(json_of(body), r#"{"z":[1,true,null],"a":{"m":"x"}}"#);
+}
+
+#[test]
+fn numbers_are_written_as_the_tree_writes_them() {
+    let body =
+        "[0, 1, -2, 1.5, 1e3, 2.50, -0.0, 18446744073709551615, 18446744073709551616, 0.1, 1E-7]";
+    let tree: Value = serde_json::from_str(body).unwrap();
+    assert_eq!(json_of(body), tree.to_string());
+}
+
+#[test]
+fn strings_are_escaped_as_the_tree_escapes_them() {
+    let body = r#"["\u003cb\u003e \u0026 \"q\" \\ \/ \n\t\u0001 é 😀 \ud83d\ude00"]"#;
+    let tree: Value = serde_json::from_str(body).unwrap();
+    assert_eq!(json_of(body), tree.to_string());
+}
+
+#[test]
+fn secrets_in_values_are_redacted_even_when_spelled_with_escapes() {
+    let escaped: String = TOKEN
+        .chars()
+        .map(|c| format!("\\u{:04x}", c as u32))
+        .collect();
+    let body = format!(r#"[{{"title":"a {TOKEN} b","body":"{escaped}"}}]"#);
+    let out = json_of(&body);
+    assert_eq!(
+        out, r#"[{"title":"a [REDACTED] b","body":"[REDACTED]"}]"#,
+        "{out}"
+    );
+}
+
+#[test]
+fn credential_shapes_are_masked_and_commit_ids_kept() {
+    let out = json_of(&format!(
+        r#"{{"body":"key \u0041{} sha {SHA1}"}}"#,
+        &AWS[1..]
+    ));
+    assert!(out.contains(MASKED), "{out}");
+    assert!(!out.contains(AWS), "{out}");
+    assert!(out.contains(SHA1), "{out}");
+}
+
+#[test]
+fn masking_none_leaves_shapes_but_still_redacts() {
+    let out = run(&format!(r#"["{AWS} {TOKEN}"]"#), Masking::None, usize::MAX).unwrap();
+    assert_eq!(out.json, format!(r#"["{AWS} [REDACTED]"]"#));
+}
+
+#[test]
+fn a_key_the_passes_would_change_is_left_to_the_tree() {
+    assert_eq!(
+        run(&format!(r#"{{"{TOKEN}":1}}"#), Masking::None, 10),
+        Err(Declined)
+    );
+    assert_eq!(
+        run(&format!(r#"[{{"{AWS}":1}}]"#), Masking::Mask, 10),
+        Err(Declined)
+    );
+}
+
+#[test]
+fn base64_file_fields_are_left_to_the_tree() {
+    for body in [
+        r#"{"content_base64":"eA=="}"#,
+        r#"{"content":"eA==","encoding":"base64"}"#,
+        r#"[{"encoding":"BASE64","content":"eA=="}]"#,
+    ] {
+        assert_eq!(run(body, Masking::Mask, 10), Err(Declined), "{body}");
+    }
+    assert!(run(r#"{"content":"eA==","encoding":"none"}"#, Masking::Mask, 10).is_ok());
+    assert!(run(r#"{"name":"base64","content":"x"}"#, Masking::Mask, 10).is_ok());
+}
+
+#[test]
+fn a_webhook_authorization_header_is_left_to_the_tree() {
+    let body = r#"[{"id":1,"Authorization_Header":""}]"#;
+    assert_eq!(run(body, Masking::None, 10), Err(Declined));
+}
+
+#[test]
+fn block_mode_declines_on_a_credential_even_past_the_item_bound() {
+    let body = format!(r#"["plain","plain","{AWS}"]"#);
+    assert_eq!(run(&body, Masking::Decline, 1), Err(Declined));
+    assert_eq!(run(&body, Masking::Mask, 1).unwrap().omitted_items, 2);
+    let clean = run(r#"["plain","text"]"#, Masking::Decline, 1).unwrap();
+    assert_eq!(
+        (clean.json.as_str(), clean.omitted_items),
+        (r#"["plain"]"#, 1)
+    );
+}
+
+#[test]
+fn the_item_bound_keeps_the_first_items_of_a_top_level_list_only() {
+    let out = run("[1,[2,3,4],5,6]", Masking::Mask, 2).unwrap();
+    assert_eq!((out.json.as_str(), out.omitted_items), ("[1,[2,3,4]]", 2));
+    let nested = run(r#"{"items":[1,2,3]}"#, Masking::Mask, 1).unwrap();
+    assert_eq!(
+        (nested.json.as_str(), nested.omitted_items),
+        (r#"{"items":[1,2,3]}"#, 0)
+    );
+    let empty = run("[]", Masking::Mask, 0).unwrap();
+    assert_eq!((empty.json.as_str(), empty.omitted_items), ("[]", 0));
+}
+
+#[test]
+fn anything_but_a_well_formed_list_or_object_is_left_to_the_tree() {
+    for body in [
+        r#""a string""#,
+        "42",
+        "null",
+        "[1,2",
+        "[1] trailing",
+        r#"{"a":1,}"#,
+        "[\"raw \u{1} control\"]",
+        "[01]",
+    ] {
+        assert_eq!(run(body, Masking::Mask, 10), Err(Declined), "{body:?}");
+    }
+    let broken_utf8 = b"[\"\xff\"]";
+    let redactor = redactor();
+    let passes = TextPasses {
+        redactor: &redactor,
+        masking: Masking::Mask,
+    };
+    assert_eq!(transcode(broken_utf8, &passes, 10), Err(Declined));
+}
+
+// The two paths of `tool_result`, side by side.
+
+fn identity(login: &str) -> Identity {
+    Identity {
+        login: Some(login.into()),
+        mode: IdentityMode::Bearer,
+        token: SecretString::from(TOKEN),
+        refresh_token: None,
+        renewal: None,
+    }
+}
+
+fn call(path: &str) -> GiteaCall {
+    GiteaCall {
+        method: http::Method::GET,
+        path: path.into(),
+        route: "/repos/{owner}/{repo}/issues".into(),
+        query: vec![("page".into(), "2".into())],
+        body: CallBody::None,
+        sudo: None,
+    }
+}
+
+fn response(body: Vec<u8>) -> UpstreamResponse {
+    UpstreamResponse {
+        status: 200,
+        content_type: Some("application/json;charset=utf-8".into()),
+        total_count: Some(7),
+        link: None,
+        body: Bytes::from(body),
+        body_truncated: false,
+    }
+}
+
+/// Everything the model would see of an outcome.
+fn shown(outcome: Result<String, crate::gitea::ToolError>) -> String {
+    outcome.unwrap_or_else(|e| e.to_json().to_string())
+}
+
+#[test]
+fn a_gitea_issue_list_takes_the_streamed_path_and_matches_the_tree() {
+    let issue = |n: u64| {
+        json!({"id": n, "number": n, "title": format!("Bug <{n}> & co"),
+               "body": format!("steps:\n1. run\n\nlog: token {TOKEN} key {AWS} at {SHA1}"),
+               "user": {"login": "alice", "avatar_url": "https://g/a.png"},
+               "labels": [], "state": "open", "comments": 2, "score": 0.5,
+               "created_at": "2026-01-01T00:00:00Z", "pull_request": null})
+    };
+    let list = Value::Array((1..=30).map(issue).collect());
+    let limits = Limits::default();
+    let policy = ResultPolicy::new(&limits, SecretDetectionMode::Mask);
+    let resp = response(list.to_string().into_bytes());
+    let (id, call, redactor) = (identity("alice"), call("/repos/o/r/issues"), redactor());
+    let mode = effective_mode(policy.mode, None);
+    let streamed = streamed_result(&id, &call, &resp, &policy, &redactor, mode)
+        .expect("an issue list is streamed");
+    let tree = tree_result(&id, &call, &resp, &policy, &redactor, mode);
+    let streamed = shown(streamed);
+    assert_eq!(streamed, shown(tree));
+    assert!(!streamed.contains(TOKEN) && !streamed.contains(AWS));
+}
+
+/// A piece of generated text: plain words, text the escapes and the char
+/// counts care about, shapes masking looks for, and secrets.
+fn piece() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => "[a-z ]{0,10}",
+        1 => prop::sample::select(vec![
+            "é", "😀", "\u{1}", "\u{1f}", "\"", "\\", "/", "\n", "\t", "<b>", "&amp;", "\u{2028}",
+        ]).prop_map(str::to_owned),
+        1 => prop::sample::select(vec![
+            AWS.to_owned(),
+            format!("sha {SHA1}"),
+            format!("token {SHA1}"),
+            "ghp_0123456789abcdefghijABCDEFGHIJ012345".to_owned(),
+            "password=hunter2hunter2".to_owned(),
+        ]),
+        1 => Just(TOKEN.to_owned()),
+    ]
+}
+
+fn text() -> impl Strategy<Value = String> {
+    prop::collection::vec(piece(), 0..4).prop_map(|p| p.concat())
+}
+
+fn key() -> impl Strategy<Value = String> {
+    prop_oneof![
+        8 => prop::sample::select(vec!["id", "title", "body", "user", "login", "labels", "content", "name", "url"])
+            .prop_map(str::to_owned),
+        1 => prop::sample::select(vec!["encoding", "content_base64", "authorization_header"])
+            .prop_map(str::to_owned),
+        1 => text(),
+    ]
+}
+
+fn number() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        any::<u64>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        (-1e300f64..1e300).prop_map(Value::from),
+        (-100.0f64..100.0).prop_map(Value::from),
+    ]
+}
+
+fn document() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        number(),
+        text().prop_map(Value::String),
+        prop::sample::select(vec!["base64", "none"]).prop_map(Value::from),
+    ];
+    let tree = leaf.prop_recursive(6, 64, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            prop::collection::vec((key(), inner), 0..6)
+                .prop_map(|fields| Value::Object(fields.into_iter().collect())),
+        ]
+    });
+    prop_oneof![
+        prop::collection::vec(tree.clone(), 0..12).prop_map(Value::Array),
+        prop::collection::vec((key(), tree), 0..8)
+            .prop_map(|fields| Value::Object(fields.into_iter().collect())),
+    ]
+}
+
+/// The text Gitea's Go encoder would send: `<`, `>`, `&` escaped, and
+/// sometimes indented.
+fn gitea_text(doc: &Value, pretty: bool) -> Vec<u8> {
+    let text = if pretty {
+        serde_json::to_string_pretty(doc).unwrap()
+    } else {
+        doc.to_string()
+    };
+    text.replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+        .into_bytes()
+}
+
+fn mode() -> impl Strategy<Value = SecretDetectionMode> {
+    prop_oneof![
+        Just(SecretDetectionMode::Off),
+        Just(SecretDetectionMode::Mask),
+        Just(SecretDetectionMode::Block),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Whatever the document, mode and bounds, and with secrets in the
+    /// envelope's own fields too, the streamed path writes what the tree
+    /// path writes, or declines.
+    #[test]
+    fn the_streamed_path_writes_what_the_tree_path_writes(
+        doc in document(),
+        pretty in any::<bool>(),
+        mode in mode(),
+        max_items in 0usize..8,
+        max_chars in prop_oneof![200usize..3_000, Just(usize::MAX)],
+        login in prop_oneof![Just("alice".to_owned()), Just(TOKEN.to_owned())],
+        path in prop_oneof![Just("/repos/o/r/issues".to_owned()), Just(format!("/repos/o/{AWS}/issues"))],
+        credential_issuing in any::<bool>(),
+    ) {
+        let limits = Limits { max_tool_response_items: max_items, max_tool_response_chars: max_chars, ..Limits::default() };
+        let policy = ResultPolicy::new(&limits, mode);
+        let resp = response(gitea_text(&doc, pretty));
+        let (id, call, redactor) = (identity(&login), call(&path), redactor());
+        let operation = credential_issuing.then_some("userCreateToken");
+        let mode = effective_mode(policy.mode, operation);
+        let tree = shown(tree_result(&id, &call, &resp, &policy, &redactor, mode));
+        if let Some(streamed) = streamed_result(&id, &call, &resp, &policy, &redactor, mode) {
+            prop_assert_eq!(shown(streamed), tree);
+        }
+    }
+}
