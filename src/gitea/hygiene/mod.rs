@@ -86,11 +86,15 @@ pub fn tool_result(
     if !(200..300).contains(&response.status) {
         return Err(gitea_error(response, redactor, policy.mode));
     }
-    let mode = effective_mode(policy.mode, operation_id);
-    if let Some(result) = streamed_result(identity, call, response, policy, redactor, mode) {
-        return result;
-    }
-    tree_result(identity, call, response, policy, redactor, mode)
+    let made = ResultMaking {
+        identity,
+        call,
+        response,
+        policy,
+        redactor,
+        mode: effective_mode(policy.mode, operation_id),
+    };
+    made.streamed().unwrap_or_else(|| made.tree())
 }
 
 /// The mode a result is cleaned in: the success of a credential-issuing
@@ -104,78 +108,76 @@ fn effective_mode(mode: SecretDetectionMode, operation_id: Option<&str>) -> Secr
     }
 }
 
-/// The streamed path, or `None` when the body is not a JSON list or
-/// object it can rewrite.
-fn streamed_result(
-    identity: &Identity,
-    call: &GiteaCall,
-    response: &UpstreamResponse,
-    policy: &ResultPolicy,
-    redactor: &Redactor,
+/// A 2xx answer and what its result is made with, for either path.
+struct ResultMaking<'a> {
+    identity: &'a Identity,
+    call: &'a GiteaCall,
+    response: &'a UpstreamResponse,
+    policy: &'a ResultPolicy,
+    redactor: &'a Redactor,
     mode: SecretDetectionMode,
-) -> Option<Result<String, ToolError>> {
-    let body = json_body(response)?;
-    let passes = TextPasses {
-        redactor,
-        masking: match mode {
-            SecretDetectionMode::Off => Masking::None,
-            SecretDetectionMode::Mask => Masking::Mask,
-            SecretDetectionMode::Block => Masking::Decline,
-        },
-    };
-    let data = transcode(body, &passes, policy.bounds.max_items).ok()?;
-    // The shell holds the caller's login and the request path: the same
-    // passes, on the tree (it is small).
-    let mut shell = envelope_shell(identity, call, response);
-    if let Err(err) = clean_tree(&mut shell, redactor, mode, response.status) {
-        return Some(Err(err));
+}
+
+impl ResultMaking<'_> {
+    /// The streamed path, or `None` when the body is not a JSON list or
+    /// object it can rewrite.
+    fn streamed(&self) -> Option<Result<String, ToolError>> {
+        let body = json_body(self.response)?;
+        let passes = TextPasses {
+            redactor: self.redactor,
+            masking: match self.mode {
+                SecretDetectionMode::Off => Masking::None,
+                SecretDetectionMode::Mask => Masking::Mask,
+                SecretDetectionMode::Block => Masking::Decline,
+            },
+        };
+        let data = transcode(body, &passes, self.policy.bounds.max_items).ok()?;
+        // The shell holds the caller's login and the request path: the
+        // same passes, on the tree (it is small).
+        let mut shell = envelope_shell(self.identity, self.call, self.response);
+        if let Err(err) = self.clean(&mut shell) {
+            return Some(Err(err));
+        }
+        let Value::Object(shell) = shell else {
+            return None;
+        };
+        Some(Ok(bounded_envelope(
+            shell,
+            DataText::Json(data.json),
+            data.omitted_items,
+            self.policy.bounds,
+        )))
     }
-    let Value::Object(shell) = shell else {
-        return None;
-    };
-    Some(Ok(bounded_envelope(
-        shell,
-        DataText::Json(data.json),
-        data.omitted_items,
-        policy.bounds,
-    )))
-}
 
-/// The tree path: the whole envelope as a `serde_json::Value`, cleaned,
-/// then bounded as it is written.
-fn tree_result(
-    identity: &Identity,
-    call: &GiteaCall,
-    response: &UpstreamResponse,
-    policy: &ResultPolicy,
-    redactor: &Redactor,
-    mode: SecretDetectionMode,
-) -> Result<String, ToolError> {
-    let mut envelope = decoded_envelope(identity, call, response, policy.max_binary_bytes)?;
-    clean_tree(&mut envelope, redactor, mode, response.status)?;
-    let Value::Object(mut shell) = envelope else {
-        unreachable!("the envelope is an object");
-    };
-    let mut data = shell.shift_remove("data").unwrap_or(Value::Null);
-    let omitted = cut_items(&mut data, policy.bounds.max_items);
-    Ok(bounded_envelope(
-        shell,
-        DataText::from_value(data),
-        omitted,
-        policy.bounds,
-    ))
-}
+    /// The tree path: the whole envelope as a `serde_json::Value`,
+    /// cleaned, then bounded as it is written.
+    fn tree(&self) -> Result<String, ToolError> {
+        let mut envelope = decoded_envelope(
+            self.identity,
+            self.call,
+            self.response,
+            self.policy.max_binary_bytes,
+        )?;
+        self.clean(&mut envelope)?;
+        let Value::Object(mut shell) = envelope else {
+            unreachable!("the envelope is an object");
+        };
+        let mut data = shell.shift_remove("data").unwrap_or(Value::Null);
+        let omitted = cut_items(&mut data, self.policy.bounds.max_items);
+        Ok(bounded_envelope(
+            shell,
+            DataText::from_value(data),
+            omitted,
+            self.policy.bounds,
+        ))
+    }
 
-/// Steps 2 to 4 on a tree: exact redaction, webhook headers, the mode.
-fn clean_tree(
-    value: &mut Value,
-    redactor: &Redactor,
-    mode: SecretDetectionMode,
-    status: u16,
-) -> Result<(), ToolError> {
-    redactor.redact_value(value);
-    redact_authorization_headers(value);
-    apply_mode(value, mode, status)
+    /// Steps 2 to 4 on a tree: exact redaction, webhook headers, the mode.
+    fn clean(&self, value: &mut Value) -> Result<(), ToolError> {
+        self.redactor.redact_value(value);
+        redact_authorization_headers(value);
+        apply_mode(value, self.mode, self.response.status)
+    }
 }
 
 /// Masks the envelope, or withholds it in block mode.

@@ -1,7 +1,7 @@
 //! The transcoder's rules, and the property that it writes what the tree
 //! path writes for every document it accepts.
 
-use super::super::{ResultPolicy, effective_mode, streamed_result, tree_result};
+use super::super::{ResultMaking, ResultPolicy, effective_mode};
 use super::*;
 use crate::config::{Limits, SecretDetectionMode};
 use crate::gitea::call::{CallBody, GiteaCall};
@@ -218,12 +218,16 @@ fn a_gitea_issue_list_takes_the_streamed_path_and_matches_the_tree() {
     let policy = ResultPolicy::new(&limits, SecretDetectionMode::Mask);
     let resp = response(list.to_string().into_bytes());
     let (id, call, redactor) = (identity("alice"), call("/repos/o/r/issues"), redactor());
-    let mode = effective_mode(policy.mode, None);
-    let streamed = streamed_result(&id, &call, &resp, &policy, &redactor, mode)
-        .expect("an issue list is streamed");
-    let tree = tree_result(&id, &call, &resp, &policy, &redactor, mode);
-    let streamed = shown(streamed);
-    assert_eq!(streamed, shown(tree));
+    let made = ResultMaking {
+        identity: &id,
+        call: &call,
+        response: &resp,
+        policy: &policy,
+        redactor: &redactor,
+        mode: effective_mode(policy.mode, None),
+    };
+    let streamed = shown(made.streamed().expect("an issue list is streamed"));
+    assert_eq!(streamed, shown(made.tree()));
     assert!(!streamed.contains(TOKEN) && !streamed.contains(AWS));
 }
 
@@ -335,10 +339,12 @@ proptest! {
         let resp = response(gitea_text(&doc, pretty));
         let (id, call, redactor) = (identity(&login), call(&path), redactor());
         let operation = credential_issuing.then_some("userCreateToken");
-        let mode = effective_mode(policy.mode, operation);
-        let tree = shown(tree_result(&id, &call, &resp, &policy, &redactor, mode));
-        if let Some(streamed) = streamed_result(&id, &call, &resp, &policy, &redactor, mode) {
-            prop_assert_eq!(shown(streamed), tree);
+        let made = ResultMaking {
+            identity: &id, call: &call, response: &resp, policy: &policy, redactor: &redactor,
+            mode: effective_mode(policy.mode, operation),
+        };
+        if let Some(streamed) = made.streamed() {
+            prop_assert_eq!(shown(streamed), shown(made.tree()));
         }
     }
 }
