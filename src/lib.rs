@@ -19,6 +19,9 @@ pub mod cli;
 pub(crate) mod client_address;
 pub mod config;
 pub(crate) mod connector_snippets;
+// The fuzz targets' entry points (`fuzz/`; `cargo fuzz` sets `fuzzing`).
+#[cfg(any(test, fuzzing))]
+pub mod fuzzing;
 pub mod gitea;
 pub mod http;
 pub(crate) mod identity;

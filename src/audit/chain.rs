@@ -371,4 +371,20 @@ mod tests {
         assert_eq!(bad.line, 1);
         assert!(bad.why.contains("earlier entries are missing"));
     }
+
+    proptest::proptest! {
+        /// Any byte of a valid keyed log changed (a line end excepted)
+        /// fails verification at the line that holds it.
+        #[test]
+        fn a_changed_byte_fails_at_its_line(at in 0usize..100_000, replacement in proptest::num::u8::ANY) {
+            let mut bytes = log(&keyed(), 5).into_bytes();
+            let at = at % bytes.len();
+            proptest::prop_assume!(bytes[at] != b'\n' && bytes[at] != replacement && replacement != b'\n');
+            let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+            bytes[at] = replacement;
+            let edited = String::from_utf8_lossy(&bytes);
+            let bad = verify_text(&keyed(), &edited).unwrap_err();
+            proptest::prop_assert_eq!(bad.line, line);
+        }
+    }
 }

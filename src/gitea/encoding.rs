@@ -380,4 +380,28 @@ mod tests {
             );
         }
     }
+
+    proptest::proptest! {
+        /// A value with `/`, spaces, `%` and non-ASCII text reaches the
+        /// route it names: one segment on a plain route (its `/` encoded),
+        /// its own segments on a wildcard route, and decoding gives the
+        /// value back.
+        #[test]
+        fn path_values_round_trip_through_their_route(
+            value in "[a-z0-9 %/é漢._~-]{1,24}",
+        ) {
+            use percent_encoding::percent_decode_str;
+            proptest::prop_assume!(validate_path_value("owner", &value).is_ok());
+            let plain = encode_path_param("/repos/{owner}/{repo}", "owner", &value).unwrap();
+            proptest::prop_assert!(!plain.contains('/'), "{}", plain);
+            proptest::prop_assert!(!plain.contains(' '));
+            proptest::prop_assert_eq!(percent_decode_str(&plain).decode_utf8().unwrap(), value.as_str());
+            let route = "/repos/{owner}/{repo}/contents/{filepath}";
+            if validate_path_value("filepath", &value).is_ok() {
+                let wild = encode_path_param(route, "filepath", &value).unwrap();
+                let segments: Vec<_> = wild.split('/').map(|s| percent_decode_str(s).decode_utf8().unwrap().into_owned()).collect();
+                proptest::prop_assert_eq!(segments.join("/"), value);
+            }
+        }
+    }
 }

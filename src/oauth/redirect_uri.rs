@@ -151,8 +151,10 @@ fn loopback_without_port(uri: &str) -> Option<String> {
     let host = match authority.rsplit_once(':') {
         Some((host, port))
             if !host.is_empty()
-                && !port.is_empty()
                 && port.bytes().all(|b| b.is_ascii_digit())
+                // A port that exists: a run of digits past 65535 (or 0) is
+                // no address a client listens on.
+                && port.parse::<u16>().is_ok_and(|p| p != 0)
                 && !host.ends_with(':') =>
         {
             host
@@ -306,6 +308,48 @@ mod tests {
             "http://127.0.0.1:5@evil/callback",
             registered
         ));
+    }
+    #[test]
+    fn a_loopback_uri_with_a_port_that_cannot_exist_never_matches() {
+        // Found by the `redirect_uri` fuzz target: any run of digits was
+        // taken for a port.
+        let registered = "http://127.0.0.1:7/callback";
+        for port in ["99099", "65536", "0", "1000000000000000000007"] {
+            let presented = format!("http://127.0.0.1:{port}/callback");
+            assert!(!matches_registered(&presented, registered), "{presented}");
+        }
+        assert!(matches_registered(
+            "http://127.0.0.1:65535/callback",
+            registered
+        ));
+    }
+
+    proptest::proptest! {
+        /// Loopback URIs match across ports and nothing else: the same
+        /// host and tail match whatever the two ports are, and a change of
+        /// host, scheme or tail never matches.
+        #[test]
+        fn matching_is_exact_except_for_the_loopback_port(
+            host in proptest::sample::select(vec!["127.0.0.1", "[::1]", "localhost", "example.com", "127.0.0.2"]),
+            ports in (proptest::option::of(1u16..), proptest::option::of(1u16..)),
+            tail in "(/[a-z]{0,5}){0,3}(\\?[a-z=&]{0,6})?",
+            other_tail in "(/[a-z]{0,5}){0,3}",
+            scheme in proptest::sample::select(vec!["http", "https"]),
+        ) {
+            let uri = |port: Option<u16>, tail: &str| match port {
+                Some(p) => format!("{scheme}://{host}:{p}{tail}"),
+                None => format!("{scheme}://{host}{tail}"),
+            };
+            let (a, b) = (uri(ports.0, &tail), uri(ports.1, &tail));
+            let loopback = scheme == "http" && matches!(host, "127.0.0.1" | "[::1]" | "localhost");
+            proptest::prop_assert_eq!(matches_registered(&a, &b), loopback || a == b);
+            let c = uri(ports.1, &other_tail);
+            if other_tail != tail {
+                proptest::prop_assert!(!matches_registered(&a, &c), "{} ~ {}", a, c);
+            }
+            let elsewhere = format!("{scheme}://attacker.example{}", tail);
+            proptest::prop_assert!(!matches_registered(&elsewhere, &a));
+        }
     }
 }
 

@@ -345,7 +345,7 @@ pub fn client_ip(peer: IpAddr, headers: &HeaderMap, trusted: &[ipnet::IpNet]) ->
 }
 
 /// An `X-Forwarded-For` entry: an address, maybe `[v6]` or `v4:port`.
-fn parse_forwarded_ip(entry: &str) -> Option<IpAddr> {
+pub(crate) fn parse_forwarded_ip(entry: &str) -> Option<IpAddr> {
     if let Ok(ip) = entry.parse::<IpAddr>() {
         return Some(ip.to_canonical());
     }
@@ -508,5 +508,39 @@ mod tests {
         assert_eq!(events.len(), 1);
         assert_eq!(events[0].key_kind, KeyKind::Token);
         assert!(!events[0].key.contains("secret"));
+    }
+
+    proptest::proptest! {
+        /// Behind trusted proxies the client is the rightmost hop that is
+        /// not a trusted proxy: an address to its left was written by
+        /// someone no trusted proxy vouches for.
+        #[test]
+        fn the_client_is_the_rightmost_untrusted_hop(
+            hops in proptest::collection::vec(proptest::bool::ANY, 0..6),
+            last_octets in proptest::collection::vec(1u8..255, 6),
+        ) {
+            let trusted: Vec<ipnet::IpNet> = vec!["10.0.0.0/8".parse().unwrap()];
+            let address = |i: usize, is_trusted: bool| -> IpAddr {
+                if is_trusted {
+                    format!("10.0.0.{}", last_octets[i]).parse().unwrap()
+                } else {
+                    format!("198.51.100.{}", last_octets[i]).parse().unwrap()
+                }
+            };
+            let chain: Vec<IpAddr> = hops.iter().enumerate().map(|(i, t)| address(i, *t)).collect();
+            let text: Vec<String> = chain.iter().map(IpAddr::to_string).collect();
+            let peer: IpAddr = "10.9.9.9".parse().unwrap();
+            let expected = chain
+                .iter()
+                .rev()
+                .find(|ip| !trusted[0].contains(*ip))
+                .or(chain.first())
+                .copied()
+                .unwrap_or(peer);
+            let joined = text.join(", ");
+            proptest::prop_assert_eq!(client_ip(peer, &headers(&[joined.as_str()]), &trusted), expected);
+            let outsider: IpAddr = "203.0.113.1".parse().unwrap();
+            proptest::prop_assert_eq!(client_ip(outsider, &headers(&[joined.as_str()]), &trusted), outsider);
+        }
     }
 }
