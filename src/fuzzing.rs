@@ -15,8 +15,7 @@ use secrecy::SecretString;
 use serde::de::IgnoredAny;
 use serde_json::{Map, Value};
 
-use crate::audit::chain::{ChainKey, GENESIS, parse_line, verify_text};
-use crate::audit::entry::{EntryBody, Event, EventKind, line};
+use crate::audit::chain::{ChainKey, parse_line, sample_log, verify_text};
 use crate::catalog::{Catalog, ParamLocation};
 use crate::config::{Limits, SecretDetectionMode};
 use crate::gitea::call::{CallBody, GiteaCall, build_call};
@@ -288,28 +287,7 @@ fn keyed() -> ChainKey {
 }
 
 /// A valid three-entry log, chained with [`keyed`].
-fn three_entries() -> String {
-    let key = keyed();
-    let mut prev = GENESIS.to_owned();
-    let mut out = String::new();
-    for seq in 1..=3 {
-        let event = Event::new(EventKind::ToolCallStarted).tool(&format!("tool_{seq}"));
-        let canonical = EntryBody {
-            v: 1,
-            seq,
-            ts: "2026-01-01T00:00:00.000Z",
-            replica: None,
-            event: &event,
-        }
-        .canonical();
-        let chain = key.next(&prev, &canonical);
-        out.push_str(&line(&canonical, &chain));
-        prev = chain;
-    }
-    out
-}
-
-static THREE_ENTRIES: LazyLock<String> = LazyLock::new(three_entries);
+static THREE_ENTRIES: LazyLock<String> = LazyLock::new(|| sample_log(&keyed(), 3));
 
 /// `audit verify` over any text, and the chain's promise: a valid log with
 /// one byte changed (the first two bytes pick where, the third what) does

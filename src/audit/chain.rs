@@ -246,29 +246,37 @@ pub fn lines(text: &str) -> impl Iterator<Item = &str> {
     text.split('\n').filter(move |_| !text.is_empty())
 }
 
+/// A valid log of `n` `tool_call_started` entries chained with `key`: the
+/// unit tests' and the `audit_line` fuzz target's starting point.
+#[cfg(any(test, fuzzing))]
+pub fn sample_log(key: &ChainKey, n: u64) -> String {
+    use super::entry::{EntryBody, Event, EventKind, line};
+    let mut prev = GENESIS.to_owned();
+    let mut out = String::new();
+    for seq in 1..=n {
+        let event = Event::new(EventKind::ToolCallStarted).tool(&format!("tool_{seq}"));
+        let canonical = EntryBody {
+            v: 1,
+            seq,
+            ts: "2026-01-01T00:00:00.000Z",
+            replica: None,
+            event: &event,
+        }
+        .canonical();
+        let chain = key.next(&prev, &canonical);
+        out.push_str(&line(&canonical, &chain));
+        prev = chain;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::entry::{EntryBody, Event, EventKind, line};
     use super::*;
 
     fn log(key: &ChainKey, n: u64) -> String {
-        let mut prev = GENESIS.to_owned();
-        let mut out = String::new();
-        for seq in 1..=n {
-            let event = Event::new(EventKind::ToolCallStarted).tool(&format!("tool_{seq}"));
-            let canonical = EntryBody {
-                v: 1,
-                seq,
-                ts: "2026-01-01T00:00:00.000Z",
-                replica: None,
-                event: &event,
-            }
-            .canonical();
-            let chain = key.next(&prev, &canonical);
-            out.push_str(&line(&canonical, &chain));
-            prev = chain;
-        }
-        out
+        sample_log(key, n)
     }
 
     fn keyed() -> ChainKey {
