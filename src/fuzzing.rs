@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 use crate::audit::chain::{ChainKey, parse_line, sample_log, verify_text};
 use crate::catalog::{Catalog, ParamLocation};
 use crate::config::{Limits, SecretDetectionMode};
-use crate::gitea::call::{CallBody, GiteaCall, build_call};
+use crate::gitea::call::{CallBody, GiteaCall, MAX_REQUEST_TARGET_BYTES, build_call};
 use crate::gitea::encoding::is_wildcard_param;
 use crate::gitea::executor::UpstreamResponse;
 use crate::gitea::hygiene::redaction::Redactor;
@@ -27,6 +27,7 @@ use crate::gitea::pagination::pagination_from_headers;
 use crate::gitea::raw::parse_raw_request;
 use crate::http::rate_limit::{client_ip, parse_forwarded_ip};
 use crate::identity::{Identity, IdentityMode};
+use crate::mcp::intake::{MAX_ECHOED_ID_CHARS, check_message};
 use crate::oauth::client_auth::PresentedCredentials;
 use crate::oauth::params::OAuthParams;
 use crate::oauth::redirect_uri::{check_registrable, matches_registered};
@@ -79,10 +80,33 @@ fn assert_path_stays_in_the_api(path: &str) {
     }
 }
 
-/// JSON-RPC intake as `/mcp` sees it: rmcp's message types over any bytes.
+/// JSON-RPC intake as `/mcp` sees it: a body rmcp takes passes; any other
+/// is answered with a JSON-RPC error object whose code JSON-RPC defines,
+/// whose message is one of the fixed texts, and whose `id` is null or the
+/// body's own short id.
 pub fn jsonrpc_intake(data: &[u8]) {
-    let parsed = serde_json::from_slice::<rmcp::model::ClientJsonRpcMessage>(data);
-    black_box(parsed.is_ok());
+    let Err(refusal) = check_message(black_box(data)) else {
+        return;
+    };
+    let answer: Value = serde_json::from_str(&refusal.response_body()).expect("the answer is JSON");
+    assert_eq!(answer["jsonrpc"], "2.0");
+    let code = answer["error"]["code"].as_i64().expect("a numeric code");
+    assert!([-32700, -32600, -32602].contains(&code), "code {code}");
+    let message = answer["error"]["message"].as_str().expect("a message");
+    assert_eq!(
+        message,
+        refusal.kind.message(),
+        "the message is a fixed text"
+    );
+    let id = &answer["id"];
+    if !id.is_null() {
+        let sent: Value = serde_json::from_slice(data).expect("an echoed id was read from JSON");
+        assert_eq!(&sent["id"], id, "the id echoed is the body's own");
+        assert!(
+            id.as_str()
+                .is_none_or(|s| s.chars().count() <= MAX_ECHOED_ID_CHARS)
+        );
+    }
 }
 
 static CATALOG: LazyLock<Catalog> = LazyLock::new(Catalog::bundled);
@@ -107,6 +131,19 @@ pub fn tool_call(data: &[u8]) {
         return;
     };
     assert_path_stays_in_the_api(&call.path);
+    // The bound, checked by the url crate's serializer (the one reqwest
+    // sends with) rather than by the code under test.
+    let mut url = url::Url::parse("http://gitea.invalid/").expect("a base URL");
+    url.set_path(&format!("/api/v1{}", call.path));
+    if !call.query.is_empty() {
+        url.query_pairs_mut().extend_pairs(&call.query);
+    }
+    let target = &url[url::Position::BeforePath..];
+    assert!(
+        target.len() <= MAX_REQUEST_TARGET_BYTES,
+        "a {}-byte target was built",
+        target.len()
+    );
     // A route without a wildcard keeps its shape: one value, one segment.
     let wildcard = op
         .params

@@ -13,6 +13,13 @@ use crate::catalog::{BodyEncoding, Operation, ParamLocation};
 /// The argument every tool takes to act as another user.
 pub const SUDO_ARGUMENT: &str = "sudo";
 
+/// The longest request target (`/api/v1` path and query, percent-encoded)
+/// a call may have. nginx, often in front of Gitea, refuses a request line
+/// over 8 KiB (`large_client_header_buffers`), and no Gitea route needs
+/// one that long; a longer call is refused here, naming its argument,
+/// before anything is sent.
+pub const MAX_REQUEST_TARGET_BYTES: usize = 8 * 1024;
+
 /// The body of a call.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CallBody {
@@ -62,6 +69,10 @@ pub enum CallError {
     InvalidBase64(String),
     #[error("argument `{field}` would decode to more than {limit} bytes")]
     UploadTooLarge { field: String, limit: usize },
+    #[error(
+        "the request's path and query would be longer than {limit} bytes once encoded (the longest argument is `{longest}`)"
+    )]
+    TargetTooLong { longest: String, limit: usize },
 }
 
 /// Builds the request for `op` from arguments that already passed the
@@ -117,6 +128,8 @@ pub fn build_call(
     if !multipart.is_empty() {
         body = CallBody::Multipart(multipart);
     }
+    let path_lengths = scalars.iter().map(|(name, v)| (*name, v.len()));
+    check_request_target(&path, &query, path_lengths)?;
     Ok(GiteaCall {
         method: op.method.clone(),
         path,
@@ -137,6 +150,37 @@ pub fn sudo_argument(args: &Map<String, Value>) -> Result<Option<String>, CallEr
         }
         Some(_) => Err(EncodingError::InvalidSudo.into()),
     }
+}
+
+/// Refuses a call whose encoded path and query pass
+/// [`MAX_REQUEST_TARGET_BYTES`]. `path_arguments` gives the length of each
+/// argument that went into the path, so the error can name the longest.
+pub fn check_request_target<'a>(
+    path: &str,
+    query: &'a [(String, String)],
+    path_arguments: impl Iterator<Item = (&'a str, usize)>,
+) -> Result<(), CallError> {
+    let encoded = |s: &str| {
+        url::form_urlencoded::byte_serialize(s.as_bytes())
+            .map(str::len)
+            .sum::<usize>()
+    };
+    let pairs: Vec<(&str, usize)> = query
+        .iter()
+        .map(|(name, value)| (name.as_str(), encoded(name) + 1 + encoded(value)))
+        .collect();
+    let total = "/api/v1".len() + path.len() + pairs.iter().map(|(_, n)| n + 1).sum::<usize>();
+    if total <= MAX_REQUEST_TARGET_BYTES {
+        return Ok(());
+    }
+    let longest = path_arguments
+        .chain(pairs)
+        .max_by_key(|(_, n)| *n)
+        .map_or("path", |(name, _)| name);
+    Err(CallError::TargetTooLong {
+        longest: longest.to_owned(),
+        limit: MAX_REQUEST_TARGET_BYTES,
+    })
 }
 
 /// Appends `name=value` (repeated for arrays, Gitea's `collectionFormat: multi`).
@@ -228,6 +272,53 @@ mod tests {
         assert!(call.query.contains(&("state".into(), "open".into())));
         assert!(call.query.contains(&("page".into(), "2".into())));
         assert_eq!(call.body, CallBody::None);
+    }
+
+    fn target_too_long(result: Result<GiteaCall, CallError>) -> String {
+        match result {
+            Err(CallError::TargetTooLong { longest, limit }) => {
+                assert_eq!(limit, MAX_REQUEST_TARGET_BYTES);
+                longest
+            }
+            other => panic!("expected TargetTooLong, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_path_value_past_the_target_limit_is_refused_by_name() {
+        let owner = "o".repeat(5 * 1024 * 1024);
+        let result = build_call(
+            &op("gitea_issue_list_issues"),
+            &args(json!({"owner": owner, "repo": "r"})),
+            1024,
+        );
+        assert_eq!(target_too_long(result), "owner");
+    }
+
+    #[test]
+    fn a_query_value_is_measured_once_encoded() {
+        // 3,000 × "é" is 6,000 bytes, under the limit as text; encoded
+        // (`%C3%A9` each) it is 18,000.
+        let q = "é".repeat(3000);
+        let result = build_call(
+            &op("gitea_issue_list_issues"),
+            &args(json!({"owner": "o", "repo": "r", "q": q})),
+            1024,
+        );
+        assert_eq!(target_too_long(result), "q");
+    }
+
+    #[test]
+    fn a_call_just_under_the_target_limit_is_built() {
+        let base = "/api/v1/repos/o/r/issues".len() + "q=".len();
+        let q = "a".repeat(MAX_REQUEST_TARGET_BYTES - base - 1);
+        let call = build_call(
+            &op("gitea_issue_list_issues"),
+            &args(json!({"owner": "o", "repo": "r", "q": q})),
+            1024,
+        )
+        .unwrap();
+        assert_eq!(call.query.len(), 1);
     }
 
     #[test]

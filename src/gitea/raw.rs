@@ -5,7 +5,9 @@
 
 use serde_json::{Map, Value, json};
 
-use super::call::{CallBody, CallError, GiteaCall, push_query, sudo_argument};
+use super::call::{
+    CallBody, CallError, GiteaCall, check_request_target, push_query, sudo_argument,
+};
 use super::encoding::{EncodingError, check_query_name};
 
 pub const RAW_TOOL_NAME: &str = "gitea_api_request";
@@ -113,6 +115,7 @@ pub fn parse_raw_request(
         }
         Some(_) => return Err(RawRequestError::Query),
     }
+    check_request_target(&path, &query, std::iter::once(("path", path.len())))?;
     let body = match args.get("body") {
         None | Some(Value::Null) => CallBody::None,
         Some(value @ Value::Object(_)) => CallBody::Json(value.clone()),
@@ -298,6 +301,16 @@ mod tests {
                 "{path:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_raw_path_past_the_target_limit_is_refused() {
+        let path = format!("/repos/{}/r", "o".repeat(9000));
+        let err = parse(json!({"method": "GET", "path": path})).unwrap_err();
+        assert!(
+            matches!(&err, RawRequestError::Call(CallError::TargetTooLong { longest, .. }) if longest == "path"),
+            "{err:?}"
+        );
     }
 
     #[test]

@@ -10,14 +10,16 @@
 //! (path only, the query is `[redacted]`) → `Host` guard (421) → the
 //! group's timeout and body limit → its `Origin` rule → rate limits (429;
 //! a tighter one on the routes that park state) → on the MCP URLs, the
-//! URL's surface (404 for an unknown toolset) then authentication →
-//! handler. Unknown paths get 404 after the `Host` guard.
+//! URL's surface (404 for an unknown toolset) then authentication, then
+//! the JSON-RPC intake (400 with a JSON-RPC error for a body that is not
+//! one message) → handler. Unknown paths get 404 after the `Host` guard.
 
 pub(crate) mod auth;
 pub(crate) mod guards;
 pub(crate) mod health;
 pub(crate) mod layers;
 pub(crate) mod listener;
+pub(crate) mod mcp_intake;
 pub(crate) mod mcp_url;
 pub(crate) mod metrics;
 pub(crate) mod rate_limit;
@@ -214,6 +216,10 @@ pub fn router_with_limiters(
         .fold(Router::new(), |routes, path| {
             routes.route_service(path, mcp.clone())
         })
+        .layer(middleware::from_fn_with_state(
+            mcp_guard.clone(),
+            mcp_intake::check_jsonrpc_body,
+        ))
         .layer(middleware::from_fn_with_state(
             app.clone(),
             auth::authenticate,

@@ -471,7 +471,7 @@ impl Dispatcher {
 
 fn call_error(err: &CallError) -> ToolError {
     match err {
-        CallError::UploadTooLarge { .. } => {
+        CallError::UploadTooLarge { .. } | CallError::TargetTooLong { .. } => {
             ToolError::new(ErrorKind::PayloadTooLarge, err.to_string())
         }
         _ => ToolError::invalid_arguments(err.to_string()),

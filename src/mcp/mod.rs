@@ -5,6 +5,7 @@
 pub(crate) mod discover;
 pub(crate) mod dispatcher;
 pub(crate) mod exposure;
+pub mod intake;
 pub(crate) mod server;
 pub(crate) mod service;
 pub(crate) mod surface_tools;

@@ -15,6 +15,7 @@ mod connections;
 mod fake_gitea_oauth;
 mod health;
 mod http_guards;
+mod jsonrpc_intake;
 mod mcp_http;
 mod metrics;
 mod rate_limits;

@@ -1,0 +1,208 @@
+//! What a body sent to `/mcp` must be before rmcp sees it: one JSON-RPC 2.0
+//! message. A body that is not gets a JSON-RPC error object, as JSON-RPC
+//! 2.0 §5.1 names them: `-32700 Parse error` for bytes that are not JSON,
+//! `-32600 Invalid Request` for JSON that is not a message, `-32602
+//! Invalid params` for a request whose `params` do not fit its method.
+//! rmcp would answer all three with a 415 whose text is serde's message,
+//! which quotes pieces of the input back.
+//!
+//! The messages are fixed texts: nothing of the input is echoed except a
+//! request's own `id`, and only a short one.
+
+use rmcp::model::ClientJsonRpcMessage;
+use serde_json::{Value, json};
+
+/// The longest `id` echoed in an error; a longer one is answered with
+/// `null`, as an id that could not be read.
+pub const MAX_ECHOED_ID_CHARS: usize = 128;
+
+/// Why a body is not a message, with what JSON-RPC says to answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IntakeRefusal {
+    pub kind: RefusalKind,
+    /// The request's `id` when it could be read (a string of at most
+    /// [`MAX_ECHOED_ID_CHARS`] or an integer); `null` otherwise.
+    pub id: Value,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefusalKind {
+    /// Not JSON at all (or nested deeper than serde_json's 128 levels).
+    Parse { line: usize, column: usize },
+    /// JSON, but not a JSON-RPC 2.0 request, notification or response.
+    InvalidRequest,
+    /// A JSON-RPC request whose `params` do not fit its method.
+    InvalidParams,
+}
+
+impl RefusalKind {
+    pub fn code(self) -> i32 {
+        match self {
+            Self::Parse { .. } => -32700,
+            Self::InvalidRequest => -32600,
+            Self::InvalidParams => -32602,
+        }
+    }
+
+    pub fn message(self) -> String {
+        match self {
+            Self::Parse { line, column } => {
+                format!("Parse error: the body is not valid JSON (line {line}, column {column})")
+            }
+            Self::InvalidRequest => {
+                "Invalid Request: the body is not a JSON-RPC 2.0 request, notification or response"
+                    .to_owned()
+            }
+            Self::InvalidParams => "Invalid params: `params` do not fit the method".to_owned(),
+        }
+    }
+}
+
+impl IntakeRefusal {
+    /// The JSON-RPC error response to send back.
+    pub fn response_body(&self) -> String {
+        json!({
+            "jsonrpc": "2.0",
+            "id": self.id,
+            "error": {"code": self.kind.code(), "message": self.kind.message()},
+        })
+        .to_string()
+    }
+}
+
+/// Checks that `body` is one message rmcp will take. Parsing as rmcp's own
+/// type is the check, so what passes here is exactly what rmcp accepts;
+/// only a refusal pays for the second look that names why.
+pub fn check_message(body: &[u8]) -> Result<(), IntakeRefusal> {
+    let err = match serde_json::from_slice::<ClientJsonRpcMessage>(body) {
+        Ok(_) => return Ok(()),
+        Err(err) => err,
+    };
+    if err.is_syntax() || err.is_eof() {
+        return Err(IntakeRefusal {
+            kind: RefusalKind::Parse {
+                line: err.line(),
+                column: err.column(),
+            },
+            id: Value::Null,
+        });
+    }
+    // Valid JSON that rmcp's type refused: a request with a good envelope
+    // has bad params; anything else is not a request.
+    let value: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let id = value.get("id").map(echoable_id).unwrap_or(Value::Null);
+    let has_envelope = value.get("jsonrpc").and_then(Value::as_str) == Some("2.0")
+        && value.get("method").is_some_and(Value::is_string)
+        && value
+            .get("id")
+            .is_none_or(|raw| !echoable_id(raw).is_null());
+    let kind = if has_envelope {
+        RefusalKind::InvalidParams
+    } else {
+        RefusalKind::InvalidRequest
+    };
+    Err(IntakeRefusal { kind, id })
+}
+
+/// The id as it may be echoed: a short string or an integer, else `null`.
+fn echoable_id(raw: &Value) -> Value {
+    match raw {
+        Value::String(s) if s.chars().count() <= MAX_ECHOED_ID_CHARS => raw.clone(),
+        Value::Number(n) if n.is_i64() || n.is_u64() => raw.clone(),
+        _ => Value::Null,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(body: &str) -> IntakeRefusal {
+        check_message(body.as_bytes()).expect_err(body)
+    }
+
+    #[test]
+    fn a_request_a_notification_and_a_response_pass() {
+        for body in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":"a","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"some/extension","params":{"x":1}}"#,
+        ] {
+            assert_eq!(check_message(body.as_bytes()), Ok(()), "{body}");
+        }
+    }
+
+    #[test]
+    fn bytes_that_are_not_json_are_a_parse_error_with_a_null_id() {
+        let r = refusal(r#"{"jsonrpc":"2.0","id":1,"#);
+        assert!(matches!(r.kind, RefusalKind::Parse { line: 1, .. }));
+        assert_eq!(r.kind.code(), -32700);
+        assert_eq!(r.id, Value::Null);
+    }
+
+    #[test]
+    fn nesting_past_serde_jsons_limit_is_a_parse_error() {
+        let deep = "[".repeat(100_000);
+        assert_eq!(refusal(&deep).kind.code(), -32700);
+    }
+
+    #[test]
+    fn json_that_is_not_a_message_is_an_invalid_request() {
+        for body in [
+            "[]",
+            "\"x\"",
+            "{}",
+            r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#,
+        ] {
+            assert_eq!(refusal(body).kind, RefusalKind::InvalidRequest, "{body}");
+        }
+    }
+
+    #[test]
+    fn a_known_method_with_bad_params_is_invalid_params_and_keeps_its_id() {
+        let r = refusal(r#"{"jsonrpc":"2.0","id":42,"method":"tools/call","params":"x"}"#);
+        assert_eq!(r.kind, RefusalKind::InvalidParams);
+        assert_eq!(r.id, json!(42));
+    }
+
+    #[test]
+    fn a_long_or_odd_id_is_not_echoed() {
+        let long = "i".repeat(MAX_ECHOED_ID_CHARS + 1);
+        for id in [json!(long), json!(1.5), json!({"a": 1})] {
+            let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": 1});
+            assert_eq!(refusal(&body.to_string()).id, Value::Null, "{id}");
+        }
+    }
+
+    #[test]
+    fn the_error_quotes_nothing_of_the_input() {
+        let planted = "planted-value-7f3a";
+        for body in [
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":"{planted}"}}"#),
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{planted}","params":[1]}}"#),
+            format!(r#"{{"{planted}":1}}"#),
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"{planted}"#
+            ),
+        ] {
+            let text = refusal(&body).response_body();
+            assert!(!text.contains(planted), "{text}");
+        }
+    }
+
+    #[test]
+    fn the_response_is_a_json_rpc_error_object() {
+        let r = refusal("nope");
+        let body: Value = serde_json::from_str(&r.response_body()).unwrap();
+        assert_eq!(body["jsonrpc"], "2.0");
+        assert_eq!(body["id"], Value::Null);
+        assert_eq!(body["error"]["code"], -32700);
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("Parse error")
+        );
+    }
+}
