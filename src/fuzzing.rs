@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 
 use crate::audit::chain::{ChainKey, parse_line, sample_log, verify_text};
 use crate::catalog::{Catalog, ParamLocation};
-use crate::config::{Limits, SecretDetectionMode};
+use crate::config::{Limits, SecretDetectionMode, Settings, SettingsSource};
 use crate::gitea::call::{CallBody, GiteaCall, MAX_REQUEST_TARGET_BYTES, build_call};
 use crate::gitea::encoding::is_wildcard_param;
 use crate::gitea::executor::UpstreamResponse;
@@ -25,6 +25,7 @@ use crate::gitea::hygiene::redaction::Redactor;
 use crate::gitea::hygiene::{ResultPolicy, tool_result};
 use crate::gitea::pagination::pagination_from_headers;
 use crate::gitea::raw::parse_raw_request;
+use crate::http::guards::{HostPolicy, is_valid_authority};
 use crate::http::rate_limit::{client_ip, parse_forwarded_ip};
 use crate::identity::{Identity, IdentityMode};
 use crate::mcp::intake::{MAX_ECHOED_ID_CHARS, check_message};
@@ -47,6 +48,7 @@ pub const TARGETS: &[(&str, FuzzEntry)] = &[
     ("audit_line", audit_line),
     ("link_header", link_header),
     ("forwarded_for", forwarded_for),
+    ("host_origin", host_origin),
 ];
 
 /// The fuzzer's bytes split at the first NUL: two inputs from one.
@@ -414,6 +416,54 @@ pub fn forwarded_for(data: &[u8]) {
         vouched_for,
         "{client} was taken from a hop no trusted proxy vouches for: {hops:?}"
     );
+}
+
+static HOST_POLICY: LazyLock<HostPolicy> = LazyLock::new(|| {
+    let pairs = [
+        ("GITEA_URL", "http://127.0.0.1:3000"),
+        ("PUBLIC_BASE_URL", "https://mcp.example.com"),
+        ("ALLOWED_HOSTS", "alias.example:8443,[2001:db8::1]"),
+    ];
+    let settings = Settings::from_source(&SettingsSource::from_pairs(pairs)).expect("settings");
+    HostPolicy::from_settings(&settings)
+});
+
+/// `Host NUL Origin` through the `Host` and `Origin` guards. A `Host` the
+/// strict reader accepts is one authority to the `http` and `url` crates
+/// as well (so a proxy in front reads the same host), and one it allows
+/// names an allowed host as `url` reads it. An allowed `Origin` is exactly
+/// a serialized origin (scheme, host, port; no path, user or query) of
+/// ours.
+pub fn host_origin(data: &[u8]) {
+    let (host, origin) = split_nul(data);
+    let policy = &*HOST_POLICY;
+    if let Ok(host) = std::str::from_utf8(host)
+        && is_valid_authority(black_box(host))
+    {
+        assert!(
+            host.parse::<http::uri::Authority>().is_ok(),
+            "http rejects {host:?}"
+        );
+        let url = url::Url::parse(&format!("http://{host}/"))
+            .unwrap_or_else(|e| panic!("url rejects the accepted Host {host:?}: {e}"));
+        if policy.allows_host(host) {
+            let read = url.host_str().expect("a host").trim_matches(['[', ']']);
+            assert!(
+                policy.hosts().iter().any(|h| h == read),
+                "{host:?} let {read:?} in"
+            );
+        }
+    }
+    if let Ok(origin) = std::str::from_utf8(origin)
+        && policy.allows_origin(black_box(origin))
+    {
+        let url = url::Url::parse(origin).expect("an allowed Origin parses");
+        assert_eq!(
+            url.origin().ascii_serialization(),
+            origin,
+            "an allowed Origin is a serialized origin"
+        );
+    }
 }
 
 #[cfg(test)]

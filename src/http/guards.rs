@@ -86,11 +86,17 @@ impl HostPolicy {
         self.hosts.contains(&host.to_ascii_lowercase())
     }
 
-    /// True when an `Origin` is one of ours: our host and one of our ports.
+    /// True when an `Origin` is one of ours: our host and one of our ports,
+    /// written as a browser serializes an origin (RFC 6454 §6.2: scheme,
+    /// host and non-default port, lowercase, nothing else). No path, user
+    /// or query, which no browser sends.
     pub fn allows_origin(&self, origin: &str) -> bool {
         let Ok(url) = url::Url::parse(origin) else {
             return false;
         };
+        if url.origin().ascii_serialization() != origin {
+            return false;
+        }
         let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else {
             return false;
         };
@@ -166,7 +172,7 @@ fn request_host(request: &Request) -> Result<String, HostProblem> {
 /// `-`, `.` and `_`, an IPv4 address, or a bracketed IPv6 address, and a
 /// port of 1 to 5 digits up to 65535. No whitespace, userinfo or
 /// percent-encoding.
-fn is_valid_authority(value: &str) -> bool {
+pub(crate) fn is_valid_authority(value: &str) -> bool {
     let (host, port) = if let Some(rest) = value.strip_prefix('[') {
         let Some((v6, tail)) = rest.split_once(']') else {
             return false;
@@ -447,6 +453,21 @@ mod tests {
         assert!(!p.allows_origin("http://127.0.0.1:9999"));
         assert!(!p.allows_origin("null"));
         assert!(!p.allows_origin("file://"));
+    }
+
+    #[test]
+    fn an_origin_is_refused_unless_written_as_a_browser_serializes_it() {
+        let p = policy(&[("PUBLIC_BASE_URL", "https://mcp.example.com")]);
+        for written in [
+            "http://127.0.0.1:8080/",
+            "http://127.0.0.1:8080/path",
+            "http://user@127.0.0.1:8080",
+            "http://127.0.0.1:8080?q",
+            "HTTP://127.0.0.1:8080",
+            "https://mcp.example.com:443",
+        ] {
+            assert!(!p.allows_origin(written), "{written}");
+        }
     }
 
     #[test]
