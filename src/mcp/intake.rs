@@ -47,7 +47,9 @@ impl RefusalKind {
     pub fn message(self) -> String {
         match self {
             Self::Parse { line, column } => {
-                format!("Parse error: the body is not valid JSON (line {line}, column {column})")
+                format!(
+                    "Parse error: the body is not valid JSON, or nests deeper than 128 levels (line {line}, column {column})"
+                )
             }
             Self::InvalidRequest => {
                 "Invalid Request: the body is not a JSON-RPC 2.0 request, notification or response"
