@@ -169,9 +169,10 @@ fn request_host(request: &Request) -> Result<String, HostProblem> {
 }
 
 /// `host[:port]` (RFC 9110 §7.2) with a registered name of letters, digits,
-/// `-`, `.` and `_`, an IPv4 address, or a bracketed IPv6 address, and a
-/// port of 1 to 5 digits up to 65535. No whitespace, userinfo or
-/// percent-encoding.
+/// `-`, `.` and `_`, a dotted-decimal IPv4 address, or a bracketed IPv6
+/// address, and a port of 1 to 5 digits up to 65535. No whitespace,
+/// userinfo or percent-encoding, and no name a URL parser reads as an
+/// address.
 pub(crate) fn is_valid_authority(value: &str) -> bool {
     let (host, port) = if let Some(rest) = value.strip_prefix('[') {
         let Some((v6, tail)) = rest.split_once(']') else {
@@ -196,7 +197,13 @@ pub(crate) fn is_valid_authority(value: &str) -> bool {
             && host
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'));
-        if !name_ok {
+        // A name check alone would take `0x7f.1`, `127.1` or `eie.x.0` for
+        // names, while a URL parser (a browser's, a proxy's) reads them as
+        // an IPv4 address or refuses them. A host is valid only when the
+        // WHATWG reading (the `url` crate) writes it back unchanged.
+        if !name_ok
+            || !url::Host::parse(host).is_ok_and(|read| read.to_string().eq_ignore_ascii_case(host))
+        {
             return false;
         }
         (host, port)
@@ -364,6 +371,25 @@ mod tests {
             "[::1]x",
             "[zz]",
             "a:1:2",
+        ] {
+            assert!(!is_valid_authority(bad), "{bad:?}");
+        }
+    }
+
+    /// A browser or proxy reading the Host as a URL reads these as an IPv4
+    /// address (or fails to), while a plain name check would take them for
+    /// names: the two readings must not differ (the host_origin fuzz target
+    /// found `eie.x.0`).
+    #[test]
+    fn a_host_that_a_url_parser_reads_otherwise_is_not_a_valid_authority() {
+        for bad in [
+            "eie.x.0",
+            "name.0x7f",
+            "0x7f.1",
+            "2130706433",
+            "127.1",
+            "0177.0.0.1:8080",
+            "127.0.0.1.",
         ] {
             assert!(!is_valid_authority(bad), "{bad:?}");
         }
