@@ -132,7 +132,8 @@ enum HostProblem {
     /// More than one `Host` header.
     Repeated,
     /// Not `host[:port]`: whitespace, a non-numeric or out-of-range port,
-    /// userinfo, an unclosed IPv6 bracket.
+    /// userinfo, an unclosed IPv6 bracket, a name a URL parser reads as an
+    /// address.
     Malformed,
     /// An absolute-form target (or HTTP/2 `:authority`) naming another
     /// authority than the `Host` header.
@@ -220,7 +221,9 @@ fn bad_host(problem: HostProblem) -> Response {
     let message = match problem {
         HostProblem::Missing => "the request names no Host",
         HostProblem::Repeated => "the request has more than one Host header",
-        HostProblem::Malformed => "Host must be host[:port] with a numeric port",
+        HostProblem::Malformed => {
+            "Host must be host[:port]: a name, a dotted-decimal or bracketed IPv6 address, and a numeric port"
+        }
         HostProblem::Disagrees => "the request target and Host name different authorities",
     };
     (StatusCode::BAD_REQUEST, message).into_response()
