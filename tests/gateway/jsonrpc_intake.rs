@@ -18,13 +18,7 @@ async fn gateway() -> OAuthGateway {
 }
 
 async fn post(gw: &OAuthGateway, bearer: Option<&str>, body: String) -> (StatusCode, String) {
-    let mut req = gw
-        .http
-        .post(gw.mcp_url())
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-11-25")
-        .body(body);
+    let mut req = support::mcp_post(&gw.http, gw.mcp_url(), body);
     if let Some(b) = bearer {
         req = req.bearer_auth(b);
     }

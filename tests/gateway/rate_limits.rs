@@ -32,12 +32,7 @@ async fn mcp(
     xff: Option<&str>,
     token: Option<&str>,
 ) -> reqwest::Response {
-    let mut req = http
-        .post(gw.mcp_url())
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-11-25")
-        .body(LIST);
+    let mut req = support::mcp_post(http, gw.mcp_url(), LIST);
     if let Some(x) = xff {
         req = req.header("x-forwarded-for", x);
     }

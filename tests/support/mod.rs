@@ -25,6 +25,21 @@ pub use fake_gitea::{ADMIN_LOGIN, ADMIN_TOKEN, FakeGitea};
 
 pub const BEARER: &str = "test-bearer-0123456789abcdef-0123456789";
 
+/// `POST` of a JSON-RPC body to an MCP URL with the headers a Streamable
+/// HTTP client sends (JSON, both answer types, the protocol version); the
+/// caller adds a bearer or other headers.
+pub fn mcp_post(
+    http: &reqwest::Client,
+    url: impl reqwest::IntoUrl,
+    body: impl Into<reqwest::Body>,
+) -> reqwest::RequestBuilder {
+    http.post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .body(body)
+}
+
 /// A gateway on a loopback port in front of a fake Gitea.
 pub struct Gateway {
     pub url: String,
