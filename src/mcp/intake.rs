@@ -9,12 +9,16 @@
 //! The messages are fixed texts: nothing of the input is echoed except a
 //! request's own `id`, and only a short one.
 
-use rmcp::model::ClientJsonRpcMessage;
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
 use serde_json::{Value, json};
 
 /// The longest `id` echoed in an error; a longer one is answered with
 /// `null`, as an id that could not be read.
 pub const MAX_ECHOED_ID_CHARS: usize = 128;
+
+/// The typed requests the gateway serves: one of these that rmcp could only
+/// read as a custom request had params that do not fit.
+const SERVED_METHODS: [&str; 4] = ["initialize", "ping", "tools/list", "tools/call"];
 
 /// Why a body is not a message, with what JSON-RPC says to answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -77,6 +81,24 @@ impl IntakeRefusal {
 /// only a refusal pays for the second look that names why.
 pub fn check_message(body: &[u8]) -> Result<(), IntakeRefusal> {
     let err = match serde_json::from_slice::<ClientJsonRpcMessage>(body) {
+        Ok(ClientJsonRpcMessage::Request(request)) => {
+            // rmcp takes a method it knows whose params do not fit (tools/call
+            // with `"arguments": 5`) for a custom request, and answers
+            // "method not found" naming the method: the caller would be told
+            // `tools/call` does not exist.
+            return match &request.request {
+                ClientRequest::CustomRequest(custom)
+                    if SERVED_METHODS.contains(&custom.method.as_str()) =>
+                {
+                    let id = serde_json::to_value(&request.id).unwrap_or(Value::Null);
+                    Err(IntakeRefusal {
+                        kind: RefusalKind::InvalidParams,
+                        id: echoable_id(&id),
+                    })
+                }
+                _ => Ok(()),
+            };
+        }
         Ok(_) => return Ok(()),
         Err(err) => err,
     };
@@ -166,6 +188,22 @@ mod tests {
         let r = refusal(r#"{"jsonrpc":"2.0","id":42,"method":"tools/call","params":"x"}"#);
         assert_eq!(r.kind, RefusalKind::InvalidParams);
         assert_eq!(r.id, json!(42));
+    }
+
+    #[test]
+    fn a_served_method_whose_params_rmcp_reads_only_as_custom_is_invalid_params() {
+        let r = refusal(
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"t","arguments":5}}"#,
+        );
+        assert_eq!(r.kind, RefusalKind::InvalidParams);
+        assert_eq!(r.id, json!(7));
+    }
+
+    #[test]
+    fn a_method_the_gateway_does_not_serve_passes_to_rmcp() {
+        assert!(
+            check_message(br#"{"jsonrpc":"2.0","id":1,"method":"x/custom","params":{}}"#).is_ok()
+        );
     }
 
     #[test]
