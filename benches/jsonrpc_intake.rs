@@ -35,7 +35,7 @@ fn intake(c: &mut Criterion) {
     for (name, body) in bodies() {
         group.throughput(Throughput::Bytes(body.len() as u64));
         group.bench_function(format!("{name}: check_message"), |b| {
-            b.iter(|| check_message(black_box(&body)).expect("a message"))
+            b.iter(|| check_message(black_box(&body), Some("2025-11-25")).expect("a message"))
         });
         group.bench_function(format!("{name}: floor, serde_json keeps nothing"), |b| {
             b.iter(|| serde_json::from_slice::<IgnoredAny>(black_box(&body)).expect("JSON"))

@@ -85,9 +85,16 @@ fn assert_path_stays_in_the_api(path: &str) {
 /// JSON-RPC intake as `/mcp` sees it: a body rmcp takes passes; any other
 /// is answered with a JSON-RPC error object whose code JSON-RPC defines,
 /// whose message is one of the fixed texts, and whose `id` is null or the
-/// body's own short id.
+/// body's own short id. Each body is checked as sent on the wires before
+/// and after 2026-07-28 and with no version header.
 pub fn jsonrpc_intake(data: &[u8]) {
-    let Err(refusal) = check_message(black_box(data)) else {
+    for header_version in [None, Some("2025-11-25"), Some("2026-07-28")] {
+        jsonrpc_intake_on_wire(data, header_version);
+    }
+}
+
+fn jsonrpc_intake_on_wire(data: &[u8], header_version: Option<&str>) {
+    let Err(refusal) = check_message(black_box(data), header_version) else {
         return;
     };
     let answer: Value = serde_json::from_str(&refusal.response_body()).expect("the answer is JSON");

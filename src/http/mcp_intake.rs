@@ -39,7 +39,11 @@ pub async fn check_jsonrpc_body(
                 .into_response();
         }
     };
-    if let Err(refusal) = check_message(&bytes) {
+    let header_version = parts
+        .headers
+        .get("mcp-protocol-version")
+        .and_then(|v| v.to_str().ok());
+    if let Err(refusal) = check_message(&bytes, header_version) {
         tracing::debug!(code = refusal.kind.code(), "/mcp body refused at intake");
         return (
             StatusCode::BAD_REQUEST,

@@ -9,16 +9,22 @@
 //! The messages are fixed texts: nothing of the input is echoed except a
 //! request's own `id`, and only a short one.
 
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetMeta, ProtocolVersion};
 use serde_json::{Value, json};
 
 /// The longest `id` echoed in an error; a longer one is answered with
 /// `null`, as an id that could not be read.
 pub const MAX_ECHOED_ID_CHARS: usize = 128;
 
-/// The typed requests the gateway serves: one of these that rmcp could only
-/// read as a custom request had params that do not fit.
+/// The typed requests the gateway serves on the wires with a handshake
+/// (before 2026-07-28): one of these that rmcp could only read as a custom
+/// request had params that do not fit.
 const SERVED_METHODS: [&str; 4] = ["initialize", "ping", "tools/list", "tools/call"];
+
+/// The same on the stateless wire (2026-07-28 on), where `initialize` and
+/// `ping` are removed: rmcp answers those `404` with `-32601`, as SEP-2575
+/// requires, whatever their params.
+const SERVED_METHODS_STATELESS: [&str; 2] = ["tools/list", "tools/call"];
 
 /// Why a body is not a message, with what JSON-RPC says to answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -79,7 +85,11 @@ impl IntakeRefusal {
 /// Checks that `body` is one message rmcp will take. Parsing as rmcp's own
 /// type is the check, so what passes here is exactly what rmcp accepts;
 /// only a refusal pays for the second look that names why.
-pub fn check_message(body: &[u8]) -> Result<(), IntakeRefusal> {
+///
+/// `header_version` is the request's `MCP-Protocol-Version` header: with
+/// the body's `_meta` it says which wire the request is on, and so which
+/// methods exist.
+pub fn check_message(body: &[u8], header_version: Option<&str>) -> Result<(), IntakeRefusal> {
     let err = match serde_json::from_slice::<ClientJsonRpcMessage>(body) {
         Ok(ClientJsonRpcMessage::Request(request)) => {
             // rmcp takes a method it knows whose params do not fit (tools/call
@@ -88,7 +98,8 @@ pub fn check_message(body: &[u8]) -> Result<(), IntakeRefusal> {
             // `tools/call` does not exist.
             return match &request.request {
                 ClientRequest::CustomRequest(custom)
-                    if SERVED_METHODS.contains(&custom.method.as_str()) =>
+                    if served_methods(&request.request, header_version)
+                        .contains(&custom.method.as_str()) =>
                 {
                     let id = serde_json::to_value(&request.id).unwrap_or(Value::Null);
                     Err(IntakeRefusal {
@@ -128,6 +139,31 @@ pub fn check_message(body: &[u8]) -> Result<(), IntakeRefusal> {
     Err(IntakeRefusal { kind, id })
 }
 
+/// The methods served on the request's wire. The version is rmcp's pick:
+/// the body's `_meta` protocol version, else the header, else 2025-03-26;
+/// a request whose `_meta` names a version and client capabilities is on
+/// the stateless wire whatever the version.
+fn served_methods(
+    request: &ClientRequest,
+    header_version: Option<&str>,
+) -> &'static [&'static str] {
+    let meta = request.get_meta();
+    let carries_stateless_meta = meta
+        .missing_required_keys(&ProtocolVersion::V_2026_07_28)
+        .is_empty();
+    let version = meta
+        .protocol_version()
+        .or_else(|| {
+            header_version.and_then(|v| serde_json::from_value(Value::String(v.to_owned())).ok())
+        })
+        .unwrap_or(ProtocolVersion::V_2025_03_26);
+    if carries_stateless_meta || !version.has_initialize() {
+        &SERVED_METHODS_STATELESS
+    } else {
+        &SERVED_METHODS
+    }
+}
+
 /// The id as it may be echoed: a short string or an integer, else `null`.
 fn echoable_id(raw: &Value) -> Value {
     match raw {
@@ -142,7 +178,7 @@ mod tests {
     use super::*;
 
     fn refusal(body: &str) -> IntakeRefusal {
-        check_message(body.as_bytes()).expect_err(body)
+        check_message(body.as_bytes(), None).expect_err(body)
     }
 
     #[test]
@@ -153,7 +189,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":"a","result":{}}"#,
             r#"{"jsonrpc":"2.0","id":7,"method":"some/extension","params":{"x":1}}"#,
         ] {
-            assert_eq!(check_message(body.as_bytes()), Ok(()), "{body}");
+            assert_eq!(check_message(body.as_bytes(), None), Ok(()), "{body}");
         }
     }
 
@@ -199,10 +235,50 @@ mod tests {
         assert_eq!(r.id, json!(7));
     }
 
+    const STATELESS_META: &str = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+
+    #[test]
+    fn a_method_removed_on_the_stateless_wire_passes_to_rmcp_for_its_404() {
+        for method in ["initialize", "ping"] {
+            let body = format!(
+                r#"{{"jsonrpc":"2.0","id":5,"method":"{method}","params":{{"_meta":{STATELESS_META}}}}}"#
+            );
+            assert_eq!(
+                check_message(body.as_bytes(), Some("2026-07-28")),
+                Ok(()),
+                "{body}"
+            );
+            assert_eq!(check_message(body.as_bytes(), None), Ok(()), "{body}");
+        }
+    }
+
+    #[test]
+    fn the_header_alone_puts_a_request_on_the_stateless_wire() {
+        let body = br#"{"jsonrpc":"2.0","id":5,"method":"initialize","params":{}}"#;
+        assert_eq!(check_message(body, Some("2026-07-28")), Ok(()));
+        assert_eq!(
+            check_message(body, Some("2025-11-25")).unwrap_err().kind,
+            RefusalKind::InvalidParams
+        );
+    }
+
+    #[test]
+    fn a_served_method_with_bad_params_on_the_stateless_wire_is_invalid_params() {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"t","arguments":5,"_meta":{STATELESS_META}}}}}"#
+        );
+        let refusal = check_message(body.as_bytes(), Some("2026-07-28")).unwrap_err();
+        assert_eq!(refusal.kind, RefusalKind::InvalidParams);
+    }
+
     #[test]
     fn a_method_the_gateway_does_not_serve_passes_to_rmcp() {
         assert!(
-            check_message(br#"{"jsonrpc":"2.0","id":1,"method":"x/custom","params":{}}"#).is_ok()
+            check_message(
+                br#"{"jsonrpc":"2.0","id":1,"method":"x/custom","params":{}}"#,
+                None
+            )
+            .is_ok()
         );
     }
 

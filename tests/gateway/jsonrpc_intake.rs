@@ -109,3 +109,60 @@ async fn a_path_argument_too_long_for_a_request_line_never_reaches_gitea() {
         "nothing sent to Gitea"
     );
 }
+
+/// Posts a request on the stateless wire (2026-07-28): `MCP-Protocol-Version`
+/// and `_meta` name it, and `Mcp-Method` (with `Mcp-Name` for a tool call)
+/// is sent as that wire requires. Returns the status and the JSON answer.
+async fn post_on_stateless_wire(
+    gw: &OAuthGateway,
+    id: u64,
+    method: &str,
+    mut params: Value,
+) -> (StatusCode, Value) {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let mut request = support::mcp_post_on_wire(
+        &gw.http,
+        gw.mcp_url(),
+        "2026-07-28",
+        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string(),
+    )
+    .header("mcp-method", method)
+    .bearer_auth(BEARER);
+    if let Some(name) = params["name"].as_str() {
+        request = request.header("mcp-name", name);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    let answer = serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}"));
+    (status, answer)
+}
+
+/// On the stateless wire `initialize` and `ping` are removed methods:
+/// whatever their params, they are answered `404` with `-32601`, as the MCP
+/// conformance suite probes them (SEP-2575).
+#[tokio::test]
+async fn a_method_removed_on_the_stateless_wire_is_404_method_not_found() {
+    let gw = gateway().await;
+    for method in ["initialize", "ping"] {
+        let (status, answer) = post_on_stateless_wire(&gw, 500, method, json!({})).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{method}: {answer}");
+        assert_eq!(answer["error"]["code"], -32601, "{method}: {answer}");
+        assert_eq!(answer["id"], 500, "{method}: {answer}");
+    }
+}
+
+/// On the stateless wire a served method with params that do not fit is
+/// still `-32602`, not a "method not found" naming `tools/call`.
+#[tokio::test]
+async fn a_served_method_with_bad_params_on_the_stateless_wire_is_invalid_params() {
+    let gw = gateway().await;
+    let params = json!({"name": "gitea_user_get_current", "arguments": 5});
+    let (status, answer) = post_on_stateless_wire(&gw, 8, "tools/call", params).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert_eq!(answer["id"], 8, "{answer}");
+}

@@ -26,17 +26,27 @@ pub use fake_gitea::{ADMIN_LOGIN, ADMIN_TOKEN, FakeGitea};
 pub const BEARER: &str = "test-bearer-0123456789abcdef-0123456789";
 
 /// `POST` of a JSON-RPC body to an MCP URL with the headers a Streamable
-/// HTTP client sends (JSON, both answer types, the protocol version); the
-/// caller adds a bearer or other headers.
+/// HTTP client sends (JSON, both answer types, protocol version
+/// 2025-11-25); the caller adds a bearer or other headers.
 pub fn mcp_post(
     http: &reqwest::Client,
     url: impl reqwest::IntoUrl,
     body: impl Into<reqwest::Body>,
 ) -> reqwest::RequestBuilder {
+    mcp_post_on_wire(http, url, "2025-11-25", body)
+}
+
+/// [`mcp_post`] naming another protocol version in `MCP-Protocol-Version`.
+pub fn mcp_post_on_wire(
+    http: &reqwest::Client,
+    url: impl reqwest::IntoUrl,
+    protocol_version: &str,
+    body: impl Into<reqwest::Body>,
+) -> reqwest::RequestBuilder {
     http.post(url)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-11-25")
+        .header("mcp-protocol-version", protocol_version)
         .body(body)
 }
 
