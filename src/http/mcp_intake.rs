@@ -13,6 +13,8 @@ use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use rmcp::transport::common::http_header::HEADER_MCP_PROTOCOL_VERSION;
+
 use super::guards::McpGuard;
 use crate::mcp::intake::check_message;
 
@@ -41,7 +43,7 @@ pub async fn check_jsonrpc_body(
     };
     let header_version = parts
         .headers
-        .get("mcp-protocol-version")
+        .get(HEADER_MCP_PROTOCOL_VERSION)
         .and_then(|v| v.to_str().ok());
     if let Err(refusal) = check_message(&bytes, header_version) {
         tracing::debug!(code = refusal.kind.code(), "/mcp body refused at intake");
