@@ -177,20 +177,22 @@ fn bench_validation(c: &mut Criterion) {
     .expect("an object");
     // Compiles the schema once, outside the measurement (the dispatcher
     // keeps compiled validators too), and checks the arguments are valid.
-    validator.validate(TOOL, &args).expect("valid arguments");
+    validator
+        .validate(TOOL, &args, false)
+        .expect("valid arguments");
     let invalid: Map<String, Value> =
         json!({"owner": "acme", "repo": "widgets", "body": {"labels": ["x"]}, "bogus": 1})
             .as_object()
             .cloned()
             .expect("an object");
-    assert!(validator.validate(TOOL, &invalid).is_err());
+    assert!(validator.validate(TOOL, &invalid, false).is_err());
 
     let mut group = c.benchmark_group("ArgumentValidator::validate");
     group.bench_function("gitea_issue_create_issue valid", |b| {
-        b.iter(|| validator.validate(black_box(TOOL), black_box(&args)))
+        b.iter(|| validator.validate(black_box(TOOL), black_box(&args), false))
     });
     group.bench_function("gitea_issue_create_issue invalid", |b| {
-        b.iter(|| validator.validate(black_box(TOOL), black_box(&invalid)))
+        b.iter(|| validator.validate(black_box(TOOL), black_box(&invalid), false))
     });
     group.finish();
 }

@@ -17,7 +17,7 @@ use aegis_gitea_mcp::config::{Limits, SecretDetectionMode};
 use aegis_gitea_mcp::gitea::call::{CallBody, GiteaCall};
 use aegis_gitea_mcp::gitea::envelope::decoded_envelope;
 use aegis_gitea_mcp::gitea::executor::UpstreamResponse;
-use aegis_gitea_mcp::gitea::hygiene::{ResultPolicy, tool_result};
+use aegis_gitea_mcp::gitea::hygiene::{ResultPolicy, ResultView, tool_result};
 use aegis_gitea_mcp::gitea::redaction::Redactor;
 use aegis_gitea_mcp::gitea::{Identity, IdentityMode};
 use bytes::Bytes;
@@ -107,6 +107,7 @@ fn pipeline(case: &Case, policy: &ResultPolicy, redactor: &Redactor) -> String {
         policy,
         redactor,
         Some("issueListIssues"),
+        ResultView::Full,
     );
     match outcome {
         Ok(text) => text,
@@ -236,6 +237,7 @@ fn print_stages() {
                 policy,
                 redactor,
                 None,
+                ResultView::Full,
             )
         };
         let floors = [

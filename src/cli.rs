@@ -300,7 +300,7 @@ async fn serve_http(app: Arc<App>, addr: SocketAddr) -> Result<(), CliError> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     tracing::info!(
         address = %listener.local_addr()?,
-        tools = app.dispatcher().tools(&crate::surface::Surface::default()).len(),
+        tools = app.dispatcher().tools(&crate::surface::Surface::default(), crate::mcp::caller::Caller::Person).len(),
         "serving MCP at /mcp"
     );
     if let Some(metrics_addr) = app.settings().metrics_bind {

@@ -311,7 +311,15 @@ pub fn result_pipeline(data: &[u8]) {
         sudo: None,
     };
     let redactor = Redactor::new([secret.as_str()]);
-    let shown = match tool_result(&identity, &call, &response, &policy, &redactor, None) {
+    let shown = match tool_result(
+        &identity,
+        &call,
+        &response,
+        &policy,
+        &redactor,
+        None,
+        crate::gitea::hygiene::ResultView::Full,
+    ) {
         Ok(text) => {
             assert!(
                 serde_json::from_str::<IgnoredAny>(&text).is_ok(),

@@ -23,6 +23,7 @@ pub(crate) mod connector_snippets;
 #[cfg(any(test, fuzzing))]
 pub mod fuzzing;
 pub mod gitea;
+pub(crate) mod hidden_text;
 pub mod http;
 pub(crate) mod identity;
 pub(crate) mod masking;

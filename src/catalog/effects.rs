@@ -96,21 +96,6 @@ pub fn is_idempotent(method: &http::Method) -> bool {
     )
 }
 
-/// The most characters of a tool title.
-pub const MAX_TITLE_CHARS: usize = 80;
-
-/// A short human title from an operation's summary: its first line, without
-/// a final full stop, cut to [`MAX_TITLE_CHARS`].
-pub fn title_of(summary: &str) -> String {
-    let line = summary.lines().next().unwrap_or_default().trim();
-    let line = line.strip_suffix('.').unwrap_or(line);
-    if line.chars().count() <= MAX_TITLE_CHARS {
-        return line.to_owned();
-    }
-    let cut: String = line.chars().take(MAX_TITLE_CHARS - 1).collect();
-    format!("{}…", cut.trim_end())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,18 +161,5 @@ mod tests {
         assert!(is_idempotent(&Method::DELETE));
         assert!(!is_idempotent(&Method::POST));
         assert!(!is_idempotent(&Method::PATCH));
-    }
-
-    #[test]
-    fn a_title_is_the_summary_without_its_full_stop() {
-        assert_eq!(
-            title_of("List a repository's issues."),
-            "List a repository's issues"
-        );
-        assert_eq!(title_of("Get a repo\nmore"), "Get a repo");
-        let long = "x".repeat(200);
-        let title = title_of(&long);
-        assert_eq!(title.chars().count(), MAX_TITLE_CHARS);
-        assert!(title.ends_with('…'));
     }
 }

@@ -36,14 +36,17 @@ pub mod core;
 pub(crate) mod effects;
 pub(crate) mod naming;
 mod params;
+pub mod projection;
 mod schema;
 #[cfg(test)]
 mod tests;
 pub(crate) mod toolsets;
+pub(crate) mod wording;
 
 pub use effects::Effect;
 pub use naming::tool_name_for_operation_id;
-pub use params::{ALTERNATE_BODY_PROPERTY, SUDO_PROPERTY};
+pub use params::{ALTERNATE_BODY_PROPERTY, SUDO_PROPERTY, VIEW_PROPERTY, VIEWS, sudo_property};
+pub use projection::{Node, Shapes};
 
 /// Where an operation parameter goes in the HTTP request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -96,17 +99,24 @@ pub struct Operation {
     /// `tag.area` toolsets (e.g. `repository.pulls`).
     pub toolsets: Vec<String>,
     pub summary: String,
-    /// A short human title (the summary's first line), see [`effects::title_of`].
+    /// A short human title (the summary's first sentence or clause), see
+    /// [`wording::title`]; hand-written for the core tools.
     pub title: String,
     /// What a call does to Gitea's state, see [`effects`].
     pub effect: Effect,
-    /// Tool description: summary, then the OpenAPI description when it adds something.
+    /// Tool description: summary, then the OpenAPI description when it adds
+    /// something (see [`wording::description`]); hand-written for the core tools.
     pub description: String,
     pub params: Vec<Param>,
     pub body_encoding: Option<BodyEncoding>,
     /// JSON Schema (draft 2020-12) of the tool's arguments, `additionalProperties: false`,
-    /// with `$ref`s pointing into its own `$defs`; includes the optional `sudo` property.
+    /// with `$ref`s pointing into its own `$defs`, worded per [`wording`]. It
+    /// holds `view` when the operation answers with JSON, and never `sudo`:
+    /// that is added where the caller may use it (`mcp::caller`).
     pub input_schema: Arc<serde_json::Map<String, serde_json::Value>>,
+    /// The compact view of the success response ([`projection`]), or `None`
+    /// when the operation declares no JSON object or list.
+    pub response: Option<Node>,
     /// Media types the operation declares it produces.
     pub produces: Vec<String>,
     /// Media types the operation accepts (the operation's own, else the document's).
@@ -222,6 +232,8 @@ struct Inner {
     skipped: Vec<SkippedOperation>,
     /// Every toolset name any operation belongs to.
     toolsets: BTreeSet<String>,
+    /// The object shapes the operations' `response` nodes point into.
+    shapes: Arc<Shapes>,
 }
 
 /// Every toolset name of `operations`.
@@ -265,6 +277,7 @@ impl Catalog {
                 title: self.inner.title.clone(),
                 base_path: self.inner.base_path.clone(),
                 skipped: self.inner.skipped.clone(),
+                shapes: self.inner.shapes.clone(),
             }),
         }
     }
@@ -304,6 +317,7 @@ impl Catalog {
         let mut builder = Builder {
             doc,
             definitions: schema::Definitions::from_document(doc),
+            shapes: projection::ShapeBuilder::new(doc),
             consumes: string_list(doc.get("consumes")),
             produces: string_list(doc.get("produces")),
             operations: Vec::new(),
@@ -336,6 +350,7 @@ impl Catalog {
                 title: info("title"),
                 base_path: base_path.trim_end_matches('/').to_string(),
                 skipped: builder.skipped,
+                shapes: Arc::new(builder.shapes.into_shapes()),
             }),
         })
     }
@@ -396,6 +411,16 @@ impl Catalog {
         self.inner.toolsets.iter().cloned().collect()
     }
 
+    /// The object shapes of the operations' compact views.
+    pub fn shapes(&self) -> &Arc<Shapes> {
+        &self.inner.shapes
+    }
+
+    /// The shapes of the bundled catalog.
+    pub fn bundled_shapes() -> &'static Shapes {
+        BUNDLED.shapes()
+    }
+
     /// True when some operation belongs to toolset `name`.
     pub fn has_toolset(&self, name: &str) -> bool {
         self.inner.toolsets.contains(name)
@@ -406,6 +431,7 @@ impl Catalog {
 struct Builder<'d> {
     doc: &'d Value,
     definitions: schema::Definitions,
+    shapes: projection::ShapeBuilder<'d>,
     consumes: Vec<String>,
     produces: Vec<String>,
     operations: Vec<Operation>,
@@ -428,7 +454,14 @@ impl Builder<'_> {
             .filter(|id| !id.trim().is_empty())
             .map(str::to_string);
         match self.build(route, path_item, method.clone(), operation) {
-            Ok(op) => {
+            Ok(mut op) => {
+                if let Value::Object(operation) = operation {
+                    op.response = self.shapes.response_root(operation);
+                }
+                if op.response.is_some() {
+                    let schema = Arc::make_mut(&mut op.input_schema);
+                    params::add_view_property(schema);
+                }
                 self.operation_ids.insert(op.operation_id.clone());
                 self.index
                     .insert(op.tool_name.clone(), self.operations.len());
@@ -501,10 +534,25 @@ impl Builder<'_> {
             Some(summary) if !summary.is_empty() => summary.to_string(),
             _ => format!("{method} {route}"),
         };
-        let description = describe(&summary, operation.get("description"), deprecated);
+        let mut description = wording::description(
+            &summary,
+            operation.get("description").and_then(Value::as_str),
+            deprecated,
+        );
+        let mut title = wording::title(&summary);
+        let mut input_schema = input.schema;
+        wording::lean_schema(&mut input_schema);
+        if let Some(core) = core::core_tool(&tool_name) {
+            title = core.title.to_owned();
+            description = core.description.to_owned();
+            // Notes naming a property the document lacks (a live Gitea of
+            // another version) are left out; the bundled document has them
+            // all (tested).
+            wording::set_notes(&mut input_schema, core.notes);
+        }
         let effect = effects::effect_of(&method, operation_id);
         Ok(Operation {
-            title: effects::title_of(&summary),
+            title,
             effect,
             tool_name,
             operation_id: operation_id.to_string(),
@@ -516,7 +564,8 @@ impl Builder<'_> {
             description,
             params: input.params,
             body_encoding: input.body_encoding,
-            input_schema: Arc::new(input.schema),
+            input_schema: Arc::new(input_schema),
+            response: None,
             produces,
             consumes,
             deprecated,
@@ -542,23 +591,6 @@ fn warn_of_oversized_toolsets(operations: &[Operation]) {
             );
         }
     }
-}
-
-/// Summary, then the OpenAPI description when it says something else.
-fn describe(summary: &str, description: Option<&Value>, deprecated: bool) -> String {
-    let mut text = String::new();
-    if deprecated {
-        text.push_str("Deprecated. ");
-    }
-    text.push_str(summary);
-    if let Some(extra) = description.and_then(Value::as_str).map(str::trim)
-        && !extra.is_empty()
-        && extra != summary
-    {
-        text.push_str("\n\n");
-        text.push_str(extra);
-    }
-    text
 }
 
 fn string_list(value: Option<&Value>) -> Vec<String> {

@@ -8,11 +8,14 @@
 //!   `#/parameters/..` are resolved.
 //! - `in: header` parameters are never exposed: headers are the executor's
 //!   business (authentication, `Sudo`), not the model's.
-//! - Every tool gets the optional `sudo` property (sent as the `Sudo` header,
-//!   so it is not in `params`); an operation parameter called `sudo` is dropped
-//!   in its favour.
-//! - Path parameters are always required; strings get `minLength: 1` because
-//!   an empty segment would change the route.
+//! - No schema holds `sudo`: the gateway's own `sudo` argument (sent as the
+//!   `Sudo` header, so it is not in `params`) is added where the caller may
+//!   use it (`mcp::caller`); an operation parameter called `sudo` is dropped
+//!   in its favour. An operation that answers with JSON gets the gateway's
+//!   own `view` argument ([`add_view_property`]).
+//! - Path parameters are always required. An empty one is refused by the
+//!   encoding rules (`gitea::encoding`) with a message naming it, so the
+//!   schema spends no `minLength` on it.
 //! - Query/formData arrays with `collectionFormat: multi` are arrays
 //!   (`Param::is_array`); other collection formats are exposed as one string
 //!   the caller joins, since that is what goes on the wire.
@@ -30,8 +33,14 @@ use serde_json::{Map, Value, json};
 use super::schema::{Converter, Definitions};
 use super::{BodyEncoding, Param, ParamLocation, SkipReason};
 
-/// Name of the optional impersonation property every tool carries.
+/// Name of the impersonation argument, for the callers that may use it.
 pub const SUDO_PROPERTY: &str = "sudo";
+
+/// Name of the argument that picks the view of a JSON answer.
+pub const VIEW_PROPERTY: &str = "view";
+
+/// The views a JSON answer comes in, the default first.
+pub const VIEWS: [&str; 2] = ["compact", "full"];
 
 /// Property name of the body when `body` is taken by another parameter.
 pub const ALTERNATE_BODY_PROPERTY: &str = "request_body";
@@ -117,6 +126,7 @@ pub(crate) fn build_input(cx: &OperationContext<'_>) -> Result<Input, SkipReason
         };
         if param.name.is_empty()
             || param.name == SUDO_PROPERTY
+            || param.name == VIEW_PROPERTY
             || properties.contains_key(&param.name)
         {
             return Err(SkipReason::DuplicateParameter(param.name));
@@ -129,7 +139,6 @@ pub(crate) fn build_input(cx: &OperationContext<'_>) -> Result<Input, SkipReason
     }
     check_path_params(cx.route, &params)?;
 
-    properties.insert(SUDO_PROPERTY.into(), sudo_property());
     let mut required: Vec<&str> = params
         .iter()
         .filter(|p| p.required)
@@ -246,18 +255,7 @@ fn simple_param(
             .filter(|(key, _)| PARAM_SCHEMA_KEYS.contains(&key.as_str()))
             .map(|(key, value)| (key.clone(), value.clone()))
             .collect();
-        let mut property = converter.convert(&Value::Object(schema), &at)?;
-        if location == ParamLocation::Path
-            && property.get("type").and_then(Value::as_str) == Some("string")
-            && property
-                .get("minLength")
-                .and_then(Value::as_u64)
-                .unwrap_or(0)
-                == 0
-        {
-            property["minLength"] = 1.into();
-        }
-        property
+        converter.convert(&Value::Object(schema), &at)?
     };
     let param = Param {
         name,
@@ -368,12 +366,17 @@ fn check_path_params(route: &str, params: &[Param]) -> Result<(), SkipReason> {
     Err(SkipReason::PathParams(missing.join(", ")))
 }
 
-fn sudo_property() -> Value {
-    json!({
-        "type": "string",
-        "pattern": "^[A-Za-z0-9_.-]{1,255}$",
-        "description": "Act as this user (site admins only)"
-    })
+/// The `sudo` property, for the schemas of callers that may use it.
+pub fn sudo_property() -> Value {
+    json!({"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,255}$"})
+}
+
+/// Adds the `view` argument to a tool's schema (an operation parameter
+/// of that name was dropped in its favour).
+pub(crate) fn add_view_property(schema: &mut Map<String, Value>) {
+    if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+        properties.insert(VIEW_PROPERTY.into(), json!({"enum": VIEWS}));
+    }
 }
 
 fn str_of<'a>(map: &'a Map<String, Value>, key: &str) -> &'a str {

@@ -23,6 +23,7 @@ pub mod hygiene;
 
 pub mod pagination;
 pub(crate) mod raw;
+pub mod text_files;
 
 pub use call::{GiteaCall, build_call};
 pub use error::{ErrorKind, ToolError};

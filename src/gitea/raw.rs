@@ -214,14 +214,12 @@ pub fn raw_tool_schema(read_only: bool) -> Value {
     json!({
         "type": "object",
         "properties": {
-            "method": {"type": "string", "enum": methods, "description": "HTTP method"},
+            "method": {"enum": methods},
             "path": {"type": "string", "minLength": 1, "maxLength": 2048,
-                "description": "Gitea REST path such as /repos/{owner}/{repo}/pulls/1; the /api/v1 prefix is optional; a full URL is reduced to its path"},
-            "query": {"type": "object", "description": "Query parameters",
+                "description": "e.g. /repos/{owner}/{repo}/pulls/1 (/api/v1 optional)"},
+            "query": {"type": "object",
                 "additionalProperties": {"type": ["string", "number", "boolean", "array"], "items": {"type": ["string", "number", "boolean"]}}},
-            "body": {"type": "object", "description": "JSON request body"},
-            "sudo": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,255}$",
-                "description": "Act as this user (site admins only; sent as the Sudo header)"}
+            "body": {"type": "object", "description": "JSON body"}
         },
         "required": ["method", "path"],
         "additionalProperties": false

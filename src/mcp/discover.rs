@@ -22,9 +22,10 @@ pub const SEARCH_TOOL_TITLE: &str = "Search Gitea operations";
 pub const CALL_READ_TOOL_TITLE: &str = "Run a read-only Gitea operation";
 pub const CALL_WRITE_TOOL_TITLE: &str = "Run a Gitea write operation";
 
-pub const SEARCH_TOOL_DESCRIPTION: &str = "Find any Gitea API operation this URL reaches, by words (e.g. \"list pull requests\", \"delete branch\") and optionally a toolset. Returns each one's name, summary, input schema and `call_with`: the tool that runs it.";
-pub const CALL_READ_TOOL_DESCRIPTION: &str = "Run a read-only Gitea operation found with gitea_search_operations: its name, and arguments per its input schema. Changes nothing.";
-pub const CALL_WRITE_TOOL_DESCRIPTION: &str = "Run a Gitea operation that changes something (create, edit, merge, delete), found with gitea_search_operations: its name, and arguments per its input schema. May be destructive: confirm first.";
+pub const SEARCH_TOOL_DESCRIPTION: &str = "Find any Gitea operation this URL reaches, by words (\"delete branch\") and optionally a toolset: its name, summary, input schema, and `call_with`, the tool that runs it.";
+pub const CALL_READ_TOOL_DESCRIPTION: &str =
+    "Run a read-only operation found with gitea_search_operations, by name, with its arguments.";
+pub const CALL_WRITE_TOOL_DESCRIPTION: &str = "Run an operation that changes something (create, edit, merge, delete) found with gitea_search_operations, by name, with its arguments. Confirm destructive ones first.";
 
 /// Which call tool runs an operation the surface does not list.
 pub fn call_tool_for(op: &Operation) -> &'static str {
@@ -41,10 +42,9 @@ pub fn search_tool_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "query": {"type": "string", "minLength": 1, "maxLength": 200,
-                "description": "Words to look for in operation names, summaries and routes"},
+            "query": {"type": "string", "minLength": 1, "maxLength": 200},
             "toolset": {"type": "string", "maxLength": 64,
-                "description": "Only operations of this toolset (e.g. issue, repository.pulls)"},
+                "description": "e.g. issue, repository.pulls"},
             "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": DEFAULT_SEARCH_LIMIT}
         },
         "required": ["query"],
@@ -58,8 +58,8 @@ pub fn call_tool_schema() -> Value {
         "type": "object",
         "properties": {
             "name": {"type": "string", "minLength": 1, "maxLength": 128,
-                "description": "Operation name, e.g. gitea_issue_list_issues"},
-            "arguments": {"type": "object", "description": "Arguments for the operation's input schema"}
+                "description": "e.g. gitea_issue_list_issues"},
+            "arguments": {"type": "object", "description": "per the operation's input schema"}
         },
         "required": ["name"],
         "additionalProperties": false
@@ -85,6 +85,7 @@ pub fn search<'a>(
         .filter_map(|op| {
             let name = op.tool_name.replace('_', " ");
             let summary = op.summary.to_lowercase();
+            let title = op.title.to_lowercase();
             let route = op.route.to_lowercase();
             let description = op.description.to_lowercase();
             let (mut matched, mut score) = (0, 0);
@@ -93,11 +94,17 @@ pub fn search<'a>(
                     .strip_suffix('s')
                     .filter(|s| s.len() > 2)
                     .unwrap_or(word);
-                let hit = [(&name, 3), (&summary, 3), (&route, 2), (&description, 1)]
-                    .iter()
-                    .filter(|(field, _)| field.contains(stem))
-                    .map(|(_, weight)| *weight)
-                    .sum::<usize>();
+                let hit = [
+                    (&name, 3),
+                    (&summary, 3),
+                    (&title, 2),
+                    (&route, 2),
+                    (&description, 1),
+                ]
+                .iter()
+                .filter(|(field, _)| field.contains(stem))
+                .map(|(_, weight)| *weight)
+                .sum::<usize>();
                 if hit > 0 {
                     matched += 1;
                     score += hit;
@@ -106,7 +113,13 @@ pub fn search<'a>(
             (matched > 0 || words.is_empty()).then_some((matched, score, op))
         })
         .collect();
-    scored.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)));
+    // Equal scores: the shorter name is the more general operation
+    // (`list_pull_requests` before `list_pinned_pull_requests`).
+    scored.sort_by(|a, b| {
+        b.0.cmp(&a.0)
+            .then(b.1.cmp(&a.1))
+            .then(a.2.tool_name.len().cmp(&b.2.tool_name.len()))
+    });
     scored
         .into_iter()
         .take(limit)

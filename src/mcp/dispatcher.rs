@@ -10,6 +10,7 @@ use rmcp::model::Tool;
 use secrecy::ExposeSecret;
 use serde_json::{Map, Value, json};
 
+use super::caller::Caller;
 use super::discover::{
     CALL_READ_TOOL_NAME, CALL_WRITE_TOOL_NAME, DEFAULT_SEARCH_LIMIT, SEARCH_TOOL_NAME,
     call_tool_for, describe_operation, search,
@@ -17,14 +18,14 @@ use super::discover::{
 use super::exposure::Exposure;
 use super::surface_tools::SurfaceTools;
 use super::validation::ArgumentValidator;
-use crate::catalog::{Catalog, Operation};
+use crate::catalog::{Catalog, Operation, VIEW_PROPERTY, VIEWS};
 use crate::config::{Limits, Settings};
 use crate::gitea::call::{CallError, GiteaCall, build_call};
 use crate::gitea::executor::{GiteaClient, UpstreamError};
 use crate::gitea::hygiene::redaction::Redactor;
 use crate::gitea::hygiene::redactor_cache::RedactorCache;
 use crate::gitea::hygiene::secrets::body_secrets;
-use crate::gitea::hygiene::{ResultPolicy, tool_result};
+use crate::gitea::hygiene::{ResultPolicy, ResultView, tool_result};
 use crate::gitea::raw::{RAW_TOOL_NAME, RawRequestError, parse_raw_request};
 use crate::gitea::{ErrorKind, Identity, ToolError};
 use crate::surface::{Surface, SurfaceError};
@@ -169,9 +170,10 @@ impl Dispatcher {
         }
     }
 
-    /// The tools `tools/list` returns on `surface`, in catalog order.
-    pub fn tools(&self, surface: &Surface) -> Arc<Vec<Tool>> {
-        self.tools.tools(surface)
+    /// The tools `tools/list` returns on `surface` to `caller`, in
+    /// catalog order.
+    pub fn tools(&self, surface: &Surface, caller: Caller) -> Arc<Vec<Tool>> {
+        self.tools.tools(surface, caller)
     }
 
     /// Any tool of ours by name, whatever the surface.
@@ -255,11 +257,13 @@ impl Dispatcher {
         }
     }
 
-    /// Whether `surface` lists `name` and `args` fit its schema: the checks
-    /// made before anything is written or sent. A refusal is final.
+    /// Whether `surface` lists `name` and `args` fit its schema for
+    /// `caller`: the checks made before anything is written or sent. A
+    /// refusal is final.
     pub fn admit(
         &self,
         surface: &Surface,
+        caller: Caller,
         name: &str,
         args: &Map<String, Value>,
     ) -> Result<(), Refusal> {
@@ -271,24 +275,8 @@ impl Dispatcher {
             return Err(Refusal::UnknownTool);
         }
         self.validator
-            .validate(name, args)
+            .validate(name, args, caller.may_sudo())
             .map_err(|problem| Refusal::Invalid(ToolError::invalid_arguments(problem.to_string())))
-    }
-
-    /// Runs one `tools/call` on `surface`. A tool the surface does not
-    /// list is unknown there.
-    pub async fn call(
-        &self,
-        identity: &Identity,
-        surface: &Surface,
-        name: &str,
-        args: Map<String, Value>,
-    ) -> Result<ToolOutcome, UnknownTool> {
-        match self.admit(surface, name, &args) {
-            Ok(()) => Ok(self.run_admitted(identity, surface, name, args).await),
-            Err(Refusal::UnknownTool) => Err(UnknownTool),
-            Err(Refusal::Invalid(err)) => Ok(ToolOutcome::error(err)),
-        }
     }
 
     /// Runs a call that [`Dispatcher::admit`] admitted.
@@ -314,8 +302,21 @@ impl Dispatcher {
         op: &Operation,
         args: &Map<String, Value>,
     ) -> ToolOutcome {
+        let view = match (
+            &op.response,
+            args.get(VIEW_PROPERTY).and_then(Value::as_str),
+        ) {
+            (Some(root), view) if view != Some(VIEWS[1]) => ResultView::Compact {
+                shapes: self.catalog().shapes(),
+                root,
+            },
+            _ => ResultView::Full,
+        };
         match build_call(op, args, self.limits.max_binary_bytes) {
-            Ok(call) => self.execute(identity, &call, Some(&op.operation_id)).await,
+            Ok(call) => {
+                self.execute(identity, &call, Some(&op.operation_id), view)
+                    .await
+            }
             Err(err) => ToolOutcome::error(call_error(&err)),
         }
     }
@@ -345,8 +346,10 @@ impl Dispatcher {
                 "this path touches an admin or credential surface, which the raw tool refuses (RAW_API_ALLOW_SENSITIVE=false); use the dedicated tool if it is exposed",
             ));
         }
-        // The raw tool has no operation id: never credential-issuing.
-        self.execute(identity, &raw.call, None).await
+        // The raw tool has no operation id: never credential-issuing. It
+        // keeps Gitea's body.
+        self.execute(identity, &raw.call, None, ResultView::Full)
+            .await
     }
 
     fn search_operations(&self, surface: &Surface, args: &Map<String, Value>) -> ToolOutcome {
@@ -407,7 +410,8 @@ impl Dispatcher {
                 },
             )));
         }
-        if let Err(problem) = self.validator.validate(&op.tool_name, &inner) {
+        let may_sudo = Caller::of(identity.mode).may_sudo();
+        if let Err(problem) = self.validator.validate(&op.tool_name, &inner, may_sudo) {
             return ToolOutcome::error(ToolError::invalid_arguments(format!(
                 "arguments of {}: {problem}",
                 op.tool_name
@@ -421,6 +425,7 @@ impl Dispatcher {
         identity: &Identity,
         call: &GiteaCall,
         operation_id: Option<&str>,
+        view: ResultView<'_>,
     ) -> ToolOutcome {
         let (response, renewed) = match self.client.send_renewing(identity, call).await {
             Ok(answer) => answer,
@@ -442,6 +447,7 @@ impl Dispatcher {
             &self.policy,
             &redactor,
             operation_id,
+            view,
         ) {
             Ok(body) => ToolOutcome::Success {
                 status: Some(response.status),

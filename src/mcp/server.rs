@@ -16,6 +16,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use super::ToolService;
 use crate::audit::{Event, EventKind, Outcome};
 use crate::gitea::{ErrorKind, Identity, IdentityMode, ToolError};
+use crate::mcp::caller::Caller;
 use crate::mcp::dispatcher::{Refusal, ToolOutcome};
 use crate::metrics::{CallOutcome, UNKNOWN_TOOL};
 use crate::surface::Surface;
@@ -91,8 +92,9 @@ impl ServerHandler for GatewayServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let surface = self.surface(&context)?;
+        let caller = Caller::of(self.identity(&context).await?.mode);
         Ok(ListToolsResult::with_all_items(
-            self.service.dispatcher().tools(&surface).to_vec(),
+            self.service.dispatcher().tools(&surface, caller).to_vec(),
         ))
     }
 
@@ -118,11 +120,12 @@ impl ServerHandler for GatewayServer {
         };
         // Checked before anything is written: a refused call gets one
         // small entry, whatever it carried.
-        if let Err(refusal) = self
-            .service
-            .dispatcher()
-            .admit(&surface, &request.name, &args)
-        {
+        if let Err(refusal) = self.service.dispatcher().admit(
+            &surface,
+            Caller::of(identity.mode),
+            &request.name,
+            &args,
+        ) {
             metrics.observe_tool_call(&tool_label, CallOutcome::Error, None, Duration::ZERO);
             if let Err(err) = audit
                 .record(refused_event(&identity, &request.name, &refusal))

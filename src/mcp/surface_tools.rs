@@ -15,10 +15,11 @@
 //!   on a toolset URL only when the URL names `raw`.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use rmcp::model::Tool;
 
+use super::caller::{Caller, with_sudo};
 use super::discover::{
     CALL_READ_TOOL_DESCRIPTION, CALL_READ_TOOL_NAME, CALL_READ_TOOL_TITLE,
     CALL_WRITE_TOOL_DESCRIPTION, CALL_WRITE_TOOL_NAME, CALL_WRITE_TOOL_TITLE,
@@ -34,7 +35,7 @@ use crate::gitea::raw::{RAW_TOOL_NAME, raw_tool_schema};
 use crate::surface::{Scope, Surface, SurfaceError};
 
 const RAW_TOOL_TITLE: &str = "Call a Gitea API route";
-const RAW_TOOL_DESCRIPTION: &str = "Call any Gitea REST endpoint by method and path (the /api/v1 prefix is optional), for operations without a dedicated tool. Prefer the dedicated tools. Admin and credential routes are refused unless the operator allows them.";
+const RAW_TOOL_DESCRIPTION: &str = "Call a Gitea REST route by method and path, for what no tool covers. Admin and credential routes are refused unless the operator allows them.";
 
 /// How a surface lists operations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,13 +56,42 @@ pub struct SurfaceTools {
     call_write: Tool,
     raw: Tool,
     raw_read_only: Tool,
-    /// `tools/list` of the four surfaces without toolsets, built once.
-    fixed_lists: HashMap<Surface, Arc<Vec<Tool>>>,
+    /// `tools/list` of the four surfaces without toolsets, built once for
+    /// a person, and for the admin token when first asked.
+    fixed_lists: HashMap<Surface, FixedList>,
     /// The toolsets with an exposed operation, and those with an exposed
     /// read: what [`SurfaceTools::check`] asks on every toolset URL request,
     /// worked out once.
     served_toolsets: HashSet<String>,
     served_read_toolsets: HashSet<String>,
+}
+
+/// One surface's list, for each kind of caller.
+struct FixedList {
+    person: Arc<Vec<Tool>>,
+    admin: OnceLock<Arc<Vec<Tool>>>,
+}
+
+/// The admin token's version of a list: `sudo` on the tools that take it.
+fn admin_list(list: &[Tool]) -> Vec<Tool> {
+    list.iter()
+        .map(|tool| {
+            if takes_sudo(&tool.name) {
+                with_sudo(tool)
+            } else {
+                tool.clone()
+            }
+        })
+        .collect()
+}
+
+/// Operation tools and the raw tool take `sudo`; the discovery tools pass
+/// it on inside `arguments`.
+fn takes_sudo(name: &str) -> bool {
+    !matches!(
+        name,
+        SEARCH_TOOL_NAME | CALL_READ_TOOL_NAME | CALL_WRITE_TOOL_NAME
+    )
 }
 
 impl std::fmt::Debug for SurfaceTools {
@@ -139,7 +169,10 @@ impl SurfaceTools {
                     scope: scope.clone(),
                     read_only,
                 };
-                let list = Arc::new(tools.build_list(&surface));
+                let list = FixedList {
+                    person: Arc::new(tools.build_list(&surface)),
+                    admin: OnceLock::new(),
+                };
                 tools.fixed_lists.insert(surface, list);
             }
         }
@@ -239,11 +272,16 @@ impl SurfaceTools {
             .filter(move |op| self.callable(surface, op))
     }
 
-    /// `tools/list` of this surface.
-    pub fn tools(&self, surface: &Surface) -> Arc<Vec<Tool>> {
-        match self.fixed_lists.get(surface) {
-            Some(list) => list.clone(),
-            None => Arc::new(self.build_list(surface)),
+    /// `tools/list` of this surface for `caller`.
+    pub fn tools(&self, surface: &Surface, caller: Caller) -> Arc<Vec<Tool>> {
+        match (self.fixed_lists.get(surface), caller) {
+            (Some(list), Caller::Person) => list.person.clone(),
+            (Some(list), Caller::AdminToken) => list
+                .admin
+                .get_or_init(|| Arc::new(admin_list(&list.person)))
+                .clone(),
+            (None, Caller::Person) => Arc::new(self.build_list(surface)),
+            (None, Caller::AdminToken) => Arc::new(admin_list(&self.build_list(surface))),
         }
     }
 
@@ -343,7 +381,7 @@ mod tests {
 
     fn names(tools: &SurfaceTools, path: &str) -> Vec<String> {
         tools
-            .tools(&surface(path))
+            .tools(&surface(path), Caller::Person)
             .iter()
             .map(|t| t.name.to_string())
             .collect()
@@ -436,7 +474,7 @@ mod tests {
     #[test]
     fn the_default_surface_fits_a_40_tool_client_in_40_000_bytes() {
         let tools = tools_with(|_| {});
-        let list = tools.tools(&surface("/mcp"));
+        let list = tools.tools(&surface("/mcp"), Caller::Person);
         let bytes = serde_json::to_string(&*list).unwrap().len();
         println!("/mcp: {} tools, {bytes} bytes", list.len());
         assert!(list.len() <= 40);
@@ -447,7 +485,9 @@ mod tests {
     fn every_nameable_toolset_fits_vs_codes_limit() {
         let tools = tools_with(|_| {});
         for name in Catalog::bundled().toolset_names() {
-            let count = tools.tools(&surface(&format!("/mcp/x/{name},raw"))).len();
+            let count = tools
+                .tools(&surface(&format!("/mcp/x/{name},raw")), Caller::Person)
+                .len();
             assert!(count <= 128, "{name}: {count} tools");
         }
     }

@@ -11,16 +11,22 @@ use serde_json::{Map, Value};
 
 use crate::catalog::{Effect, Operation};
 
-/// The annotations of a tool with `effect`; `idempotent` is only said of
-/// writes (a read needs no such hint).
+/// The annotations of a tool with `effect`. A hint whose value is the
+/// MCP default is left out where that default is the cautious reading
+/// (`readOnlyHint: false`, `idempotentHint: false`); `destructiveHint` is
+/// always said of a write, and `openWorldHint: false` of every tool.
+/// `idempotent` is only said of writes (a read needs no such hint).
 fn annotations(effect: Effect, idempotent: bool) -> ToolAnnotations {
-    let annotations = ToolAnnotations::new()
-        .read_only(effect == Effect::Read)
-        .open_world(false);
-    match effect {
-        Effect::Read => annotations,
-        Effect::Additive => annotations.destructive(false).idempotent(idempotent),
-        Effect::Destructive => annotations.destructive(true).idempotent(idempotent),
+    let annotations = ToolAnnotations::new().open_world(false);
+    let annotations = match effect {
+        Effect::Read => return annotations.read_only(true),
+        Effect::Additive => annotations.destructive(false),
+        Effect::Destructive => annotations.destructive(true),
+    };
+    if idempotent {
+        annotations.idempotent(true)
+    } else {
+        annotations
     }
 }
 
@@ -72,7 +78,7 @@ mod tests {
     #[test]
     fn delete_tools_are_destructive_and_idempotent() {
         let a = tool("gitea_repo_delete").annotations.unwrap();
-        assert_eq!(a.read_only_hint, Some(false));
+        assert_eq!(a.read_only_hint, None, "MCP's default: not read-only");
         assert_eq!(a.destructive_hint, Some(true));
         assert_eq!(a.idempotent_hint, Some(true));
     }
@@ -80,16 +86,16 @@ mod tests {
     #[test]
     fn writes_that_only_add_are_not_destructive() {
         let a = tool("gitea_issue_create_comment").annotations.unwrap();
-        assert_eq!(a.read_only_hint, Some(false));
+        assert_eq!(a.read_only_hint, None);
         assert_eq!(a.destructive_hint, Some(false));
-        assert_eq!(a.idempotent_hint, Some(false));
+        assert_eq!(a.idempotent_hint, None, "MCP's default: not idempotent");
     }
 
     #[test]
     fn a_merge_is_destructive() {
         let a = tool("gitea_repo_merge_pull_request").annotations.unwrap();
         assert_eq!(a.destructive_hint, Some(true));
-        assert_eq!(a.idempotent_hint, Some(false));
+        assert_eq!(a.idempotent_hint, None);
     }
 
     #[test]

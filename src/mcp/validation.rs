@@ -67,6 +67,8 @@ impl ArgumentValidator {
     /// the audit log may record of a call. A name the schema does not know
     /// is the caller's invention, and recording it would let any caller
     /// grow the log at will.
+    /// `sudo` counts as known: only callers that may use it get past
+    /// validation with it.
     pub fn known_argument_names(&self, tool: &str, args: &Map<String, Value>) -> Vec<String> {
         let Some(Value::Object(properties)) = self
             .schemas
@@ -76,7 +78,10 @@ impl ArgumentValidator {
             return Vec::new();
         };
         args.keys()
-            .filter(|name| properties.contains_key(name.as_str()))
+            .filter(|name| {
+                properties.contains_key(name.as_str())
+                    || name.as_str() == crate::catalog::SUDO_PROPERTY
+            })
             .take(MAX_RECORDED_ARGUMENTS)
             .cloned()
             .collect()
@@ -84,7 +89,14 @@ impl ArgumentValidator {
 
     /// Validates `args` against the schema of `tool`. A tool without a
     /// schema here, or whose schema does not compile, fails closed.
-    pub fn validate(&self, tool: &str, args: &Map<String, Value>) -> Result<(), ArgumentError> {
+    /// `may_sudo`: the caller's `sudo` argument is not the schema's to
+    /// judge (no schema holds it; the encoding rules check its value).
+    pub fn validate(
+        &self,
+        tool: &str,
+        args: &Map<String, Value>,
+        may_sudo: bool,
+    ) -> Result<(), ArgumentError> {
         let Some((schema, compiled)) = self.schemas.get(tool) else {
             return Err(ArgumentError::NoSchema);
         };
@@ -101,7 +113,11 @@ impl ArgumentValidator {
         let Some(validator) = validator else {
             return Err(ArgumentError::BrokenSchema);
         };
-        let instance = Value::Object(args.clone());
+        let mut instance = args.clone();
+        if may_sudo {
+            instance.remove(crate::catalog::SUDO_PROPERTY);
+        }
+        let instance = Value::Object(instance);
         let problems: Vec<String> = validator
             .iter_errors(&instance)
             .take(MAX_REPORTED_ERRORS)
@@ -184,7 +200,7 @@ mod tests {
     fn valid_arguments_pass() {
         assert!(
             validator()
-                .validate("t", &args(json!({"owner": "o", "index": 3})))
+                .validate("t", &args(json!({"owner": "o", "index": 3})), false)
                 .is_ok()
         );
     }
@@ -192,7 +208,7 @@ mod tests {
     #[test]
     fn missing_required_argument_is_named() {
         let err = validator()
-            .validate("t", &args(json!({})))
+            .validate("t", &args(json!({})), false)
             .unwrap_err()
             .to_string();
         assert!(err.contains("required property `owner`"), "{err}");
@@ -202,7 +218,7 @@ mod tests {
     #[test]
     fn unknown_argument_is_named() {
         let err = validator()
-            .validate("t", &args(json!({"owner": "o", "bogus": 1})))
+            .validate("t", &args(json!({"owner": "o", "bogus": 1})), false)
             .unwrap_err()
             .to_string();
         assert!(err.contains("`bogus`"), "{err}");
@@ -214,6 +230,7 @@ mod tests {
             .validate(
                 "t",
                 &args(json!({"owner": "o", "index": "secret-looking-value"})),
+                false,
             )
             .unwrap_err()
             .to_string();
@@ -227,6 +244,7 @@ mod tests {
             .validate(
                 "t",
                 &args(json!({"owner": "o", "state": "hunter2-password"})),
+                false,
             )
             .unwrap_err()
             .to_string();
@@ -236,6 +254,6 @@ mod tests {
 
     #[test]
     fn unknown_tool_fails_closed() {
-        assert!(validator().validate("nope", &Map::new()).is_err());
+        assert!(validator().validate("nope", &Map::new(), false).is_err());
     }
 }

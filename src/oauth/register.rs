@@ -19,7 +19,7 @@ use super::redirect_uri::check_registrable;
 use super::tokens::random_value;
 use super::{OAuthServer, SCOPE};
 use crate::client_address::ClientAddress;
-use crate::page_kit::is_format_char;
+use crate::hidden_text::is_format_char;
 use crate::store::{
     ClientRecord, GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN, Registration, hash_secret,
 };

@@ -8,7 +8,7 @@
 pub mod cookies;
 mod shown_text;
 
-pub use shown_text::{is_format_char, visible_text};
+pub use shown_text::visible_text;
 
 use askama::Template;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};

@@ -1,40 +1,9 @@
 //! How a name someone else chose (a client's `client_name`) is shown to a
 //! person: characters that hide or reorder text are named by code point,
-//! so the page shows what the bytes say. The table is hand-written (a few
-//! ranges) because no well-kept crate offers the Unicode `Cf` category
-//! without pulling whole property tables; it follows Unicode 16.
+//! so the page shows what the bytes say. The format characters are
+//! `crate::hidden_text`'s; this adds the other easily missed ones.
 
-/// True for a format character (Unicode general category `Cf`): bidi
-/// embeddings, overrides and isolates, zero-width space and joiners, the
-/// byte-order mark, tag characters. They display as nothing, or reorder
-/// what follows (`Claude\u{202E}edualC`), so a registered name may not hold
-/// them.
-pub fn is_format_char(c: char) -> bool {
-    matches!(
-        c,
-        '\u{00AD}'
-            | '\u{0600}'..='\u{0605}'
-            | '\u{061C}'
-            | '\u{06DD}'
-            | '\u{070F}'
-            | '\u{0890}'..='\u{0891}'
-            | '\u{08E2}'
-            | '\u{180E}'
-            | '\u{200B}'..='\u{200F}'
-            | '\u{202A}'..='\u{202E}'
-            | '\u{2060}'..='\u{2064}'
-            | '\u{2066}'..='\u{206F}'
-            | '\u{FEFF}'
-            | '\u{FFF9}'..='\u{FFFB}'
-            | '\u{110BD}'
-            | '\u{110CD}'
-            | '\u{13430}'..='\u{1343F}'
-            | '\u{1BCA0}'..='\u{1BCA3}'
-            | '\u{1D173}'..='\u{1D17A}'
-            | '\u{E0001}'
-            | '\u{E0020}'..='\u{E007F}'
-    )
-}
+use crate::hidden_text::{is_format_char, push_code_point};
 
 /// True for a character that is easy to miss or to take for another: any
 /// format or control character, any space but U+0020, the blank-looking
@@ -64,7 +33,7 @@ pub fn visible_text(text: &str) -> String {
     let mut shown = String::with_capacity(text.len());
     for c in text.chars() {
         if is_unusual(c) {
-            shown.push_str(&format!("[U+{:04X}]", u32::from(c)));
+            push_code_point(&mut shown, c);
         } else {
             shown.push(c);
         }
@@ -75,23 +44,6 @@ pub fn visible_text(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bidi_controls_zero_width_and_tags_are_format_characters() {
-        for c in [
-            '\u{202E}',
-            '\u{2066}',
-            '\u{200B}',
-            '\u{200D}',
-            '\u{FEFF}',
-            '\u{E0041}',
-        ] {
-            assert!(is_format_char(c), "{c:?}");
-        }
-        for c in ['a', ' ', 'é', '中', '\u{00A0}'] {
-            assert!(!is_format_char(c), "{c:?}");
-        }
-    }
 
     #[test]
     fn ordinary_names_are_shown_as_they_are() {

@@ -9,6 +9,7 @@ const SUCCESS_KEYS: &[&str] = &[
     "request",
     "status",
     "pagination",
+    "view",
     "untrusted_content",
     "data",
 ];
@@ -30,6 +31,14 @@ pub fn check_success_envelope(body: &Value) -> Result<u16, String> {
             return Err("truncated/truncation are not `true` and an object".into());
         }
         want.extend(TRUNCATION_KEYS);
+    }
+    // Said only when Gitea's content held invisible characters.
+    if body.get("hidden_characters").is_some() {
+        want.insert("hidden_characters");
+    }
+    let view = body["view"].as_str().unwrap_or_default();
+    if !(view == "full" || view.starts_with("compact")) {
+        return Err(format!("view {view:?} names no view"));
     }
     if keys(body) != want {
         return Err(format!("success envelope keys {:?}", keys(body)));

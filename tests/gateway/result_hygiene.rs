@@ -158,20 +158,28 @@ async fn webhook_authorization_headers_are_redacted_on_every_hook_tool() {
         let gw = Gateway::start(&[("SECRET_DETECTION_MODE", mode)]).await;
         let client = gw.client().await;
         for operation_id in WEBHOOK_OPERATIONS {
-            let (tool, args) = hook_call(&catalog, operation_id);
-            let (is_error, text, env) = call_raw(&client, &tool, args).await;
-            assert!(!is_error, "{tool} ({mode}): {text}");
-            assert_clean(&text);
-            assert!(!text.contains("submitted-header-value"), "{tool}: {text}");
-            assert!(!text.contains("hmac-submitted-secret"), "{tool}: {text}");
-            let hook = if env["data"].is_array() {
-                // The second hook has none stored: Gitea answers "".
-                assert_eq!(env["data"][1]["authorization_header"], "");
-                &env["data"][0]
-            } else {
-                &env["data"]
-            };
-            assert_eq!(hook["authorization_header"], REDACTED, "{tool} ({mode})");
+            for view in ["compact", "full"] {
+                let (tool, mut args) = hook_call(&catalog, operation_id);
+                args["view"] = json!(view);
+                let (is_error, text, env) = call_raw(&client, &tool, args).await;
+                assert!(!is_error, "{tool} ({mode}, {view}): {text}");
+                assert_clean(&text);
+                assert!(!text.contains("submitted-header-value"), "{tool}: {text}");
+                assert!(!text.contains("hmac-submitted-secret"), "{tool}: {text}");
+                let hook = if env["data"].is_array() {
+                    // The second hook has none stored: Gitea answers "",
+                    // which the compact view leaves out.
+                    let empty = &env["data"][1]["authorization_header"];
+                    assert!(empty == "" || (view == "compact" && empty.is_null()));
+                    &env["data"][0]
+                } else {
+                    &env["data"]
+                };
+                assert_eq!(
+                    hook["authorization_header"], REDACTED,
+                    "{tool} ({mode}, {view})"
+                );
+            }
         }
     }
     assert!(PLANTED_HOOK_HEADER.contains("planted-hook-header"));
@@ -267,12 +275,31 @@ async fn item_and_character_bounds_hold_after_redaction() {
 }
 
 #[tokio::test]
-async fn file_contents_in_base64_are_redacted_and_masked() {
+async fn a_text_file_comes_back_as_text_redacted_and_masked() {
     let gw = Gateway::start(&[]).await;
     let (is_error, text, env) = call_raw(
         &gw.client().await,
         "gitea_repo_get_contents",
         json!({"owner": HYGIENE_OWNER, "repo": "app", "filepath": ".env"}),
+    )
+    .await;
+    assert!(!is_error, "{text}");
+    assert_eq!(env["data"]["encoding"], "utf-8");
+    assert_eq!(
+        env["data"]["content"],
+        format!("token: {REDACTED}\naws: {MASKED_AWS}\n")
+    );
+    assert_clean(&text);
+    assert_eq!(env["data"]["sha"], PLANTED_SHA);
+}
+
+#[tokio::test]
+async fn file_contents_in_base64_are_redacted_and_masked_in_the_full_view() {
+    let gw = Gateway::start(&[]).await;
+    let (is_error, text, env) = call_raw(
+        &gw.client().await,
+        "gitea_repo_get_contents",
+        json!({"owner": HYGIENE_OWNER, "repo": "app", "filepath": ".env", "view": "full"}),
     )
     .await;
     assert!(!is_error, "{text}");

@@ -275,6 +275,34 @@ async fn discover_mode_lists_no_operation_tool_on_any_url() {
     }
 }
 
+/// The admin token (here the static bearer) may act as another user:
+/// its operation tools and the raw tool offer `sudo`; the discovery tools
+/// pass it on inside `arguments`.
+#[tokio::test]
+async fn the_admin_token_is_offered_sudo() {
+    let gw = Gateway::start(&[]).await;
+    let (_, body, _) = rpc(&gw, "/mcp", "tools/list", json!({})).await;
+    for tool in body["result"]["tools"].as_array().unwrap() {
+        let name = tool["name"].as_str().unwrap();
+        let offered = tool["inputSchema"]["properties"].get("sudo").is_some();
+        assert_eq!(
+            offered,
+            !name.starts_with("gitea_search_") && !name.starts_with("gitea_call_"),
+            "{name}"
+        );
+    }
+    let (_, body, _) = rpc(
+        &gw,
+        "/mcp",
+        "tools/call",
+        json!({"name": "gitea_user_get_current", "arguments": {"sudo": "alice"}}),
+    )
+    .await;
+    let envelope: Value =
+        serde_json::from_str(body["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(envelope["identity"]["sudo"], "alice", "{envelope}");
+}
+
 #[tokio::test]
 async fn tools_carry_titles_and_effect_annotations() {
     let gw = Gateway::start(&[]).await;
@@ -288,7 +316,8 @@ async fn tools_carry_titles_and_effect_annotations() {
     );
     let comment = tool("gitea_issue_create_comment")["annotations"].clone();
     assert_eq!(comment["destructiveHint"], false);
-    assert_eq!(comment["readOnlyHint"], false);
+    // MCP's default for an absent hint: not read-only.
+    assert!(comment.get("readOnlyHint").is_none());
     let merge = tool("gitea_repo_merge_pull_request")["annotations"].clone();
     assert_eq!(merge["destructiveHint"], true);
     let update = tool("gitea_repo_update_file")["annotations"].clone();

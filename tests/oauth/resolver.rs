@@ -93,6 +93,41 @@ async fn an_mcp_client_works_with_an_oauth_token(gateway: OAuthGateway) {
 }
 on_both_backends!(an_mcp_client_works_with_an_oauth_token);
 
+/// A person's agent acts only as that person: no schema offers `sudo`,
+/// and a call that sends it anyway is refused before anything is sent,
+/// whatever the person's Gitea rights.
+async fn a_person_never_gets_sudo(gateway: OAuthGateway) {
+    let client = gateway.public_client().await;
+    let tokens = gateway.tokens(&client, "alice").await;
+    let mcp = mcp_client(&gateway.mcp_url(), Some(&tokens.access_token)).await;
+    let tools = mcp.list_all_tools().await.unwrap();
+    assert!(
+        tools
+            .iter()
+            .all(|t| t.input_schema["properties"].get("sudo").is_none()),
+        "a tool offers sudo to a person"
+    );
+    gateway.fake.clear();
+    let (status, envelope) = gateway
+        .call_tool(
+            &tokens.access_token,
+            "gitea_user_get_current",
+            json!({"sudo": "gitea-admin"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(envelope["error"]["kind"], "invalid_arguments", "{envelope}");
+    assert!(
+        envelope["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`sudo`"),
+        "{envelope}"
+    );
+    assert!(gateway.fake.requests().is_empty(), "nothing reached Gitea");
+}
+on_both_backends!(a_person_never_gets_sudo);
+
 /// An expired Gitea session is refreshed once, however many calls wait.
 async fn the_gitea_session_is_refreshed_once_under_concurrency(gateway: OAuthGateway) {
     let client = gateway.public_client().await;

@@ -66,8 +66,16 @@ fn tool_result(
     redactor: &Redactor,
     operation_id: Option<&str>,
 ) -> Result<Value, ToolError> {
-    super::tool_result(identity, call, response, policy, redactor, operation_id)
-        .map(|text| serde_json::from_str(&text).expect("the envelope is JSON"))
+    super::tool_result(
+        identity,
+        call,
+        response,
+        policy,
+        redactor,
+        operation_id,
+        super::ResultView::Full,
+    )
+    .map(|text| serde_json::from_str(&text).expect("the envelope is JSON"))
 }
 
 fn policy(mode: SecretDetectionMode) -> ResultPolicy {

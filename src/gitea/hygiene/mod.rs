@@ -2,18 +2,25 @@
 //! promises hold (ADR 0005 "Amendments", `docs/result-hygiene.md`):
 //!
 //! 1. decode (envelope: JSON deeper than 100 levels stays text, binaries
-//!    become base64 up to `MAX_BINARY_BYTES`);
+//!    become base64 up to `MAX_BINARY_BYTES`, UTF-8 text stays text; in
+//!    the compact view a base64 file `content` that is UTF-8 text is
+//!    decoded, `text_files`);
 //! 2. exact redaction of every known secret (always);
 //! 3. webhook `authorization_header` redaction (always);
 //! 4. pattern masking per `SECRET_DETECTION_MODE`, skipped on the success
 //!    of a credential-issuing operation;
-//! 5. bounds: items, then characters, as the envelope's text is written.
+//! 5. hidden characters made visible (`crate::hidden_text`), on every
+//!    string of every view, and counted in the envelope;
+//! 6. the compact view (`catalog::projection`), unless the call asked for
+//!    `view: full`;
+//! 7. bounds: items, then characters, as the envelope's text is written.
 //!
-//! A JSON list or object runs steps 1 to 5 in one streamed pass over
-//! Gitea's bytes (`transcode`), the envelope's other fields as a small
-//! tree; everything else, and what the streamed pass declines (base64 file
+//! A JSON list or object runs all steps in one streamed pass over Gitea's
+//! bytes (`transcode`), the envelope's other fields as a small tree;
+//! everything else, and what the streamed pass declines (base64 file
 //! fields, keys the passes change, webhook headers, block-mode findings),
-//! runs them on a `serde_json::Value` tree. Both write the same text.
+//! runs steps 1 to 4 on a `serde_json::Value` tree and then the same
+//! streamed pass for steps 5 to 7. Both write the same text.
 //!
 //! Redaction and masking run before any cut, so a bound can only split a
 //! marker, never a secret. Errors from Gitea get exact redaction, masking
@@ -32,19 +39,23 @@ pub mod redactor_cache;
 pub mod secrets;
 pub mod transcode;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use self::bounds::{Bounds, DataText, bounded_envelope, cut_items};
+use self::bounds::{Bounds, DataText, bounded_envelope};
 use self::redaction::{Redactor, redact_authorization_headers};
 use self::secrets::is_credential_issuing;
-use self::transcode::{Masking, TextPasses, transcode};
+use self::transcode::{Masking, Projection, TextPasses, transcode};
 use super::call::GiteaCall;
 use super::envelope::{
-    clean_message, decoded_envelope, envelope_shell, gitea_message, json_body, truncate_message,
+    clean_message, decode_body, envelope_shell, gitea_message, json_body, note_hidden_characters,
+    note_view, truncate_message,
 };
 use super::error::{ErrorKind, ToolError};
 use super::executor::UpstreamResponse;
+use super::text_files::decode_text_files;
+use crate::catalog::{Node, Shapes};
 use crate::config::{Limits, SecretDetectionMode};
+use crate::hidden_text::reveal;
 use crate::identity::Identity;
 use crate::masking::masker;
 
@@ -69,6 +80,26 @@ impl ResultPolicy {
     }
 }
 
+/// Which view of Gitea's answer a call gets (`docs/tools.md`, "Views").
+#[derive(Debug, Clone, Copy)]
+pub enum ResultView<'a> {
+    /// Gitea's body as it is (after redaction, masking and hidden
+    /// characters): the raw tool, `view: full`, and operations with no
+    /// response shape.
+    Full,
+    /// Projected by the operation's response shape.
+    Compact { shapes: &'a Shapes, root: &'a Node },
+}
+
+impl ResultView<'_> {
+    fn projection(&self) -> Option<Projection<'_>> {
+        match *self {
+            Self::Full => None,
+            Self::Compact { shapes, root } => Some(Projection { shapes, root }),
+        }
+    }
+}
+
 /// Gitea's answer as the success envelope's JSON text, or a sanitized
 /// error. `operation_id` is the catalog operation (None for the raw tool).
 ///
@@ -82,6 +113,7 @@ pub fn tool_result(
     policy: &ResultPolicy,
     redactor: &Redactor,
     operation_id: Option<&str>,
+    view: ResultView<'_>,
 ) -> Result<String, ToolError> {
     if !(200..300).contains(&response.status) {
         return Err(gitea_error(response, redactor, policy.mode));
@@ -93,6 +125,7 @@ pub fn tool_result(
         policy,
         redactor,
         mode: effective_mode(policy.mode, operation_id),
+        view,
     };
     made.streamed().unwrap_or_else(|| made.tree())
 }
@@ -116,6 +149,7 @@ struct ResultMaking<'a> {
     policy: &'a ResultPolicy,
     redactor: &'a Redactor,
     mode: SecretDetectionMode,
+    view: ResultView<'a>,
 }
 
 impl ResultMaking<'_> {
@@ -123,51 +157,89 @@ impl ResultMaking<'_> {
     /// object it can rewrite.
     fn streamed(&self) -> Option<Result<String, ToolError>> {
         let body = json_body(self.response)?;
-        let passes = TextPasses {
-            redactor: self.redactor,
-            masking: match self.mode {
+        let passes = TextPasses::new(
+            self.redactor,
+            match self.mode {
                 SecretDetectionMode::Off => Masking::None,
                 SecretDetectionMode::Mask => Masking::Mask,
                 SecretDetectionMode::Block => Masking::Decline,
             },
-        };
-        let data = transcode(body, &passes, self.policy.bounds.max_items).ok()?;
-        // The shell holds the caller's login and the request path: the
-        // same passes, on the tree (it is small).
-        let mut shell = envelope_shell(self.identity, self.call, self.response);
-        if let Err(err) = self.clean(&mut shell) {
-            return Some(Err(err));
-        }
-        let Value::Object(shell) = shell else {
-            return None;
-        };
-        Some(Ok(bounded_envelope(
-            shell,
+        );
+        let projection = self.view.projection();
+        let data = transcode(
+            body,
+            &passes,
+            projection.as_ref(),
+            self.policy.bounds.max_items,
+        )
+        .ok()?;
+        Some(self.envelope(
             DataText::Json(data.json),
             data.omitted_items,
-            self.policy.bounds,
-        )))
+            data.hidden_chars,
+        ))
     }
 
-    /// The tree path: the whole envelope as a `serde_json::Value`,
-    /// cleaned, then bounded as it is written.
+    /// The tree path: the body decoded to a `serde_json::Value`, cleaned
+    /// with the envelope, then written by the streamed pass (view, hidden
+    /// characters, item bound) and bounded as the envelope is written.
     fn tree(&self) -> Result<String, ToolError> {
-        let mut envelope = decoded_envelope(
-            self.identity,
-            self.call,
-            self.response,
-            self.policy.max_binary_bytes,
-        )?;
+        let mut data = decode_body(self.response, self.policy.max_binary_bytes)?;
+        if matches!(self.view, ResultView::Compact { .. }) {
+            decode_text_files(&mut data);
+        }
+        let mut envelope = Value::Object(Map::from_iter([("data".to_owned(), data)]));
         self.clean(&mut envelope)?;
-        let Value::Object(mut shell) = envelope else {
-            unreachable!("the envelope is an object");
+        let data = match envelope {
+            Value::Object(mut map) => map.shift_remove("data").unwrap_or(Value::Null),
+            _ => unreachable!("the envelope is an object"),
         };
-        let mut data = shell.shift_remove("data").unwrap_or(Value::Null);
-        let omitted = cut_items(&mut data, self.policy.bounds.max_items);
+        match data {
+            Value::Array(_) | Value::Object(_) => {
+                let text = data.to_string();
+                let projection = self.view.projection();
+                let written = transcode(
+                    text.as_bytes(),
+                    &TextPasses::cleaned(),
+                    projection.as_ref(),
+                    self.policy.bounds.max_items,
+                )
+                .expect("a serialized tree transcodes");
+                self.envelope(
+                    DataText::Json(written.json),
+                    written.omitted_items,
+                    written.hidden_chars,
+                )
+            }
+            Value::String(text) => {
+                let (shown, hidden) = reveal(&text);
+                let shown = shown.into_owned();
+                self.envelope(DataText::Text(shown), 0, hidden)
+            }
+            other => self.envelope(DataText::Json(other.to_string()), 0, 0),
+        }
+    }
+
+    /// The envelope around `data`: the shell (cleaned like the data: it
+    /// holds the caller's login and the request path), the view, the hidden
+    /// characters, then the bounds as it is written.
+    fn envelope(
+        &self,
+        data: DataText,
+        omitted_items: usize,
+        hidden_chars: usize,
+    ) -> Result<String, ToolError> {
+        let mut shell = envelope_shell(self.identity, self.call, self.response);
+        self.clean(&mut shell)?;
+        let Value::Object(mut shell) = shell else {
+            unreachable!("the envelope shell is an object");
+        };
+        note_view(&mut shell, matches!(self.view, ResultView::Compact { .. }));
+        note_hidden_characters(&mut shell, hidden_chars);
         Ok(bounded_envelope(
             shell,
-            DataText::from_value(data),
-            omitted,
+            data,
+            omitted_items,
             self.policy.bounds,
         ))
     }
@@ -253,3 +325,7 @@ pub fn gitea_error(
 #[cfg(test)]
 #[path = "hygiene_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "compact_tests.rs"]
+mod compact_tests;

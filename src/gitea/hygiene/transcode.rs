@@ -1,18 +1,25 @@
 //! The result path without a tree: Gitea's JSON is read once by
 //! serde_json's streaming deserializer and written straight back out,
 //! compact, each string value and object key passing through the text
-//! passes (exact redaction, then masking) on its way, and a top-level list
-//! cut to the item bound as it is read. A string without escapes is
-//! borrowed from Gitea's bytes; no `Value` is built, so a big list costs
-//! one parse and one write instead of a tree of allocations walked four
-//! times and serialized twice (docs/benchmarks.md, "Issue 17").
+//! passes (exact redaction, then masking, then hidden characters made
+//! visible) on its way, a top-level list cut to the item bound as it is
+//! read, and, in the compact view, each object projected as it is read
+//! (`catalog::projection`: fields dropped, nested objects written as the
+//! field that names them, empty values left out, long texts in list items
+//! cut). A string without escapes is borrowed from Gitea's bytes; no
+//! `Value` is built, so a big list costs one parse and one write instead of
+//! a tree of allocations walked four times and serialized twice
+//! (docs/benchmarks.md, "Issue 17").
 //!
 //! The text written is byte for byte what serializing the tree path's
 //! result gives: the same string escaping (serde_json's own escaper), the
 //! same number formatting (serde_json's formatter on the same `u64`, `i64`
-//! or `f64` the tree would hold), Gitea's key order. `transcode_tests`
-//! compares the two. A document that needs what only the tree can do is
-//! declined, and the caller takes the tree path:
+//! or `f64` the tree would hold), Gitea's key order. The tree path itself
+//! ends here too, with [`TextPasses::cleaned`]: it serializes the document
+//! it cleaned and this pass projects it and makes hidden characters
+//! visible, so both views have one implementation. `transcode_tests`
+//! compares the two paths. A document that needs what only the tree can do
+//! is declined on the first pass, and the caller takes the tree path:
 //! - a base64 file field (`content_base64`, or `"encoding": "base64"`,
 //!   which may come after the `content` it describes);
 //! - an object key the passes would change (the tree keeps two keys that
@@ -27,6 +34,7 @@
 //! encoder never repeats a key.
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::fmt;
 
 use serde::Deserializer as _;
@@ -34,7 +42,18 @@ use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor
 use serde_json::ser::{CompactFormatter, Formatter};
 
 use super::redaction::{AUTHORIZATION_HEADER_FIELD, Redactor};
+use crate::catalog::{Node, Shapes};
+use crate::hidden_text::reveal;
 use crate::masking::masker;
+
+/// A string inside a list item longer than this many characters is cut in
+/// the compact view (`docs/tools.md`, "Views").
+pub const LIST_TEXT_CHARS: usize = 300;
+
+/// Go's zero time as Gitea writes it for a date that was never set (a
+/// user who never signed in, a repository never archived): empty, as far
+/// as the compact view is concerned.
+const ZERO_DATES: [&str; 2] = ["0001-01-01T00:00:00Z", "1970-01-01T00:00:00Z"];
 
 /// What pattern masking does to a string.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,15 +70,42 @@ pub enum Masking {
 /// The passes every string of a result goes through, in order.
 #[derive(Debug, Clone, Copy)]
 pub struct TextPasses<'a> {
-    pub redactor: &'a Redactor,
+    /// `None`: the tree path has already redacted and masked the
+    /// document; nothing is rewritten but hidden characters, and nothing
+    /// declines.
+    pub redactor: Option<&'a Redactor>,
     pub masking: Masking,
 }
 
-impl TextPasses<'_> {
-    /// `text` after the passes (borrowed when nothing changed), or `None`
-    /// when block mode found a credential.
+impl<'a> TextPasses<'a> {
+    /// Redaction, then `masking`: the first pass over Gitea's bytes.
+    pub fn new(redactor: &'a Redactor, masking: Masking) -> Self {
+        Self {
+            redactor: Some(redactor),
+            masking,
+        }
+    }
+
+    /// For a document the tree path has cleaned.
+    pub fn cleaned() -> Self {
+        Self {
+            redactor: None,
+            masking: Masking::None,
+        }
+    }
+
+    /// The first pass checks what only the tree path can do.
+    fn checks(&self) -> bool {
+        self.redactor.is_some()
+    }
+
+    /// `text` after redaction and masking (borrowed when nothing changed),
+    /// or `None` when block mode found a credential.
     fn rewrite<'s>(&self, text: &'s str) -> Option<Cow<'s, str>> {
-        let redacted = self.redactor.redact_str(text);
+        let Some(redactor) = self.redactor else {
+            return Some(Cow::Borrowed(text));
+        };
+        let redacted = redactor.redact_str(text);
         match self.masking {
             Masking::None => Some(redacted),
             Masking::Mask => Some(match masker().mask_if_found(&redacted) {
@@ -71,6 +117,14 @@ impl TextPasses<'_> {
     }
 }
 
+/// The compact view of one operation's answer: the shapes of its
+/// catalog, and where the answer starts in them.
+#[derive(Debug, Clone, Copy)]
+pub struct Projection<'a> {
+    pub shapes: &'a Shapes,
+    pub root: &'a Node,
+}
+
 /// A JSON list or object, rewritten.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Transcoded {
@@ -78,6 +132,8 @@ pub struct Transcoded {
     pub json: String,
     /// Items of a top-level list left out by the item bound.
     pub omitted_items: usize,
+    /// Format characters made visible (`[U+XXXX]`).
+    pub hidden_chars: usize,
 }
 
 /// Why the transcoder hands a document to the tree path. Not an error:
@@ -87,20 +143,29 @@ pub struct Transcoded {
 pub struct Declined;
 
 /// Rewrites Gitea's JSON `body` (a list or an object), keeping at most
-/// `max_items` items of a top-level list.
+/// `max_items` items of a top-level list, in the compact view when
+/// `projection` is given.
 pub fn transcode(
     body: &[u8],
     passes: &TextPasses<'_>,
+    projection: Option<&Projection<'_>>,
     max_items: usize,
 ) -> Result<Transcoded, Declined> {
     let mut out = Vec::with_capacity(body.len());
+    let context = Context {
+        passes,
+        shapes: projection.map(|p| p.shapes),
+        hidden: Cell::new(0),
+    };
+    let root = projection.map(|p| p.root);
     let mut de = serde_json::Deserializer::from_slice(body);
     let omitted_items = de
         .deserialize_any(TopLevel {
             writer: Writer {
                 out: &mut out,
-                passes,
+                context: &context,
             },
+            root,
             max_items,
         })
         .map_err(|_| Declined)?;
@@ -110,20 +175,79 @@ pub fn transcode(
     Ok(Transcoded {
         json,
         omitted_items,
+        hidden_chars: context.hidden.get(),
     })
+}
+
+/// What every value of one document is written with.
+struct Context<'p> {
+    passes: &'p TextPasses<'p>,
+    /// `Some` in the compact view.
+    shapes: Option<&'p Shapes>,
+    hidden: Cell<usize>,
+}
+
+impl Context<'_> {
+    fn compact(&self) -> bool {
+        self.shapes.is_some()
+    }
+
+    /// `text` with its format characters shown, counted.
+    fn reveal<'s>(&self, text: Cow<'s, str>) -> Cow<'s, str> {
+        let (shown, count) = reveal(&text);
+        if count == 0 {
+            return text;
+        }
+        self.hidden.set(self.hidden.get() + count);
+        Cow::Owned(shown.into_owned())
+    }
+}
+
+/// How one value is written: its node of the projection (`None` in the
+/// full view) and whether it sits inside a result list's item.
+#[derive(Debug, Clone, Copy)]
+struct Place<'n> {
+    node: Option<&'n Node>,
+    in_item: bool,
+}
+
+impl<'n> Place<'n> {
+    const FULL: Place<'static> = Place {
+        node: None,
+        in_item: false,
+    };
+
+    /// The place of the items of a list at this place.
+    fn items(self) -> Place<'n> {
+        match self.node {
+            Some(Node::List(item)) => Place {
+                node: Some(item),
+                in_item: self.in_item,
+            },
+            Some(Node::Results(item)) => Place {
+                node: Some(item),
+                in_item: true,
+            },
+            Some(_) => Place {
+                node: Some(&Node::Any),
+                in_item: self.in_item,
+            },
+            None => Place::FULL,
+        }
+    }
 }
 
 /// The output and the passes, handed down the document.
 struct Writer<'w, 'p> {
     out: &'w mut Vec<u8>,
-    passes: &'p TextPasses<'p>,
+    context: &'p Context<'p>,
 }
 
 impl Writer<'_, '_> {
     fn reborrow(&mut self) -> Writer<'_, '_> {
         Writer {
             out: self.out,
-            passes: self.passes,
+            context: self.context,
         }
     }
 
@@ -131,12 +255,39 @@ impl Writer<'_, '_> {
         self.out.push(byte);
     }
 
-    /// A string after the passes, escaped as serde_json escapes it.
-    fn string<E: de::Error>(&mut self, text: &str) -> Result<(), E> {
-        let text = self.passes.rewrite(text).ok_or_else(declined)?;
-        write_escaped(self.out, &text);
+    /// A string after the passes, escaped as serde_json escapes it, cut
+    /// when it is a long text in a compact list item.
+    fn string<E: de::Error>(&mut self, text: &str, in_item: bool) -> Result<(), E> {
+        let text = self
+            .context
+            .passes
+            .rewrite(text)
+            .ok_or_else(declined::<E>)?;
+        let text = self.context.reveal(text);
+        if in_item && self.context.compact() {
+            write_escaped(self.out, &cut_long_text(&text));
+        } else {
+            write_escaped(self.out, &text);
+        }
         Ok(())
     }
+}
+
+/// `text` cut to [`LIST_TEXT_CHARS`] characters with a marker that says
+/// how to read the rest, or `text` itself.
+fn cut_long_text(text: &str) -> Cow<'_, str> {
+    // A character is at least one byte: shorter texts need no count.
+    if text.len() <= LIST_TEXT_CHARS {
+        return Cow::Borrowed(text);
+    }
+    let Some((at, _)) = text.char_indices().nth(LIST_TEXT_CHARS) else {
+        return Cow::Borrowed(text);
+    };
+    let rest = text[at..].chars().count();
+    Cow::Owned(format!(
+        "{}… [{rest} more characters: read this item alone, or pass view: full]",
+        &text[..at]
+    ))
 }
 
 /// `text` as a JSON string, escaped by serde_json's own serializer.
@@ -151,12 +302,14 @@ fn declined<E: de::Error>() -> E {
 }
 
 /// The top-level value: a list (item-bounded) or an object.
-struct TopLevel<'w, 'p> {
+struct TopLevel<'w, 'p, 'n> {
     writer: Writer<'w, 'p>,
+    /// The projection's root (`None` in the full view).
+    root: Option<&'n Node>,
     max_items: usize,
 }
 
-impl<'de> Visitor<'de> for TopLevel<'_, '_> {
+impl<'de> Visitor<'de> for TopLevel<'_, '_, '_> {
     /// Items left out.
     type Value = usize;
 
@@ -165,12 +318,25 @@ impl<'de> Visitor<'de> for TopLevel<'_, '_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<usize, A::Error> {
+        // A top-level list holds results, whatever its schema says.
+        let place = match self.root {
+            Some(Node::Results(item) | Node::List(item)) => Place {
+                node: Some(item),
+                in_item: true,
+            },
+            Some(_) => Place {
+                node: Some(&Node::Any),
+                in_item: true,
+            },
+            None => Place::FULL,
+        };
         self.writer.byte(b'[');
         let mut kept = 0;
         while kept < self.max_items {
             let item = Element {
                 writer: self.writer.reborrow(),
                 first: kept == 0,
+                place,
             };
             if seq.next_element_seed(item)?.is_none() {
                 self.writer.byte(b']');
@@ -182,14 +348,14 @@ impl<'de> Visitor<'de> for TopLevel<'_, '_> {
         // Block mode withholds a result over everything Gitea sent, so the
         // items the bound leaves out are still checked (and then dropped).
         let mut omitted = 0;
-        if self.writer.passes.masking == Masking::Decline {
+        if self.writer.context.passes.masking == Masking::Decline {
             let mut scratch = Vec::new();
             let mut sink = Writer {
                 out: &mut scratch,
-                passes: self.writer.passes,
+                context: self.writer.context,
             };
             while seq
-                .next_element_seed(ValueSeed::new(sink.reborrow()))?
+                .next_element_seed(ValueSeed::new(sink.reborrow(), Place::FULL))?
                 .is_some()
             {
                 sink.out.clear();
@@ -204,8 +370,17 @@ impl<'de> Visitor<'de> for TopLevel<'_, '_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<usize, A::Error> {
+        // The root object is the result: never written by name.
+        let node = match self.root {
+            Some(Node::Named(_)) => Some(&Node::Any),
+            other => other,
+        };
         AnyValue {
             writer: self.writer,
+            place: Place {
+                node,
+                in_item: false,
+            },
             of_encoding: false,
         }
         .visit_map(map)?;
@@ -214,181 +389,312 @@ impl<'de> Visitor<'de> for TopLevel<'_, '_> {
 }
 
 /// One item of a list, with the comma before it.
-struct Element<'w, 'p> {
+struct Element<'w, 'p, 'n> {
     writer: Writer<'w, 'p>,
     first: bool,
+    place: Place<'n>,
 }
 
-impl<'de> DeserializeSeed<'de> for Element<'_, '_> {
+impl<'de> DeserializeSeed<'de> for Element<'_, '_, '_> {
     type Value = ();
 
     fn deserialize<D: de::Deserializer<'de>>(mut self, de: D) -> Result<(), D::Error> {
         if !self.first {
             self.writer.byte(b',');
         }
-        ValueSeed::new(self.writer).deserialize(de)
+        let written = ValueSeed::new(self.writer.reborrow(), self.place).deserialize(de)?;
+        // A list keeps its positions: a named object without its name is
+        // `null`, never nothing.
+        if written == Written::Nothing {
+            self.writer.out.extend_from_slice(b"null");
+        }
+        Ok(())
+    }
+}
+
+/// What writing a value left in the output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Written {
+    /// Nothing at all (a named object without its naming field).
+    Nothing,
+    /// An empty value: `null`, `""`, `0`, `false`, `[]` or `{}`.
+    Empty,
+    /// Content.
+    Content,
+}
+
+impl Written {
+    fn of(empty: bool) -> Self {
+        if empty { Self::Empty } else { Self::Content }
     }
 }
 
 /// Any value, written as it is read.
-struct ValueSeed<'w, 'p> {
+struct ValueSeed<'w, 'p, 'n> {
     writer: Writer<'w, 'p>,
+    place: Place<'n>,
     /// The value of an `encoding` key: `"base64"` makes a sibling
     /// `content` a file field, which the tree path decodes.
     of_encoding: bool,
 }
 
-impl<'de> DeserializeSeed<'de> for ValueSeed<'_, '_> {
-    type Value = ();
-
-    fn deserialize<D: de::Deserializer<'de>>(self, de: D) -> Result<(), D::Error> {
-        de.deserialize_any(AnyValue {
-            writer: self.writer,
-            of_encoding: self.of_encoding,
-        })
-    }
-}
-
-impl<'w, 'p> ValueSeed<'w, 'p> {
-    fn new(writer: Writer<'w, 'p>) -> Self {
+impl<'w, 'p, 'n> ValueSeed<'w, 'p, 'n> {
+    fn new(writer: Writer<'w, 'p>, place: Place<'n>) -> Self {
         Self {
             writer,
+            place,
             of_encoding: false,
         }
     }
 }
 
-struct AnyValue<'w, 'p> {
+impl<'de> DeserializeSeed<'de> for ValueSeed<'_, '_, '_> {
+    type Value = Written;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, de: D) -> Result<Written, D::Error> {
+        de.deserialize_any(AnyValue {
+            writer: self.writer,
+            place: self.place,
+            of_encoding: self.of_encoding,
+        })
+    }
+}
+
+struct AnyValue<'w, 'p, 'n> {
     writer: Writer<'w, 'p>,
+    place: Place<'n>,
     of_encoding: bool,
 }
 
-impl<'de> Visitor<'de> for AnyValue<'_, '_> {
-    type Value = ();
+impl<'de> Visitor<'de> for AnyValue<'_, '_, '_> {
+    type Value = Written;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON value")
     }
 
-    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+    fn visit_unit<E: de::Error>(self) -> Result<Written, E> {
         self.writer.out.extend_from_slice(b"null");
-        Ok(())
+        Ok(Written::Empty)
     }
 
-    fn visit_bool<E: de::Error>(self, v: bool) -> Result<(), E> {
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Written, E> {
         self.writer
             .out
             .extend_from_slice(if v { b"true" } else { b"false" });
-        Ok(())
+        Ok(Written::of(!v))
     }
 
     // The formatter calls `serde_json::Value` uses when it serializes the
     // number the parser gave it: the same digits.
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<(), E> {
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Written, E> {
         let _ = CompactFormatter.write_u64(self.writer.out, v);
-        Ok(())
+        Ok(Written::of(v == 0))
     }
 
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<(), E> {
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Written, E> {
         let _ = CompactFormatter.write_i64(self.writer.out, v);
-        Ok(())
+        Ok(Written::of(v == 0))
     }
 
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Written, E> {
         // The parser refuses numbers out of range, so `v` is finite.
         let _ = CompactFormatter.write_f64(self.writer.out, v);
-        Ok(())
+        Ok(Written::of(v == 0.0))
     }
 
-    fn visit_str<E: de::Error>(mut self, v: &str) -> Result<(), E> {
-        if self.of_encoding && v.eq_ignore_ascii_case("base64") {
+    fn visit_str<E: de::Error>(mut self, v: &str) -> Result<Written, E> {
+        if self.of_encoding
+            && self.writer.context.passes.checks()
+            && v.eq_ignore_ascii_case("base64")
+        {
             return Err(declined());
         }
-        self.writer.string(v)
+        self.writer.string(v, self.place.in_item)?;
+        Ok(Written::of(v.is_empty() || ZERO_DATES.contains(&v)))
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<Written, A::Error> {
+        let place = self.place.items();
         self.writer.byte(b'[');
         let mut first = true;
         while seq
             .next_element_seed(Element {
                 writer: self.writer.reborrow(),
                 first,
+                place,
             })?
             .is_some()
         {
             first = false;
         }
         self.writer.byte(b']');
-        Ok(())
+        Ok(Written::of(first))
     }
 
-    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
+    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<Written, A::Error> {
+        let shapes = self.writer.context.shapes;
+        if let (Some(_), Some(Node::Named(field))) = (shapes, self.place.node) {
+            return self.named(map, field);
+        }
         self.writer.byte(b'{');
-        let mut first = true;
-        while let Some(key) = map.next_key_seed(Key {
-            writer: self.writer.reborrow(),
-            first,
+        let mut wrote_any = false;
+        while let Some(key) = map.next_key_seed(KeyCheck {
+            passes: self.writer.context.passes,
         })? {
-            first = false;
-            map.next_value_seed(ValueSeed {
+            let node = match (shapes, self.place.node) {
+                (Some(shapes), Some(Node::Object(id))) => Some(shapes.field(*id, &key)),
+                (Some(_), Some(_)) => Some(Shapes::generic_field(&key)),
+                _ => None,
+            };
+            if node == Some(&Node::Drop) {
+                skip_value(&mut map, self.writer.context)?;
+                continue;
+            }
+            let mark = self.writer.out.len();
+            if wrote_any {
+                self.writer.byte(b',');
+            }
+            let shown = self.writer.context.reveal(Cow::Borrowed(&*key));
+            write_escaped(self.writer.out, &shown);
+            self.writer.byte(b':');
+            let written = map.next_value_seed(ValueSeed {
                 writer: self.writer.reborrow(),
-                of_encoding: key == KeyKind::Encoding,
+                place: Place {
+                    node,
+                    in_item: self.place.in_item,
+                },
+                of_encoding: &*key == "encoding",
             })?;
+            // The compact view leaves empty values out; the full view
+            // writes what Gitea sent.
+            if node.is_some() && written != Written::Content {
+                self.writer.out.truncate(mark);
+            } else {
+                wrote_any = true;
+            }
         }
         self.writer.byte(b'}');
-        Ok(())
+        Ok(Written::of(!wrote_any))
     }
 }
 
-/// What the transcoder must know about a key to judge its value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum KeyKind {
-    Plain,
-    /// `encoding`: `"base64"` makes a sibling `content` a file field.
-    Encoding,
+impl AnyValue<'_, '_, '_> {
+    /// A nested object written as the value of its naming `field`; the
+    /// other fields are read and left out. Nothing is written when the
+    /// field is missing.
+    fn named<'de, A: MapAccess<'de>>(
+        mut self,
+        mut map: A,
+        field: &str,
+    ) -> Result<Written, A::Error> {
+        let mut written = Written::Nothing;
+        // Keys left out need no checks, but in block mode everything Gitea
+        // sent is looked at (`skip_value`).
+        let cleaned = TextPasses::cleaned();
+        let keys = if self.writer.context.passes.masking == Masking::Decline {
+            self.writer.context.passes
+        } else {
+            &cleaned
+        };
+        while let Some(key) = map.next_key_seed(KeyCheck { passes: keys })? {
+            if written == Written::Nothing && &*key == field {
+                written = map.next_value_seed(ValueSeed::new(
+                    self.writer.reborrow(),
+                    Place {
+                        node: Some(&Node::Any),
+                        in_item: self.place.in_item,
+                    },
+                ))?;
+            } else {
+                skip_value(&mut map, self.writer.context)?;
+            }
+        }
+        Ok(written)
+    }
 }
 
-/// An object key, with the comma before it and the colon after it.
-struct Key<'w, 'p> {
-    writer: Writer<'w, 'p>,
-    first: bool,
+/// Reads a value the compact view leaves out. Block mode withholds a
+/// result over everything Gitea sent (as the tree path does), so there the
+/// value still goes through the passes, into a scratch buffer.
+fn skip_value<'de, A: MapAccess<'de>>(map: &mut A, context: &Context<'_>) -> Result<(), A::Error> {
+    if context.passes.masking != Masking::Decline {
+        map.next_value::<IgnoredAny>()?;
+        return Ok(());
+    }
+    let mut scratch = Vec::new();
+    let sink = Writer {
+        out: &mut scratch,
+        context,
+    };
+    map.next_value_seed(ValueSeed::new(sink, Place::FULL))?;
+    Ok(())
 }
 
-impl<'de> DeserializeSeed<'de> for Key<'_, '_> {
-    type Value = KeyKind;
+/// An object key as read: borrowed from Gitea's bytes unless it had
+/// escapes.
+enum KeyText<'de> {
+    Borrowed(&'de str),
+    Owned(String),
+}
 
-    fn deserialize<D: de::Deserializer<'de>>(self, de: D) -> Result<KeyKind, D::Error> {
+impl std::ops::Deref for KeyText<'_> {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        match self {
+            Self::Borrowed(key) => key,
+            Self::Owned(key) => key,
+        }
+    }
+}
+
+/// Reads an object key without copying it, checked (on the first pass)
+/// for what only the tree path can do.
+struct KeyCheck<'p> {
+    passes: &'p TextPasses<'p>,
+}
+
+impl<'de> DeserializeSeed<'de> for KeyCheck<'_> {
+    type Value = KeyText<'de>;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, de: D) -> Result<KeyText<'de>, D::Error> {
         de.deserialize_str(self)
     }
 }
 
-impl<'de> Visitor<'de> for Key<'_, '_> {
-    type Value = KeyKind;
+impl<'de> Visitor<'de> for KeyCheck<'_> {
+    type Value = KeyText<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an object key")
     }
 
-    fn visit_str<E: de::Error>(mut self, key: &str) -> Result<KeyKind, E> {
+    fn visit_borrowed_str<E: de::Error>(self, key: &'de str) -> Result<KeyText<'de>, E> {
+        self.check(key)?;
+        Ok(KeyText::Borrowed(key))
+    }
+
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<KeyText<'de>, E> {
+        self.check(key)?;
+        Ok(KeyText::Owned(key.to_owned()))
+    }
+}
+
+impl KeyCheck<'_> {
+    fn check<E: de::Error>(&self, key: &str) -> Result<(), E> {
+        if !self.passes.checks() {
+            return Ok(());
+        }
         if key == "content_base64" || key.eq_ignore_ascii_case(AUTHORIZATION_HEADER_FIELD) {
             return Err(declined());
         }
         // A key the passes change is renamed by the tree path, which keeps
         // two keys that became equal apart.
-        if matches!(self.writer.passes.rewrite(key), Some(Cow::Owned(_)) | None) {
+        if matches!(self.passes.rewrite(key), Some(Cow::Owned(_)) | None) {
             return Err(declined());
         }
-        if !self.first {
-            self.writer.byte(b',');
-        }
-        write_escaped(self.writer.out, key);
-        self.writer.byte(b':');
-        Ok(if key == "encoding" {
-            KeyKind::Encoding
-        } else {
-            KeyKind::Plain
-        })
+        Ok(())
     }
 }
 

@@ -1,0 +1,1151 @@
+#!/usr/bin/env python3
+"""Context benchmark: how many bytes each everyday question costs a model.
+
+A model pays for every byte a tool result puts in its context. This script
+asks the gateway the questions of an ordinary working session (what tools are
+there, which issues are open, what does this issue say, what does this pull
+request change, read the README, the last commits, ...), one tool call each,
+through the official Python MCP SDK client (Streamable HTTP, `Authorization:
+Bearer <MCP bearer>`), and prints per question: the tool, the bytes of the
+result's text (the UTF-8 length of its text content items; for `tools/list`
+the compact JSON of the tools array as the client received it), and about how
+many tokens that is (bytes / 4).
+
+It also checks that each answer still answers the question: a list of facts
+per question (every listed issue's number and title, label names, the
+README's first sentence as plain text, the pull request's title and changed
+file names, commit SHAs, branch and tag names, repository names, the user's
+login, ...) must be findable in the answer. The facts come from Gitea's own
+answer to the same route (called directly with the admin's token), never from
+this file, and are looked for as substrings of the answer's JSON text (the
+envelope parsed and dumped again with `ensure_ascii=False`), not at fixed
+paths, so the shape of the answer may change freely. A number only has to
+stand alone somewhere (a weak check: small numbers appear elsewhere too); text
+is looked for as it appears inside a JSON string. `tools/list` must name every
+tool the other questions use. Bodies are not checked beyond their first line,
+as the gateway may cut long ones.
+
+The seeded repository (`context_bench_data.py`): 4 labels, a milestone, 24
+open issues (alice assigned to several, comments by the admin and by alice,
+an @mention of the admin), 11 commits on main, 2 more branches, one open pull
+request changing 3 files, 2 releases, and 3 small repositories more, so the
+search finds 4. Other e2e tests do not look at any of it.
+
+When the peers installed by /work/shared/perf/install.sh are in
+$PERF_PEERS_DIR (default ~/.cache/aegis-perf-peers): PyPI `gitea-mcp` 0.5.1 and
+npm `gitea-mcp` 0.0.10, they get the same questions through their own closest
+tools (or "no tool"), and their bytes are printed in extra columns.
+
+Three ways to run it (from the repository root; needs `pip install mcp==2.3.0`):
+
+    # 1. Against the real e2e Gitea (tests/e2e/gitea.sh start). Seeds its own
+    #    repository aegis-org/context-bench (idempotent, so re-runs are fine).
+    AEGIS_BIN=target/debug/aegis-gitea-mcp tests/e2e/context_bench.py --json /tmp/context.json
+
+    # 2. The same, and save Gitea's raw answer of each question's route (and a
+    #    few more routes) as fixtures, DIR/<name>.json = {"route", "status",
+    #    "headers" (content type and pagination), "body"}:
+    tests/e2e/context_bench.py --capture tests/fixtures/gitea-1.27.1
+
+    # 3. Without Gitea, in seconds: a small local server replays the fixtures
+    #    of DIR to the gateway (facts are read from the same fixtures).
+    tests/e2e/context_bench.py --replay tests/fixtures/gitea-1.27.1
+
+Options: `--json PATH` writes every figure as JSON; `--no-fail` only reports
+missing facts; `--no-peers` skips the peers (they never run with --replay:
+their routes are not all captured); `--save-answers DIR` writes the gateway's
+answer texts as DIR/<name>.txt. Environment: `AEGIS_BIN` (the
+gateway binary, default target/debug/aegis-gitea-mcp), `AEGIS_E2E_DIR`
+(where fixture.json is, default /tmp/aegis-e2e), `PERF_PEERS_DIR`.
+
+The Markdown table goes to stdout, progress to stderr.
+
+Exit code: 0 when every fact of every question was found in the gateway's
+answers (or with --no-fail); 1 when a fact is missing or a gateway call
+failed; 2 when the run itself could not be done (no Gitea, no binary, ...).
+The peers' answers never change the exit code.
+"""
+
+import argparse
+import asyncio
+import base64
+import http.server
+import json
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import urllib.error
+import urllib.parse
+import urllib.request
+
+sys.dont_write_bytecode = True  # no __pycache__ in the work tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import context_bench_data as DATA  # noqa: E402
+from gateway import gateway_binary, load_fixture, stop_gateway  # noqa: E402
+
+STARTED = time.monotonic()
+REPO_PATH = "/repos/%s/%s" % (DATA.OWNER, DATA.REPO)
+
+
+def step(message):
+    print("[context-bench %6.2f s] %s" % (time.monotonic() - STARTED, message), file=sys.stderr, flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port, process, seconds=60):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            return False
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return True
+        except OSError:
+            time.sleep(0.2)
+    return False
+
+
+def stop_process(process):
+    """SIGTERM, then SIGKILL after 10 s: only the process this script started."""
+    stop_gateway(process)
+
+
+# ---------------------------------------------------------------------------
+# Gitea's REST API, called directly
+# ---------------------------------------------------------------------------
+
+
+class Answer:
+    def __init__(self, status, headers, body):
+        self.status = status
+        self.headers = headers
+        self.body = body
+
+
+class Gitea:
+    """Gitea's API with one user's token: JSON in, JSON out."""
+
+    def __init__(self, api_url, token):
+        self.api_url = api_url.rstrip("/")
+        self.token = token
+
+    def request(self, method, path, query=None, body=None, expect=(200, 201, 204)):
+        url = self.api_url + path
+        if query:
+            url += "?" + urllib.parse.urlencode(query)
+        headers = {"Authorization": "token " + self.token, "Accept": "application/json"}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        request = urllib.request.Request(url, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                status, raw, answer_headers = response.status, response.read(), response.headers
+        except urllib.error.HTTPError as err:
+            status, raw, answer_headers = err.code, err.read(), err.headers
+        if status not in expect:
+            raise RuntimeError("Gitea %s %s answered %s: %s" % (method, path, status, raw[:300]))
+        parsed = json.loads(raw) if raw.strip() else None
+        return Answer(status, answer_headers, parsed)
+
+    def get(self, path, query=None, expect=(200,)):
+        return self.request("GET", path, query, expect=expect)
+
+    def exists(self, path, query=None):
+        return self.get(path, query, expect=(200, 404)).status == 200
+
+    def post(self, path, body):
+        return self.request("POST", path, body=body).body
+
+    def put(self, path, body):
+        return self.request("PUT", path, body=body).body
+
+    def all_pages(self, path, query):
+        """Every item of a paginated list, 50 a page."""
+        items, page = [], 1
+        while True:
+            batch = self.get(path, dict(query, limit=50, page=page)).body
+            items += batch
+            if len(batch) < 50:
+                return items
+            page += 1
+
+
+def q(segment):
+    return urllib.parse.quote(segment, safe="")
+
+
+def b64(text):
+    return base64.b64encode(text.encode()).decode()
+
+
+# ---------------------------------------------------------------------------
+# Seeding the bench repository (idempotent)
+# ---------------------------------------------------------------------------
+
+
+def ensure_repo(gitea, owner, name, description, org):
+    if gitea.exists("/repos/%s/%s" % (q(owner), q(name))):
+        return False
+    options = {"name": name, "description": description, "auto_init": True, "default_branch": "main", "readme": "Default"}
+    gitea.post("/orgs/%s/repos" % q(owner) if org else "/user/repos", options)
+    return True
+
+
+def ensure_labels(gitea):
+    have = {label["name"]: label["id"] for label in gitea.all_pages(REPO_PATH + "/labels", {})}
+    for label in DATA.LABELS:
+        if label["name"] not in have:
+            have[label["name"]] = gitea.post(REPO_PATH + "/labels", label)["id"]
+    return have
+
+
+def ensure_milestone(gitea):
+    for milestone in gitea.all_pages(REPO_PATH + "/milestones", {"state": "all"}):
+        if milestone["title"] == DATA.MILESTONE["title"]:
+            return milestone["id"]
+    return gitea.post(REPO_PATH + "/milestones", DATA.MILESTONE)["id"]
+
+
+def ensure_file(gitea, path, content, message, branch):
+    """Creates or updates `path` on `branch` so it holds `content`; True if it committed."""
+    url = REPO_PATH + "/contents/" + "/".join(q(p) for p in path.split("/"))
+    current = gitea.get(url, {"ref": branch}, expect=(200, 404))
+    change = {"content": b64(content), "message": message, "branch": branch}
+    if current.status == 404:
+        gitea.post(url, change)
+        return True
+    if base64.b64decode(current.body["content"]).decode() == content:
+        return False
+    gitea.put(url, dict(change, sha=current.body["sha"]))
+    return True
+
+
+def ensure_release(gitea, release):
+    if gitea.exists(REPO_PATH + "/releases/tags/" + q(release["tag_name"])):
+        return False
+    body = {k: release[k] for k in ("tag_name", "name", "body")}
+    gitea.post(REPO_PATH + "/releases", dict(body, target_commitish="main"))
+    return True
+
+
+def ensure_main_history(gitea):
+    """The commits on main, with a release tagged after the commits it names."""
+    made = 0
+    for number, (path, content, message) in enumerate(DATA.MAIN_COMMITS, start=1):
+        made += ensure_file(gitea, path, content, message, "main")
+        for release in DATA.RELEASES:
+            if release["after_commit"] == number:
+                made += ensure_release(gitea, release)
+    return made
+
+
+def ensure_branches(gitea):
+    made = 0
+    for branch, commits in DATA.BRANCHES:
+        if not gitea.exists(REPO_PATH + "/branches/" + q(branch)):
+            gitea.post(REPO_PATH + "/branches", {"new_branch_name": branch, "old_ref_name": "main"})
+            made += 1
+        for path, content, message in commits:
+            made += ensure_file(gitea, path, content, message, branch)
+    return made
+
+
+def ensure_issues(gitea, label_ids, milestone_id, alice_login):
+    """The issues by title (created where missing): {title: number}."""
+    have = {i["title"]: i["number"] for i in gitea.all_pages(REPO_PATH + "/issues", {"state": "all", "type": "issues"})}
+    for issue in DATA.ISSUES:
+        if issue["title"] in have:
+            continue
+        body = {"title": issue["title"], "body": issue["body"], "labels": [label_ids[n] for n in issue["labels"]]}
+        if issue["alice"]:
+            body["assignees"] = [alice_login]
+        if issue["milestone"]:
+            body["milestone"] = milestone_id
+        have[issue["title"]] = gitea.post(REPO_PATH + "/issues", body)["number"]
+    return have
+
+
+def ensure_comments(admin, alice, numbers, admin_login):
+    made = 0
+    for title, author, text in DATA.COMMENTS:
+        text = text.replace("{admin}", admin_login)
+        path = "%s/issues/%d/comments" % (REPO_PATH, numbers[title])
+        if any(c["body"] == text for c in admin.get(path).body):
+            continue
+        (alice if author == "alice" else admin).post(path, {"body": text})
+        made += 1
+    return made
+
+
+def ensure_pull_request(gitea, label_ids):
+    spec = DATA.PULL_REQUEST
+    for pull in gitea.all_pages(REPO_PATH + "/pulls", {"state": "all"}):
+        if pull["head"]["ref"] == spec["head"]:
+            return pull["number"]
+    body = {k: spec[k] for k in ("head", "base", "title", "body")}
+    body["labels"] = [label_ids[n] for n in spec["labels"]]
+    return gitea.post(REPO_PATH + "/pulls", body)["number"]
+
+
+def unread_notifications(admin):
+    return admin.get(REPO_PATH + "/notifications", {"status-types": "unread"}).body
+
+
+def ensure_notification(admin, alice, numbers, admin_login):
+    """At least one unread notification for the admin in the bench repository.
+    Gitea creates them from a queue, so wait a little; if there are none
+    (someone read them), alice mentions the admin once more."""
+    for attempt in range(2):
+        for _ in range(60):
+            if unread_notifications(admin):
+                return
+            time.sleep(0.5)
+        if attempt == 0:
+            title = next(i["title"] for i in DATA.ISSUES if i["title"] != DATA.FOCUS_ISSUE)
+            path = "%s/issues/%d/comments" % (REPO_PATH, numbers[title])
+            alice.post(path, {"body": "@%s ping: is this still planned for %s?" % (admin_login, DATA.MILESTONE["title"])})
+    raise RuntimeError("Gitea made no notification for the admin")
+
+
+def seed(fixture):
+    """Seeds the bench data; returns the numbers the questions ask about."""
+    admin = Gitea(fixture["api_url"], fixture["admin"]["token"])
+    alice = Gitea(fixture["api_url"], fixture["user"]["token"])
+    admin_login, alice_login = fixture["admin"]["login"], fixture["user"]["login"]
+    created = ensure_repo(admin, DATA.OWNER, DATA.REPO, DATA.DESCRIPTION, org=True)
+    for owner, name, description, by in DATA.EXTRA_REPOS:
+        ensure_repo(alice if by == "alice" else admin, owner, name, description, org=(by == "admin"))
+    admin.put("%s/collaborators/%s" % (REPO_PATH, q(alice_login)), {"permission": "write"})
+    label_ids = ensure_labels(admin)
+    milestone_id = ensure_milestone(admin)
+    commits = ensure_main_history(admin) + ensure_branches(admin)
+    numbers = ensure_issues(admin, label_ids, milestone_id, alice_login)
+    comments = ensure_comments(admin, alice, numbers, admin_login)
+    pull = ensure_pull_request(admin, label_ids)
+    ensure_notification(admin, alice, numbers, admin_login)
+    step(
+        "seeded %s/%s (%s; %d commits, branches, releases made; %d comments made)"
+        % (DATA.OWNER, DATA.REPO, "new" if created else "already there", commits, comments)
+    )
+    head = admin.get(REPO_PATH + "/branches/main").body["commit"]["id"]
+    return {"issue": numbers[DATA.FOCUS_ISSUE], "pull": pull, "head": head}
+
+
+# ---------------------------------------------------------------------------
+# Facts: what an answer must contain, from Gitea's own answer to the route
+# ---------------------------------------------------------------------------
+
+
+def first_line(text, limit=60):
+    """The first non-empty line of `text`, cut at a word boundary near `limit`."""
+    line = next((l.strip() for l in text.splitlines() if l.strip()), "")
+    if len(line) <= limit:
+        return line
+    return line[:limit].rsplit(" ", 1)[0]
+
+
+def first_sentence(markdown):
+    """The first sentence of the first paragraph that is not a heading."""
+    paragraphs = [p.strip() for p in markdown.split("\n\n")]
+    text = next(p for p in paragraphs if p and not p.startswith("#"))
+    return re.split(r"(?<=[.!?])\s", " ".join(text.split()), maxsplit=1)[0]
+
+
+def facts_issue_list(issues):
+    facts = []
+    for issue in issues:
+        facts += [("issue number", issue["number"]), ("issue title", issue["title"])]
+        facts += [("label", label["name"]) for label in issue["labels"]]
+    return dedupe(facts)
+
+
+def facts_issue(issue):
+    facts = [("number", issue["number"]), ("title", issue["title"]), ("author", issue["user"]["login"])]
+    facts += [("body start", first_line(issue["body"]))]
+    facts += [("label", label["name"]) for label in issue["labels"]]
+    facts += [("assignee", user["login"]) for user in issue["assignees"] or []]
+    if issue["milestone"]:
+        facts.append(("milestone", issue["milestone"]["title"]))
+    return facts
+
+
+def facts_comments(comments):
+    facts = []
+    for comment in comments:
+        facts += [("comment author", comment["user"]["login"]), ("comment start", first_line(comment["body"]))]
+    return dedupe(facts)
+
+
+def facts_pull_list(pulls):
+    facts = []
+    for pull in pulls:
+        facts += [("pull number", pull["number"]), ("pull title", pull["title"])]
+        facts += [("head branch", pull["head"]["ref"]), ("base branch", pull["base"]["ref"])]
+    return dedupe(facts)
+
+
+def facts_pull(pull):
+    return [
+        ("number", pull["number"]),
+        ("title", pull["title"]),
+        ("author", pull["user"]["login"]),
+        ("head branch", pull["head"]["ref"]),
+        ("base branch", pull["base"]["ref"]),
+    ]
+
+
+def facts_pull_files(files):
+    return [("file", f["filename"]) for f in files]
+
+
+def facts_repo_search(result):
+    return [("repository", repo["full_name"]) for repo in result["data"]]
+
+
+def facts_readme(contents):
+    text = base64.b64decode(contents["content"]).decode()
+    return [("path", contents["path"]), ("first sentence", first_sentence(text))]
+
+
+def facts_commits(commits):
+    return [("sha", commit["sha"][:10]) for commit in commits]
+
+
+def facts_branches(branches):
+    return [("branch", branch["name"]) for branch in branches]
+
+
+def facts_releases(releases):
+    facts = []
+    for release in releases:
+        facts += [("tag", release["tag_name"]), ("release name", release["name"])]
+    return facts
+
+
+def facts_notifications(threads):
+    facts = []
+    for thread in threads:
+        facts += [("subject", thread["subject"]["title"]), ("repository", thread["repository"]["full_name"])]
+    return dedupe(facts)
+
+
+def facts_user(user):
+    return [("login", user["login"])]
+
+
+def facts_orgs(orgs):
+    return [("organization", org["username"]) for org in orgs]
+
+
+def dedupe(facts):
+    return list(dict.fromkeys(facts))
+
+
+def fact_found(text, value):
+    """A number must stand alone (`12`, not `123`); text is looked for as it
+    appears inside a JSON string (escaped), or as is."""
+    if isinstance(value, int):
+        return re.search(r"(?<![\w.])%d(?![\w.])" % value, text) is not None
+    return json.dumps(value, ensure_ascii=False)[1:-1] in text or value in text
+
+
+def answer_text(texts):
+    """The text facts are looked for in: each text item, as JSON dumped again
+    (escapes decoded) when it parses, else as it is."""
+    parts = []
+    for text in texts:
+        try:
+            parts.append(json.dumps(json.loads(text), ensure_ascii=False))
+        except ValueError:
+            parts.append(text)
+    return "\n".join(parts)
+
+
+# ---------------------------------------------------------------------------
+# The questions
+# ---------------------------------------------------------------------------
+
+
+class Question:
+    def __init__(self, name, ask, tool, arguments, path=None, query=None, facts=None):
+        self.name = name
+        self.ask = ask
+        self.tool = tool
+        self.arguments = arguments
+        self.path = path  # Gitea's route for this question (under /api/v1)
+        self.query = query or {}
+        self.facts = facts  # Gitea's body of the route -> [(what, value)]
+
+
+def questions(subject):
+    """The questions, with the arguments a model would pass. `subject`: the
+    issue and pull request numbers asked about."""
+    repo = {"owner": DATA.OWNER, "repo": DATA.REPO}
+    issue, pull = subject["issue"], subject["pull"]
+    return [
+        Question("tools_list", "Which tools are there?", "tools/list", None),
+        Question(
+            "issue_list", "Which issues are open? (20)", "gitea_issue_list_issues",
+            dict(repo, state="open", type="issues", limit=20),
+            REPO_PATH + "/issues", {"state": "open", "type": "issues", "limit": 20}, facts_issue_list,
+        ),
+        Question(
+            "issue", "What does issue #%d say?" % issue, "gitea_issue_get_issue", dict(repo, index=issue),
+            "%s/issues/%d" % (REPO_PATH, issue), None, facts_issue,
+        ),
+        Question(
+            "issue_comments", "What was said on it?", "gitea_issue_get_comments", dict(repo, index=issue),
+            "%s/issues/%d/comments" % (REPO_PATH, issue), None, facts_comments,
+        ),
+        Question(
+            "pull_request_list", "Which pull requests are open?", "gitea_repo_list_pull_requests",
+            dict(repo, state="open"), REPO_PATH + "/pulls", {"state": "open"}, facts_pull_list,
+        ),
+        Question(
+            "pull_request", "What is pull request #%d?" % pull, "gitea_repo_get_pull_request", dict(repo, index=pull),
+            "%s/pulls/%d" % (REPO_PATH, pull), None, facts_pull,
+        ),
+        Question(
+            "pull_request_files", "Which files does it change?", "gitea_repo_get_pull_request_files",
+            dict(repo, index=pull), "%s/pulls/%d/files" % (REPO_PATH, pull), None, facts_pull_files,
+        ),
+        Question(
+            "repo_search", "Which repositories match %r?" % DATA.SEARCH_QUERY, "gitea_repo_search",
+            {"q": DATA.SEARCH_QUERY}, "/repos/search", {"q": DATA.SEARCH_QUERY}, facts_repo_search,
+        ),
+        Question(
+            "readme", "What does the README say?", "gitea_repo_get_contents", dict(repo, filepath="README.md"),
+            REPO_PATH + "/contents/README.md", None, facts_readme,
+        ),
+        Question(
+            "commits_2", "What are the last 2 commits?", "gitea_repo_get_all_commits", dict(repo, limit=2),
+            REPO_PATH + "/commits", {"limit": 2}, facts_commits,
+        ),
+        Question(
+            "commits_10", "What are the last 10 commits?", "gitea_repo_get_all_commits", dict(repo, limit=10),
+            REPO_PATH + "/commits", {"limit": 10}, facts_commits,
+        ),
+        Question(
+            "branches", "Which branches are there?", "gitea_repo_list_branches", dict(repo),
+            REPO_PATH + "/branches", None, facts_branches,
+        ),
+        Question(
+            "releases", "What has been released?", "gitea_repo_list_releases", dict(repo),
+            REPO_PATH + "/releases", None, facts_releases,
+        ),
+        Question(
+            "notifications", "What needs my attention?", "gitea_notify_get_list", {},
+            "/notifications", None, facts_notifications,
+        ),
+        Question("current_user", "Who am I?", "gitea_user_get_current", {}, "/user", None, facts_user),
+        Question(
+            "orgs", "Which organisations am I in?", "gitea_org_list_current_user_orgs", {},
+            "/user/orgs", None, facts_orgs,
+        ),
+    ]
+
+
+def extra_routes(subject):
+    """Routes captured as fixtures besides the questions' own: (name, path, query)."""
+    return [
+        ("repository", REPO_PATH, None),
+        ("commit", "%s/git/commits/%s" % (REPO_PATH, subject["head"]), None),
+        ("contents_root", REPO_PATH + "/contents", None),
+        ("label_list", REPO_PATH + "/labels", None),
+        ("milestone_list", REPO_PATH + "/milestones", None),
+    ]
+
+
+def tools_list_facts(all_questions):
+    """tools/list must name every tool the other questions use."""
+    return [("tool", question.tool) for question in all_questions if question.tool != "tools/list"]
+
+
+# ---------------------------------------------------------------------------
+# The peers: their closest tool for each question (None: no such tool)
+# ---------------------------------------------------------------------------
+
+
+def peer_calls(peer, subject):
+    repo = {"owner": DATA.OWNER, "repo": DATA.REPO}
+    issue, pull = subject["issue"], subject["pull"]
+    if peer == "gitea-mcp-py":
+        return {
+            "issue_list": ("list_issues", dict(repo, state="open", limit=20)),
+            "issue": ("get_issue", dict(repo, issue_number=issue)),
+            # Its get_issue returns the issue with all of its comments.
+            "issue_comments": ("get_issue", dict(repo, issue_number=issue)),
+            "pull_request_list": ("list_pull_requests", dict(repo, state="open")),
+            "pull_request": ("get_pull_request", dict(repo, pull_number=pull)),
+            "readme": ("read_file", dict(repo, path="README.md")),
+            "branches": ("list_branches", dict(repo)),
+            "releases": ("list_releases", dict(repo)),
+            # No tool for GET /user alone: this one calls /user and /version.
+            "current_user": ("get_server_info", {}),
+        }
+    return {
+        "issue_list": ("issue__list", dict(repo, state="open", limit=20)),
+        "issue": ("issue__get_by_index", dict(repo, index=issue)),
+        "issue_comments": ("issue__comment_list", dict(repo, index=issue)),
+        "pull_request_list": ("pull_request__list", dict(repo, state="open")),
+        "pull_request": ("pull_request__get", dict(repo, index=pull)),
+        "current_user": ("user__get_my_userinfo", {}),
+    }
+
+
+def peers_dir():
+    return os.path.expanduser(os.environ.get("PERF_PEERS_DIR", "~/.cache/aegis-perf-peers"))
+
+
+def peer_command(peer, port, gitea_url, token):
+    """(argv, env) to start `peer` on `port`, or None when it is not installed."""
+    base_env = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/tmp")}
+    if peer == "gitea-mcp-py":
+        binary = os.path.join(peers_dir(), "gitea-mcp-py", "bin", "gitea-mcp")
+        if not os.path.exists(binary):
+            return None
+        argv = [binary, "serve", "--transport", "http", "--host", "127.0.0.1", "--port", str(port), "--path", "/mcp"]
+        return argv, dict(base_env, GITEA_URL=gitea_url, GITEA_TOKEN=token)
+    script = os.path.join(peers_dir(), "gitea-mcp-npm", "node_modules", "gitea-mcp", "dist", "streamableHttp.js")
+    if not os.path.exists(script) or not shutil.which("node"):
+        return None
+    # It listens on all interfaces (PORT only); the e2e machine is not shared.
+    return ["node", script], dict(base_env, PORT=str(port), GITEA_HOST=gitea_url, GITEA_ACCESS_TOKEN=token)
+
+
+PEERS = ["gitea-mcp-py", "gitea-mcp-npm"]
+
+
+# ---------------------------------------------------------------------------
+# Asking a server through the MCP SDK
+# ---------------------------------------------------------------------------
+
+
+def tools_json(tools):
+    """The tools array as compact JSON, as the client received it."""
+    return json.dumps(
+        [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in tools],
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+
+
+def result_texts(result):
+    return [item.text for item in result.content if getattr(item, "type", None) == "text"]
+
+
+async def ask(url, bearer, calls):
+    """One MCP session at `url`: tools/list, then each call of `calls`
+    ({name: (tool, arguments)}). Returns {name: figures}, with "tools_list"."""
+    import httpx2
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    answers = {}
+    async with httpx2.AsyncClient(headers={"Authorization": "Bearer " + bearer}, timeout=120) as http:
+        async with streamable_http_client(url, http_client=http) as (read, write, *_):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                tools = (await session.list_tools()).tools
+                listed = tools_json(tools)
+                answers["tools_list"] = {
+                    "tool": "tools/list",
+                    "tools": len(tools),
+                    "names": [tool.name for tool in tools],
+                    "texts": [listed],
+                    "is_error": False,
+                }
+                for name, (tool, arguments) in calls.items():
+                    try:
+                        result = await session.call_tool(tool, arguments)
+                        texts, is_error = result_texts(result), bool(result.is_error)
+                    except Exception as err:  # a peer's crash is a figure, not the bench's failure
+                        texts, is_error = ["%s: %s" % (type(err).__name__, err)], True
+                    answers[name] = {"tool": tool, "arguments": arguments, "texts": texts, "is_error": is_error}
+    return answers
+
+
+def figures(answer):
+    size = sum(len(text.encode()) for text in answer["texts"])
+    return {"bytes": size, "approx_tokens": round(size / 4)}
+
+
+# ---------------------------------------------------------------------------
+# The gateway and the peers as processes
+# ---------------------------------------------------------------------------
+
+
+def start_gateway(gitea_url, token, bearer, work_dir):
+    port = free_port()
+    data_dir = os.path.join(work_dir, "gateway-data")
+    os.makedirs(data_dir)
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "RUST_LOG": os.environ.get("RUST_LOG", "warn"),
+        "GITEA_URL": gitea_url,
+        "GITEA_TOKEN": token,
+        "MCP_BEARER_TOKEN": bearer,
+        "MCP_HOST": "127.0.0.1",
+        "MCP_PORT": str(port),
+        "PUBLIC_BASE_URL": "http://127.0.0.1:%d" % port,
+        "DATA_DIR": data_dir,
+    }
+    binary = gateway_binary()
+    if not os.path.exists(binary):
+        raise RuntimeError("no gateway binary at %s (set AEGIS_BIN)" % binary)
+    log = open(os.path.join(work_dir, "gateway.log"), "w")
+    process = subprocess.Popen([binary, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT, cwd=data_dir)
+    log.close()
+    if not wait_for_health(port, process):
+        stop_process(process)
+        raise RuntimeError("the gateway did not start; log: %s" % os.path.join(work_dir, "gateway.log"))
+    return process, "http://127.0.0.1:%d/mcp" % port
+
+
+def wait_for_health(port, process):
+    for _ in range(300):
+        if process.poll() is not None:
+            return False
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d/health" % port, timeout=1) as response:
+                if response.status == 200:
+                    return True
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.1)
+    return False
+
+
+def ask_peer(peer, subject, gitea_url, token, work_dir):
+    """The peer's answers, or a reason it was skipped (a string)."""
+    port = free_port()
+    command = peer_command(peer, port, gitea_url, token)
+    if command is None:
+        return "not installed in %s" % peers_dir()
+    argv, env = command
+    log = open(os.path.join(work_dir, peer + ".log"), "w")
+    process = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=work_dir, start_new_session=True)
+    log.close()
+    try:
+        if not wait_for_port(port, process):
+            return "did not start (log: %s)" % os.path.join(work_dir, peer + ".log")
+        return asyncio.run(ask("http://127.0.0.1:%d/mcp" % port, secrets.token_hex(24), peer_calls(peer, subject)))
+    finally:
+        stop_process(process)
+
+
+# ---------------------------------------------------------------------------
+# Fixtures: capture Gitea's answers, and replay them
+# ---------------------------------------------------------------------------
+
+
+def route_string(path, query):
+    route = "GET /api/v1" + path
+    if query:
+        route += "?" + urllib.parse.urlencode(query)
+    return route
+
+
+def capture_record(path, query, answer, secrets_to_hide):
+    """The route, status, body, and the headers a client reads (Content-Type
+    and the pagination ones: X-Total-Count, Link, and X-Total, X-HasMore,
+    X-Page, X-PageCount, X-PerPage where Gitea sends them)."""
+    headers = {name: answer.headers.get(name) for name in ("content-type", "x-total-count", "link")}
+    for name in ("x-total", "x-hasmore", "x-page", "x-pagecount", "x-perpage"):
+        if answer.headers.get(name) is not None:
+            headers[name] = answer.headers.get(name)
+    record = {"route": route_string(path, query), "status": answer.status, "headers": headers, "body": answer.body}
+    return hide_secrets(record, secrets_to_hide)
+
+
+def hide_secrets(value, secrets_to_hide):
+    """Every known secret in a string replaced with an obviously fake value."""
+    if isinstance(value, dict):
+        return {k: hide_secrets(v, secrets_to_hide) for k, v in value.items()}
+    if isinstance(value, list):
+        return [hide_secrets(v, secrets_to_hide) for v in value]
+    if isinstance(value, str):
+        for secret in secrets_to_hide:
+            value = value.replace(secret, "FAKE-SECRET-0000")
+    return value
+
+
+def fixture_secrets(fixture):
+    values = [fixture["admin"]["token"], fixture["user"]["token"], fixture["admin"]["password"], fixture["user"]["password"]]
+    values += [fixture["oauth"]["client_secret"], fixture["planted_secret"], fixture["actions_secret"]["value"]]
+    values.append(fixture["hook"]["authorization_header"])
+    return [v for v in values if v and len(v) >= 4]
+
+
+def write_capture(directory, name, record):
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, name + ".json"), "w") as f:
+        json.dump(record, f, indent=2, ensure_ascii=False)
+        f.write("\n")
+
+
+def load_captures(directory):
+    """{name: record} of every fixture file in `directory`."""
+    records = {}
+    for file_name in sorted(os.listdir(directory)):
+        if file_name.endswith(".json"):
+            with open(os.path.join(directory, file_name)) as f:
+                record = json.load(f)
+            if "route" in record:
+                records[file_name[: -len(".json")]] = record
+    return records
+
+
+def split_route(route):
+    """"GET /api/v1/x?a=1" -> ("/api/v1/x", {"a": "1"})."""
+    target = route.split(" ", 1)[1]
+    parsed = urllib.parse.urlsplit(target)
+    return urllib.parse.unquote(parsed.path), dict(urllib.parse.parse_qsl(parsed.query))
+
+
+class ReplayHandler(http.server.BaseHTTPRequestHandler):
+    """Serves captured Gitea answers: the fixture with the same path whose
+    query shares the most parameters with the request's."""
+
+    records = []  # [(path, query, record)]
+    token = ""
+    version = {"version": "1.27.1"}
+
+    def do_GET(self):
+        parsed = urllib.parse.urlsplit(self.path)
+        query = dict(urllib.parse.parse_qsl(parsed.query))
+        path = urllib.parse.unquote(parsed.path)
+        if path == "/api/v1/version":  # public, as in Gitea
+            return self.reply(200, self.version)
+        if not self.authorized(query):
+            return self.reply(401, {"message": "token is required"})
+        record = self.best_match(path, query)
+        if record is None:
+            return self.reply(404, {"message": "not captured: " + path})
+        self.reply(record["status"], record["body"], record["headers"])
+
+    def do_POST(self):
+        self.reply(405, {"message": "the replay serves GET only"})
+
+    do_PUT = do_PATCH = do_DELETE = do_POST
+
+    def authorized(self, query):
+        header = self.headers.get("Authorization", "")
+        given = [header[len(p):] for p in ("token ", "Bearer ", "bearer ") if header.startswith(p)]
+        given += [query.pop(name) for name in ("access_token", "token") if name in query]
+        return self.token in given
+
+    def best_match(self, path, query):
+        best, best_score = None, None
+        for record_path, record_query, record in self.records:
+            if record_path != path:
+                continue
+            same = sum(1 for k, v in record_query.items() if query.get(k) == v)
+            score = (same, -len(record_query))
+            if best_score is None or score > best_score:
+                best, best_score = record, score
+        return best
+
+    def reply(self, status, body, headers=None):
+        raw = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", (headers or {}).get("content-type") or "application/json;charset=utf-8")
+        for name, value in (headers or {}).items():
+            if value is not None and name != "content-type":
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def log_message(self, *args):
+        pass
+
+
+def start_replay(records, token):
+    ReplayHandler.records = [split_route(r["route"]) + (r,) for r in records.values()]
+    ReplayHandler.token = token
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), ReplayHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, "http://127.0.0.1:%d" % server.server_address[1]
+
+
+def replay_subject(records):
+    return {"issue": records["issue"]["body"]["number"], "pull": records["pull_request"]["body"]["number"], "head": None}
+
+
+# ---------------------------------------------------------------------------
+# The run
+# ---------------------------------------------------------------------------
+
+
+def upstream_bodies(all_questions, subject, gitea, capture_dir, secrets_to_hide):
+    """Gitea's body of each question's route (for its facts), saved as a
+    fixture with `capture_dir`, with a few more routes."""
+    bodies = {}
+    for question in all_questions:
+        if question.path is None:
+            continue
+        answer = gitea.get(question.path, question.query)
+        bodies[question.name] = answer.body
+        if capture_dir:
+            write_capture(capture_dir, question.name, capture_record(question.path, question.query, answer, secrets_to_hide))
+    if capture_dir:
+        for name, path, query in extra_routes(subject):
+            answer = gitea.get(path, query)
+            write_capture(capture_dir, name, capture_record(path, query, answer, secrets_to_hide))
+        step("captured %d routes in %s" % (len(bodies) + len(extra_routes(subject)), capture_dir))
+    return bodies
+
+
+def check_facts(all_questions, bodies, answers, is_gateway=True):
+    """{question name: (number of facts, [missing facts])}, None when the
+    facts are unknown (no route body; a peer's tools/list)."""
+    results = {}
+    for question in all_questions:
+        if question.name == "tools_list" and is_gateway:
+            facts = tools_list_facts(all_questions)
+        elif question.name in bodies:
+            facts = question.facts(bodies[question.name])
+        else:
+            results[question.name] = None
+            continue
+        results[question.name] = missing_facts(facts, answers.get(question.name))
+    return results
+
+
+def missing_facts(facts, answer):
+    if answer is None:
+        return len(facts), facts
+    text = answer_text(answer["texts"])
+    return len(facts), [fact for fact in facts if not fact_found(text, fact[1])]
+
+
+def prepare_replay(directory):
+    """A replay server for the fixtures of `directory`: (server, its URL, its
+    token, the subject, Gitea's body of each route)."""
+    records = load_captures(directory)
+    token = "replay-" + secrets.token_hex(20)
+    server, gitea_url = start_replay(records, token)
+    bodies = {name: record["body"] for name, record in records.items()}
+    step("replaying %d fixtures of %s at %s" % (len(records), directory, gitea_url))
+    return server, gitea_url, token, replay_subject(records), bodies
+
+
+def prepare_gitea(capture_dir):
+    """The real Gitea, seeded: (its URL, the admin's token, the subject,
+    Gitea's body of each route, captured into `capture_dir` if given)."""
+    fixture = load_fixture()
+    gitea_url, token = fixture["gitea_url"].rstrip("/"), fixture["admin"]["token"]
+    subject = seed(fixture)
+    gitea = Gitea(fixture["api_url"], token)
+    bodies = upstream_bodies(questions(subject), subject, gitea, capture_dir, fixture_secrets(fixture))
+    return gitea_url, token, subject, bodies
+
+
+def run(args, work_dir):
+    bearer = secrets.token_urlsafe(36)  # 48 characters
+    replay_server = None
+    if args.replay:
+        replay_server, gitea_url, token, subject, bodies = prepare_replay(args.replay)
+    else:
+        gitea_url, token, subject, bodies = prepare_gitea(args.capture)
+    all_questions = questions(subject)
+    try:
+        gateway, url = start_gateway(gitea_url, token, bearer, work_dir)
+        try:
+            calls = {qn.name: (qn.tool, qn.arguments) for qn in all_questions if qn.tool != "tools/list"}
+            gateway_answers = asyncio.run(ask(url, bearer, calls))
+        finally:
+            stop_process(gateway)
+        step("gateway %s: %d questions asked" % (gateway_binary(), len(all_questions)))
+        peers = {}
+        for peer in [] if args.no_peers else PEERS:
+            if args.replay:
+                # Their routes differ from the gateway's and are not all captured.
+                peers[peer] = "replay: runs against the real Gitea only"
+            else:
+                peers[peer] = ask_peer(peer, subject, gitea_url, token, work_dir)
+            step("%s: %s" % (peer, peers[peer] if isinstance(peers[peer], str) else "asked"))
+    finally:
+        if replay_server:
+            replay_server.shutdown()
+    checked = check_facts(all_questions, bodies, gateway_answers)
+    peer_checked = {
+        peer: check_facts(all_questions, bodies, answers, is_gateway=False)
+        for peer, answers in peers.items()
+        if not isinstance(answers, str)
+    }
+    return all_questions, gateway_answers, checked, peers, peer_checked
+
+
+# ---------------------------------------------------------------------------
+# Reporting
+# ---------------------------------------------------------------------------
+
+
+def n(value):
+    return "{:,}".format(value)
+
+
+def peer_cell(peers, peer, name):
+    answers = peers[peer]
+    if isinstance(answers, str):
+        return "skipped"
+    if name not in answers:
+        return "no tool"
+    cell = n(figures(answers[name])["bytes"])
+    if name == "tools_list":
+        cell += " (%d tools)" % answers[name]["tools"]
+    return cell + (" (error)" if answers[name]["is_error"] else "")
+
+
+def facts_cell(result):
+    if result is None:
+        return "n/a"
+    total, missing = result
+    return "%d/%d" % (total - len(missing), total)
+
+
+def markdown(mode, all_questions, gateway_answers, checked, peers, peer_checked):
+    peer_names = list(peers)
+    lines = ["## Context per question (%s, gateway %s)" % (mode, gateway_binary()), ""]
+    header = ["question", "tool", "bytes", "~tokens", "facts"] + ["%s bytes" % p for p in peer_names]
+    lines += ["| " + " | ".join(header) + " |", "|" + "|".join(["---", "---"] + ["---:"] * (len(header) - 2)) + "|"]
+    total = 0
+    for question in all_questions:
+        answer = gateway_answers[question.name]
+        size = figures(answer)
+        bytes_cell = n(size["bytes"])
+        if question.name == "tools_list":
+            bytes_cell += " (%d tools)" % answer["tools"]
+        else:
+            total += size["bytes"]
+        if answer["is_error"]:
+            bytes_cell += " (error)"
+        row = [question.ask, "`%s`" % question.tool, bytes_cell, n(size["approx_tokens"]), facts_cell(checked[question.name])]
+        row += [peer_cell(peers, p, question.name) for p in peer_names]
+        lines.append("| " + " | ".join(row) + " |")
+    lines.append("| all %d tool calls | | %s | %s | | %s |" % (
+        len(all_questions) - 1, n(total), n(round(total / 4)), " | ".join("" for _ in peer_names)))
+    lines += ["", *missing_lines("gateway", checked)]
+    for peer in peer_names:
+        if isinstance(peers[peer], str):
+            lines.append("- %s: skipped (%s)" % (peer, peers[peer]))
+        else:
+            lines += peer_lines(peer, peers[peer], peer_checked[peer])
+    return "\n".join(lines) + "\n"
+
+
+def missing_lines(who, checked, quiet=False):
+    lines = []
+    for name, result in checked.items():
+        if result and result[1]:
+            shown = ", ".join("%s %r" % (what, value) for what, value in result[1][:6])
+            more = " and %d more" % (len(result[1]) - 6) if len(result[1]) > 6 else ""
+            lines.append("- %s, %s: missing %s%s" % (who, name, shown, more))
+    if not lines and not quiet:
+        lines.append("- %s: every fact found" % who)
+    return lines
+
+
+def peer_lines(peer, answers, checked):
+    tools = ", ".join("%s=`%s`" % (name, a["tool"]) for name, a in answers.items() if name != "tools_list")
+    asked = [name for name in answers if name != "tools_list"]
+    found = sum(1 for name in asked if checked[name] and not checked[name][1])
+    lines = ["- %s tools: %s; %d of %d answers have every fact" % (peer, tools, found, len(asked))]
+    return lines + missing_lines(peer, {name: checked[name] for name in asked}, quiet=True)
+
+
+def json_report(mode, all_questions, gateway_answers, checked, peers, peer_checked):
+    report = {"mode": mode, "gateway": gateway_binary(), "repository": "%s/%s" % (DATA.OWNER, DATA.REPO), "questions": []}
+    for question in all_questions:
+        answer = gateway_answers[question.name]
+        entry = {"name": question.name, "question": question.ask, "tool": question.tool, "arguments": question.arguments}
+        entry.update(figures(answer))
+        entry["is_error"] = answer["is_error"]
+        if question.name == "tools_list":
+            entry["tools"] = answer["tools"]
+        entry.update(fact_figures(checked[question.name]))
+        entry["peers"] = {p: peer_entry(peers[p], peer_checked.get(p), question.name) for p in peers}
+        report["questions"].append(entry)
+    calls = [e for e in report["questions"] if e["name"] != "tools_list"]
+    report["total_call_bytes"] = sum(e["bytes"] for e in calls)
+    report["missing_facts"] = sum(len(e["facts_missing"]) for e in report["questions"])
+    report["peers_skipped"] = {p: a for p, a in peers.items() if isinstance(a, str)}
+    return report
+
+
+def fact_figures(result):
+    if result is None:
+        return {"facts": None, "facts_missing": []}
+    return {"facts": result[0], "facts_missing": [[what, value] for what, value in result[1]]}
+
+
+def peer_entry(answers, checked, name):
+    if isinstance(answers, str) or name not in answers:
+        return None
+    answer = answers[name]
+    entry = {"tool": answer["tool"], "is_error": answer["is_error"]}
+    entry.update(figures(answer))
+    if name == "tools_list":
+        entry["tools"] = answer["tools"]
+    entry.update(fact_figures(checked.get(name)))
+    return entry
+
+
+def save_answers(directory, answers):
+    os.makedirs(directory, exist_ok=True)
+    for name, answer in answers.items():
+        with open(os.path.join(directory, name + ".txt"), "w") as f:
+            f.write("\n".join(answer["texts"]) + "\n")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", metavar="PATH", help="write every figure as JSON to PATH")
+    parser.add_argument("--no-fail", action="store_true", help="report missing facts, exit 0")
+    parser.add_argument("--capture", metavar="DIR", help="save Gitea's answer of each route as DIR/<name>.json")
+    parser.add_argument("--replay", metavar="DIR", help="no Gitea: replay the fixtures of DIR")
+    parser.add_argument("--no-peers", action="store_true", help="do not ask the peer servers")
+    parser.add_argument("--save-answers", metavar="DIR", help="write the gateway's answer texts as DIR/<name>.txt")
+    args = parser.parse_args()
+    if args.capture and args.replay:
+        parser.error("--capture needs the real Gitea: not with --replay")
+    mode = "replay of %s" % args.replay if args.replay else "real Gitea"
+    work_dir = tempfile.mkdtemp(prefix="context-bench-")
+    try:
+        all_questions, answers, checked, peers, peer_checked = run(args, work_dir)
+    except Exception as err:
+        traceback.print_exc()
+        step("could not run: %s (logs in %s)" % (err, work_dir))
+        return 2
+    sys.stdout.write(markdown(mode, all_questions, answers, checked, peers, peer_checked))
+    report = json_report(mode, all_questions, answers, checked, peers, peer_checked)
+    if args.save_answers:
+        save_answers(args.save_answers, answers)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=2, ensure_ascii=False)
+            f.write("\n")
+    failed = report["missing_facts"] or any(e["is_error"] for e in report["questions"])
+    shutil.rmtree(work_dir, ignore_errors=True)
+    return 1 if failed and not args.no_fail else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
