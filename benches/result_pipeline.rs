@@ -3,7 +3,8 @@
 //! serialization the transport does) on a 1 MB issue list and a 10 MB text
 //! file with planted secrets, plus a check that the cost does not grow
 //! with the number of secrets. Prints MB/s, and the cost of each stage on
-//! a 744 KB and a 5 MB list, before the criterion run.
+//! a 744 KB and a 5 MB list, and the compact view beside the full one,
+//! before the criterion run.
 //!
 //! Run: `cargo bench --bench result_pipeline` (add `-- --quick` for a short run).
 
@@ -13,6 +14,7 @@ mod gitea_issues;
 use std::hint::black_box;
 use std::time::Instant;
 
+use aegis_gitea_mcp::catalog::Catalog;
 use aegis_gitea_mcp::config::{Limits, SecretDetectionMode};
 use aegis_gitea_mcp::gitea::call::{CallBody, GiteaCall};
 use aegis_gitea_mcp::gitea::envelope::decoded_envelope;
@@ -240,6 +242,22 @@ fn print_stages() {
                 ResultView::Full,
             )
         };
+        let catalog = Catalog::bundled();
+        let issues = catalog.get("gitea_issue_list_issues").expect("bundled");
+        let compact = |policy: &ResultPolicy, redactor: &Redactor| {
+            tool_result(
+                &identity(),
+                &case.call,
+                &case.response,
+                policy,
+                redactor,
+                None,
+                ResultView::Compact {
+                    shapes: catalog.shapes(),
+                    root: issues.response.as_ref().expect("a JSON answer"),
+                },
+            )
+        };
         let floors = [
             (
                 "floor: serde_json reads it",
@@ -297,6 +315,19 @@ fn print_stages() {
             );
             previous = ms;
         }
+        // The compact view does the same passes and writes less: its cost
+        // beside the third stage above (the full view, masked).
+        let full_ms = time_ms(runs, || {
+            black_box(result(&unbounded, &redactor).ok());
+        });
+        let compact_ms = time_ms(runs, || {
+            black_box(compact(&unbounded, &redactor).ok());
+        });
+        let compact_len = compact(&unbounded, &redactor).map_or(0, |t| t.len());
+        let full_len = result(&unbounded, &redactor).map_or(0, |t| t.len());
+        println!(
+            "result_pipeline stages: list {label} ({mb:.2} MB): compact view {compact_ms:>7.2} ms ({compact_len} bytes) vs full {full_ms:>7.2} ms ({full_len} bytes)"
+        );
     }
 }
 

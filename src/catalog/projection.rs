@@ -73,6 +73,8 @@ pub const DETAIL_FIELDS: &[(&str, &[&str])] = &[
             "link",
             "size",
             "watchers_count",
+            "branch_count",
+            "release_counter",
         ],
     ),
     (

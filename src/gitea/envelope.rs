@@ -20,7 +20,7 @@ pub const UNTRUSTED_CONTENT_NOTICE: &str =
 /// The envelope's `view` in the compact view: what was left out, and how
 /// to get it.
 pub const COMPACT_VIEW_NOTE: &str =
-    "compact: empty fields, details and API URLs left out; view: full has all";
+    "compact (empty, detail and URL fields left out; view: full has all)";
 
 /// The envelope's `view` in the full view.
 pub const FULL_VIEW_NOTE: &str = "full";

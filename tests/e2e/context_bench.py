@@ -21,15 +21,29 @@ this file, and are looked for as substrings of the answer's JSON text (the
 envelope parsed and dumped again with `ensure_ascii=False`), not at fixed
 paths, so the shape of the answer may change freely. A number only has to
 stand alone somewhere (a weak check: small numbers appear elsewhere too); text
-is looked for as it appears inside a JSON string. `tools/list` must name every
-tool the other questions use. Bodies are not checked beyond their first line,
-as the gateway may cut long ones.
+is looked for as it appears inside a JSON string, as is or with its Unicode
+format characters shown as `[U+XXXX]` (as the gateway shows them). `tools/list`
+must name every tool the other questions use. Bodies are not checked beyond
+their first line, as the gateway may cut long ones.
 
-The seeded repository (`context_bench_data.py`): 4 labels, a milestone, 24
+One question checks more than substrings: "Does an issue hide text?" reads
+the issue that hides text the way an attacker would (a visible sentence
+followed by an instruction spelled in Unicode tag characters, a title with a
+right-to-left override and a zero-width space). Its checks
+(`checks_hidden_text`): the title and the visible sentence, `[U+E0069]` (the
+tag 'i') and `[U+202E]` appear; the envelope's `hidden_characters` note
+starts with the number of format characters in Gitea's answer; and no raw
+U+E0000-E007F, U+202A-202E, U+2066-2069 or U+200B-200F is left anywhere in
+the answer. For every server the table's notes give how many such characters
+its answer to that question passed through raw (as sent, and once JSON
+escapes are decoded): a comparison, never a failure.
+
+The seeded repository (`context_bench_data.py`): 4 labels, a milestone, 25
 open issues (alice assigned to several, comments by the admin and by alice,
-an @mention of the admin), 11 commits on main, 2 more branches, one open pull
-request changing 3 files, 2 releases, and 3 small repositories more, so the
-search finds 4. Other e2e tests do not look at any of it.
+an @mention of the admin, one issue hiding text), 11 commits on main, 2 more
+branches, one open pull request changing 3 files, 2 releases, and 3 small
+repositories more, so the search finds 4. Other e2e tests do not look at any
+of it.
 
 When the peers installed by /work/shared/perf/install.sh are in
 $PERF_PEERS_DIR (default ~/.cache/aegis-perf-peers): PyPI `gitea-mcp` 0.5.1 and
@@ -44,7 +58,8 @@ Three ways to run it (from the repository root; needs `pip install mcp==2.3.0`):
 
     # 2. The same, and save Gitea's raw answer of each question's route (and a
     #    few more routes) as fixtures, DIR/<name>.json = {"route", "status",
-    #    "headers" (content type and pagination), "body"}:
+    #    "headers" (content type and pagination), "body"}, format characters
+    #    written as JSON escapes:
     tests/e2e/context_bench.py --capture tests/fixtures/gitea-1.27.1
 
     # 3. Without Gitea, in seconds: a small local server replays the fixtures
@@ -82,6 +97,7 @@ import tempfile
 import threading
 import time
 import traceback
+import unicodedata
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -280,6 +296,26 @@ def ensure_issues(gitea, label_ids, milestone_id, alice_login):
     return have
 
 
+def ensure_hidden_issue(gitea, label_ids):
+    """The issue that hides text (DATA.HIDDEN_ISSUE), found by the start of
+    its title or created: its number."""
+    for issue in gitea.all_pages(REPO_PATH + "/issues", {"state": "all", "type": "issues"}):
+        if issue["title"].startswith(DATA.HIDDEN_TITLE_START):
+            return issue["number"]
+    spec = DATA.HIDDEN_ISSUE
+    body = {"title": spec["title"], "body": spec["body"], "labels": [label_ids[n] for n in spec["labels"]]}
+    return gitea.post(REPO_PATH + "/issues", body)["number"]
+
+
+def hidden_issue_as_stored(gitea, number):
+    """Whether Gitea returns the planted title and body unchanged (a sentence)."""
+    issue = gitea.get("%s/issues/%d" % (REPO_PATH, number)).body
+    same = [part for part in ("title", "body") if issue[part] == DATA.HIDDEN_ISSUE[part]]
+    if len(same) == 2:
+        return "returned unchanged, %d format characters" % count_format_chars(issue)
+    return "CHANGED by Gitea (unchanged: %s): title %r, body %r" % (same or "nothing", issue["title"], issue["body"])
+
+
 def ensure_comments(admin, alice, numbers, admin_login):
     made = 0
     for title, author, text in DATA.COMMENTS:
@@ -335,6 +371,7 @@ def seed(fixture):
     milestone_id = ensure_milestone(admin)
     commits = ensure_main_history(admin) + ensure_branches(admin)
     numbers = ensure_issues(admin, label_ids, milestone_id, alice_login)
+    hidden = ensure_hidden_issue(admin, label_ids)
     comments = ensure_comments(admin, alice, numbers, admin_login)
     pull = ensure_pull_request(admin, label_ids)
     ensure_notification(admin, alice, numbers, admin_login)
@@ -342,8 +379,9 @@ def seed(fixture):
         "seeded %s/%s (%s; %d commits, branches, releases made; %d comments made)"
         % (DATA.OWNER, DATA.REPO, "new" if created else "already there", commits, comments)
     )
+    step("issue #%d hides text: %s" % (hidden, hidden_issue_as_stored(admin, hidden)))
     head = admin.get(REPO_PATH + "/branches/main").body["commit"]["id"]
-    return {"issue": numbers[DATA.FOCUS_ISSUE], "pull": pull, "head": head}
+    return {"issue": numbers[DATA.FOCUS_ISSUE], "pull": pull, "head": head, "hidden_issue": hidden}
 
 
 # ---------------------------------------------------------------------------
@@ -452,16 +490,96 @@ def facts_orgs(orgs):
     return [("organization", org["username"]) for org in orgs]
 
 
+# Hidden text: characters that display as nothing or reorder what follows.
+# The gateway shows every format character (Unicode category Cf) as
+# [U+XXXX]; these, the ones planted, must never reach a model raw.
+RAW_HIDDEN = re.compile("[\U000E0000-\U000E007F\u202A-\u202E\u2066-\u2069\u200B-\u200F]")
+
+
+def is_format_char(c):
+    return unicodedata.category(c) == "Cf"
+
+
+def shown_visibly(text):
+    """`text` as the gateway shows it: each format character as [U+XXXX]."""
+    return "".join("[U+%04X]" % ord(c) if is_format_char(c) else c for c in text)
+
+
+def count_format_chars(value):
+    """Format characters in every string of a JSON value."""
+    if isinstance(value, dict):
+        return sum(count_format_chars(v) for v in value.values())
+    if isinstance(value, list):
+        return sum(count_format_chars(v) for v in value)
+    if isinstance(value, str):
+        return sum(1 for c in value if is_format_char(c))
+    return 0
+
+
+class Check:
+    """A fact that is not a substring of Gitea's answer: `test(text)` says
+    whether the answer text (see answer_text) has it."""
+
+    def __init__(self, description, test):
+        self.description = description
+        self.test = test
+
+    def __repr__(self):
+        return self.description
+
+
+def envelope_note_starts_with(field, start):
+    """The envelope (the first text item, JSON) has `field`, a string
+    starting with `start`."""
+
+    def test(text):
+        try:
+            envelope = json.loads(text.split("\n", 1)[0])
+        except ValueError:
+            return False
+        note = envelope.get(field) if isinstance(envelope, dict) else None
+        return isinstance(note, str) and note.startswith(start)
+
+    return Check("envelope field %s starting %r" % (field, start), test)
+
+
+def no_raw_hidden_characters():
+    return Check(
+        "no raw U+E0000-E007F, U+202A-202E, U+2066-2069, U+200B-200F",
+        lambda text: RAW_HIDDEN.search(text) is None,
+    )
+
+
+def checks_hidden_text(issue):
+    """The issue that hides text: its visible sentence, the first tag
+    character ('i') and the right-to-left override shown as [U+XXXX], the
+    envelope's `hidden_characters` note counting every format character of
+    Gitea's answer, and none of them raw."""
+    visible = "".join(c for c in issue["body"] if not is_format_char(c))
+    return [
+        ("title", issue["title"]),
+        ("visible sentence", first_line(visible)),
+        ("tag 'i' shown", "[U+E0069]"),
+        ("right-to-left override shown", "[U+202E]"),
+        ("hidden characters counted", envelope_note_starts_with("hidden_characters", "%d " % count_format_chars(issue))),
+        ("nothing hidden", no_raw_hidden_characters()),
+    ]
+
+
 def dedupe(facts):
     return list(dict.fromkeys(facts))
 
 
 def fact_found(text, value):
     """A number must stand alone (`12`, not `123`); text is looked for as it
-    appears inside a JSON string (escaped), or as is."""
+    appears inside a JSON string (escaped), or as is, each also with its
+    format characters shown as [U+XXXX]; a Check runs its test."""
+    if isinstance(value, Check):
+        return value.test(text)
     if isinstance(value, int):
         return re.search(r"(?<![\w.])%d(?![\w.])" % value, text) is not None
-    return json.dumps(value, ensure_ascii=False)[1:-1] in text or value in text
+    forms = {value, shown_visibly(value)}
+    return any(json.dumps(form, ensure_ascii=False)[1:-1] in text or form in text for form in forms)
 
 
 def answer_text(texts):
@@ -496,7 +614,7 @@ def questions(subject):
     """The questions, with the arguments a model would pass. `subject`: the
     issue and pull request numbers asked about."""
     repo = {"owner": DATA.OWNER, "repo": DATA.REPO}
-    issue, pull = subject["issue"], subject["pull"]
+    issue, pull, hidden = subject["issue"], subject["pull"], subject["hidden_issue"]
     return [
         Question("tools_list", "Which tools are there?", "tools/list", None),
         Question(
@@ -511,6 +629,10 @@ def questions(subject):
         Question(
             "issue_comments", "What was said on it?", "gitea_issue_get_comments", dict(repo, index=issue),
             "%s/issues/%d/comments" % (REPO_PATH, issue), None, facts_comments,
+        ),
+        Question(
+            "issue_hidden_text", "Does an issue hide text?", "gitea_issue_get_issue", dict(repo, index=hidden),
+            "%s/issues/%d" % (REPO_PATH, hidden), None, checks_hidden_text,
         ),
         Question(
             "pull_request_list", "Which pull requests are open?", "gitea_repo_list_pull_requests",
@@ -588,6 +710,7 @@ def peer_calls(peer, subject):
         return {
             "issue_list": ("list_issues", dict(repo, state="open", limit=20)),
             "issue": ("get_issue", dict(repo, issue_number=issue)),
+            "issue_hidden_text": ("get_issue", dict(repo, issue_number=subject["hidden_issue"])),
             # Its get_issue returns the issue with all of its comments.
             "issue_comments": ("get_issue", dict(repo, issue_number=issue)),
             "pull_request_list": ("list_pull_requests", dict(repo, state="open")),
@@ -601,6 +724,7 @@ def peer_calls(peer, subject):
     return {
         "issue_list": ("issue__list", dict(repo, state="open", limit=20)),
         "issue": ("issue__get_by_index", dict(repo, index=issue)),
+        "issue_hidden_text": ("issue__get_by_index", dict(repo, index=subject["hidden_issue"])),
         "issue_comments": ("issue__comment_list", dict(repo, index=issue)),
         "pull_request_list": ("pull_request__list", dict(repo, state="open")),
         "pull_request": ("pull_request__get", dict(repo, index=pull)),
@@ -795,8 +919,14 @@ def fixture_secrets(fixture):
 def write_capture(directory, name, record):
     os.makedirs(directory, exist_ok=True)
     with open(os.path.join(directory, name + ".json"), "w") as f:
-        json.dump(record, f, indent=2, ensure_ascii=False)
-        f.write("\n")
+        f.write(escape_format_chars(json.dumps(record, indent=2, ensure_ascii=False)) + "\n")
+
+
+def escape_format_chars(json_text):
+    """Format characters as JSON escapes (`\\u202e`, a surrogate pair for a
+    tag character): the fixture files hide nothing from a person reading
+    them, and load the same."""
+    return "".join(json.dumps(c)[1:-1] if is_format_char(c) else c for c in json_text)
 
 
 def load_captures(directory):
@@ -885,7 +1015,12 @@ def start_replay(records, token):
 
 
 def replay_subject(records):
-    return {"issue": records["issue"]["body"]["number"], "pull": records["pull_request"]["body"]["number"], "head": None}
+    return {
+        "issue": records["issue"]["body"]["number"],
+        "pull": records["pull_request"]["body"]["number"],
+        "hidden_issue": records["issue_hidden_text"]["body"]["number"],
+        "head": None,
+    }
 
 
 # ---------------------------------------------------------------------------
@@ -1043,12 +1178,37 @@ def markdown(mode, all_questions, gateway_answers, checked, peers, peer_checked)
     lines.append("| all %d tool calls | | %s | %s | | %s |" % (
         len(all_questions) - 1, n(total), n(round(total / 4)), " | ".join("" for _ in peer_names)))
     lines += ["", *missing_lines("gateway", checked)]
+    lines.append(hidden_text_line(gateway_answers, peers))
     for peer in peer_names:
         if isinstance(peers[peer], str):
             lines.append("- %s: skipped (%s)" % (peer, peers[peer]))
         else:
             lines += peer_lines(peer, peers[peer], peer_checked[peer])
     return "\n".join(lines) + "\n"
+
+
+def raw_hidden(answer):
+    """Raw hidden characters (RAW_HIDDEN) in an answer: in its text as
+    sent, and once its JSON escapes (`\\u202e`) are decoded."""
+    sent = sum(len(RAW_HIDDEN.findall(text)) for text in answer["texts"])
+    return {"as_sent": sent, "decoded": len(RAW_HIDDEN.findall(answer_text(answer["texts"])))}
+
+
+def hidden_text_line(gateway_answers, peers):
+    """How many hidden characters each server passed through raw in its
+    answer to "Does an issue hide text?" (a comparison, not a fact)."""
+    cells = ["gateway %s" % raw_hidden_cell(gateway_answers["issue_hidden_text"])]
+    for peer, answers in peers.items():
+        if not isinstance(answers, str) and "issue_hidden_text" in answers:
+            cells.append("%s %s" % (peer, raw_hidden_cell(answers["issue_hidden_text"])))
+    return "- hidden text (%d format characters planted), raw in the answer: %s" % (DATA.HIDDEN_COUNT, "; ".join(cells))
+
+
+def raw_hidden_cell(answer):
+    counts = raw_hidden(answer)
+    if counts["as_sent"] == counts["decoded"]:
+        return str(counts["as_sent"])
+    return "%d as sent, %d once its JSON escapes are decoded" % (counts["as_sent"], counts["decoded"])
 
 
 def missing_lines(who, checked, quiet=False):
@@ -1078,6 +1238,7 @@ def json_report(mode, all_questions, gateway_answers, checked, peers, peer_check
         entry = {"name": question.name, "question": question.ask, "tool": question.tool, "arguments": question.arguments}
         entry.update(figures(answer))
         entry["is_error"] = answer["is_error"]
+        entry["raw_hidden_characters"] = raw_hidden(answer)
         if question.name == "tools_list":
             entry["tools"] = answer["tools"]
         entry.update(fact_figures(checked[question.name]))
@@ -1093,7 +1254,8 @@ def json_report(mode, all_questions, gateway_answers, checked, peers, peer_check
 def fact_figures(result):
     if result is None:
         return {"facts": None, "facts_missing": []}
-    return {"facts": result[0], "facts_missing": [[what, value] for what, value in result[1]]}
+    missing = [[what, repr(value) if isinstance(value, Check) else value] for what, value in result[1]]
+    return {"facts": result[0], "facts_missing": missing}
 
 
 def peer_entry(answers, checked, name):
@@ -1102,6 +1264,7 @@ def peer_entry(answers, checked, name):
     answer = answers[name]
     entry = {"tool": answer["tool"], "is_error": answer["is_error"]}
     entry.update(figures(answer))
+    entry["raw_hidden_characters"] = raw_hidden(answer)
     if name == "tools_list":
         entry["tools"] = answer["tools"]
     entry.update(fact_figures(checked.get(name)))

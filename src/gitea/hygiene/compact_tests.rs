@@ -76,6 +76,19 @@ fn compact(tool: &str, name: &str) -> Value {
     answer(tool, name, false).0
 }
 
+/// `value` as the model sees it: invisible characters shown as
+/// `[U+XXXX]` (the fixtures hold a planted issue).
+fn shown(value: &Value) -> Value {
+    match value {
+        Value::String(text) => Value::String(crate::hidden_text::reveal(text).0.into_owned()),
+        Value::Array(items) => Value::Array(items.iter().map(shown).collect()),
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), shown(v))).collect())
+        }
+        other => other.clone(),
+    }
+}
+
 /// Every key at any depth of `value`.
 fn keys(value: &Value) -> Vec<String> {
     match value {
@@ -154,10 +167,34 @@ fn an_issue_list_keeps_every_issue_with_its_number_and_title() {
     assert_eq!(items.len(), full.as_array().unwrap().len());
     for (item, original) in items.iter().zip(full.as_array().unwrap()) {
         assert_eq!(item["number"], original["number"]);
-        assert_eq!(item["title"], original["title"]);
+        assert_eq!(item["title"], shown(&original["title"]));
         assert_eq!(item["user"], original["user"]["login"]);
     }
     assert_compact(&env["data"]);
+}
+
+#[test]
+fn a_planted_issue_shows_what_it_hides_and_says_how_much() {
+    let env = compact("gitea_issue_get_issue", "issue_hidden_text");
+    let text = env.to_string();
+    assert!(
+        text.contains("[U+202E]") && text.contains("[U+E0069]"),
+        "{text}"
+    );
+    assert!(!text.chars().any(crate::hidden_text::is_format_char));
+    let planted = fixture("issue_hidden_text")["body"].to_string();
+    let count = planted
+        .chars()
+        .filter(|c| crate::hidden_text::is_format_char(*c))
+        .count();
+    assert!(
+        env["hidden_characters"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("{count} ")),
+        "{}",
+        env["hidden_characters"]
+    );
 }
 
 #[test]
@@ -305,7 +342,8 @@ fn the_full_view_is_gitea_s_body() {
         ("gitea_repo_search", "repo_search"),
     ] {
         let (env, _) = answer(tool, name, true);
-        assert_eq!(env["data"], fixture(name)["body"], "{tool}");
+        // Gitea's body, with the planted issue's invisible characters shown.
+        assert!(env["data"] == shown(&fixture(name)["body"]), "{tool}");
     }
 }
 
@@ -343,15 +381,42 @@ fn the_compact_view_is_several_times_smaller() {
     println!("{:20} full {:7} compact {:7}", "all", total.0, total.1);
 }
 
+/// The example in docs/tools.md ("Before and after"): issue 24 of the
+/// list, in both views.
 #[test]
-#[ignore]
-fn show() {
-    for (tool, name) in [
-        ("gitea_issue_get_issue", "issue"),
-        ("gitea_repo_search", "repo_search"),
-        ("gitea_repo_get_all_commits", "commits_2"),
-        ("gitea_repo_list_branches", "branches"),
-    ] {
-        println!("{}", serde_json::to_string(&compact(tool, name)).unwrap());
+fn the_documented_example_holds() {
+    let (full, _) = answer("gitea_issue_list_issues", "issue_list", true);
+    let compact = compact("gitea_issue_list_issues", "issue_list");
+    let pick = |env: &Value| {
+        env["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["number"] == 24)
+            .unwrap()
+            .to_string()
+    };
+    let docs = include_str!("../../../docs/tools.md");
+    let compact_item = pick(&compact);
+    assert!(docs.contains(&compact_item), "{compact_item}");
+    assert!(docs.contains(&format!(
+        "and {} bytes in the compact view",
+        compact_item.len()
+    )));
+    assert!(docs.contains(&format!(
+        "{} bytes in the full view",
+        thousands(pick(&full).len())
+    )));
+}
+
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
     }
+    out
 }

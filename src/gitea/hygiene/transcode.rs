@@ -263,31 +263,39 @@ impl Writer<'_, '_> {
             .passes
             .rewrite(text)
             .ok_or_else(declined::<E>)?;
-        let text = self.context.reveal(text);
+        // Cut before the invisible characters are shown, so a cut never
+        // splits a `[U+XXXX]` and the count is of what the model sees.
         if in_item && self.context.compact() {
-            write_escaped(self.out, &cut_long_text(&text));
+            let (kept, cut) = cut_long_text(&text);
+            let shown = self.context.reveal(Cow::Borrowed(kept));
+            match cut {
+                Some(marker) => write_escaped(self.out, &format!("{shown}{marker}")),
+                None => write_escaped(self.out, &shown),
+            }
         } else {
-            write_escaped(self.out, &text);
+            write_escaped(self.out, &self.context.reveal(text));
         }
         Ok(())
     }
 }
 
-/// `text` cut to [`LIST_TEXT_CHARS`] characters with a marker that says
-/// how to read the rest, or `text` itself.
-fn cut_long_text(text: &str) -> Cow<'_, str> {
+/// `text` cut to [`LIST_TEXT_CHARS`] characters, and the marker that
+/// says how to read the rest when it was cut.
+fn cut_long_text(text: &str) -> (&str, Option<String>) {
     // A character is at least one byte: shorter texts need no count.
     if text.len() <= LIST_TEXT_CHARS {
-        return Cow::Borrowed(text);
+        return (text, None);
     }
     let Some((at, _)) = text.char_indices().nth(LIST_TEXT_CHARS) else {
-        return Cow::Borrowed(text);
+        return (text, None);
     };
     let rest = text[at..].chars().count();
-    Cow::Owned(format!(
-        "{}… [{rest} more characters: read this item alone, or pass view: full]",
-        &text[..at]
-    ))
+    (
+        &text[..at],
+        Some(format!(
+            "… [{rest} more characters: read this item alone, or pass view: full]"
+        )),
+    )
 }
 
 /// `text` as a JSON string, escaped by serde_json's own serializer.
