@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use crate::audit::{AuditError, AuditLog, AuditOptions};
 use crate::catalog::Catalog;
 use crate::config::{ConfigError, OpenApiSource, Settings};
-use crate::gitea::admin::AdminAccount;
+use crate::gitea::admin::{AdminAccount, AdminTokenState};
+use crate::gitea::executor::UpstreamError;
 use crate::gitea::{GiteaClient, Identity, IdentityMode};
 use crate::mcp::exposure::Exposure;
 use crate::mcp::{Dispatcher, ToolService};
@@ -129,6 +130,62 @@ impl App {
     /// `GITEA_TOKEN` is configured.
     pub async fn admin_identity(&self, mode: IdentityMode) -> Option<Identity> {
         self.tools.admin_identity(mode).await
+    }
+
+    /// What `GITEA_TOKEN`'s last check said, when one is configured.
+    pub fn admin_token_state(&self) -> Option<AdminTokenState> {
+        self.tools.admin().map(AdminAccount::state)
+    }
+
+    /// At startup: asks Gitea whether it answers, which version it is and
+    /// whether it accepts the admin token, and says what is wrong, naming
+    /// `GITEA_URL`. The gateway starts either way (Gitea may start after
+    /// it; `/health` reports both), so a first run ends in a clear log line
+    /// rather than in the first tool call's error (docs/configuration.md,
+    /// "At startup").
+    pub async fn check_gitea(&self) {
+        let gitea_url = self.settings.gitea_url.as_str();
+        let client = self.dispatcher().client();
+        let url = format!("{}/version", self.settings.gitea_api_base());
+        match client.get_json(&url, None).await {
+            Ok(answer) => {
+                let version = answer
+                    .get("version")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("?");
+                let catalog = self.dispatcher().catalog().api_version();
+                if version != catalog {
+                    tracing::warn!(
+                        gitea_url,
+                        version,
+                        catalog,
+                        "Gitea's version differs from the catalog's: operations new in Gitea are missing, removed ones answer 404 (GITEA_OPENAPI=live reads the instance's own document)"
+                    );
+                } else {
+                    tracing::info!(gitea_url, version, "Gitea answers");
+                }
+            }
+            Err(err) => tracing::error!(
+                gitea_url,
+                error = %err,
+                "Gitea does not answer GET /api/v1/version: every tool call fails until it does (check GITEA_URL)"
+            ),
+        }
+        if let Some(admin) = self.tools.admin() {
+            match admin.check(client).await {
+                Ok(login) => tracing::info!(gitea_url, login, "GITEA_TOKEN is accepted"),
+                Err(UpstreamError::Answered {
+                    status: status @ (401 | 403),
+                }) => tracing::error!(
+                    gitea_url,
+                    status,
+                    "GITEA_TOKEN is not accepted by Gitea: calls over stdio, with MCP_BEARER_TOKEN or on unauthenticated loopback will fail (create a token and set GITEA_TOKEN)"
+                ),
+                Err(err) => {
+                    tracing::warn!(gitea_url, error = %err, "GITEA_TOKEN could not be checked")
+                }
+            }
+        }
     }
 }
 

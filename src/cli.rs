@@ -106,6 +106,10 @@ pub fn run() -> ExitCode {
             eprintln!("error: {err}");
             ExitCode::from(2)
         }
+        Err(CliError::Bind(err)) => {
+            eprintln!("error: {err}");
+            ExitCode::from(2)
+        }
         Err(CliError::Other(err)) => {
             eprintln!("error: {}", error_text(err.as_ref()));
             ExitCode::FAILURE
@@ -131,6 +135,9 @@ fn error_text(err: &(dyn std::error::Error + 'static)) -> String {
 
 enum CliError {
     Config(ConfigError),
+    /// A listener could not be bound (the port is taken, the address is
+    /// not this host's): exit 2, naming the address and its setting.
+    Bind(BindError),
     /// Another process holds what this one needs (the audit log): exit 2,
     /// like a configuration error, since retrying cannot help.
     InUse(crate::audit::AuditError),
@@ -165,6 +172,33 @@ impl From<std::io::Error> for CliError {
     }
 }
 
+/// A listener that could not be bound, with the settings that chose it.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "cannot listen on {address} ({settings}): {source}; stop what holds it or choose another address"
+)]
+struct BindError {
+    address: SocketAddr,
+    settings: &'static str,
+    source: std::io::Error,
+}
+
+/// Binds `address`, or says which settings chose it and why it failed.
+async fn bind(
+    address: SocketAddr,
+    settings: &'static str,
+) -> Result<tokio::net::TcpListener, CliError> {
+    tokio::net::TcpListener::bind(address)
+        .await
+        .map_err(|source| {
+            CliError::Bind(BindError {
+                address,
+                settings,
+                source,
+            })
+        })
+}
+
 fn load_settings(env_file: Option<&std::path::Path>) -> Result<Settings, ConfigError> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let choice = select_env_file(env_file, &cwd)?;
@@ -179,14 +213,30 @@ async fn run_command(cli: Cli) -> Result<(), CliError> {
         Command::Serve => {
             let settings = load_settings(cli.env_file.as_deref())?;
             settings.check_for_serve()?;
+            // Both listeners first: a port that is taken stops startup
+            // before anything is created or written (DATA_DIR, the audit
+            // log, the store).
             let addr = SocketAddr::new(settings.mcp_host, settings.mcp_port);
+            let listener = bind(addr, "MCP_HOST, MCP_PORT").await?;
+            let metrics = match settings.metrics_bind {
+                Some(metrics_addr) => Some(bind(metrics_addr, "METRICS_BIND").await?),
+                None => None,
+            };
             let app = App::build(settings).await?;
-            serve_http(app, addr).await
+            app.check_gitea().await;
+            if app.settings().unauthenticated_loopback() {
+                tracing::warn!(
+                    address = %addr,
+                    "no authentication: any process on this machine can call /mcp and act with GITEA_TOKEN; set MCP_BEARER_TOKEN or configure OAuth"
+                );
+            }
+            serve_http(app, listener, metrics).await
         }
         Command::Stdio => {
             let settings = load_settings(cli.env_file.as_deref())?;
             settings.check_for_stdio()?;
             let app = App::build(settings).await?;
+            app.check_gitea().await;
             let served = crate::mcp::transport::serve_stdio(app.tools().clone()).await;
             app.audit().flush().await;
             served.map_err(CliError::Other)
@@ -296,15 +346,18 @@ fn verify_audit(env_file: Option<&std::path::Path>, paths: Vec<PathBuf>) -> Resu
     }
 }
 
-async fn serve_http(app: Arc<App>, addr: SocketAddr) -> Result<(), CliError> {
-    let listener = tokio::net::TcpListener::bind(addr).await?;
+async fn serve_http(
+    app: Arc<App>,
+    listener: tokio::net::TcpListener,
+    metrics: Option<tokio::net::TcpListener>,
+) -> Result<(), CliError> {
     tracing::info!(
         address = %listener.local_addr()?,
         tools = app.dispatcher().tools(&crate::surface::Surface::default(), crate::mcp::caller::Caller::Person).len(),
         "serving MCP at /mcp"
     );
-    if let Some(metrics_addr) = app.settings().metrics_bind {
-        serve_metrics(app.clone(), metrics_addr).await?;
+    if let Some(metrics) = metrics {
+        serve_metrics(app.clone(), metrics).await?;
     }
     let settings = app.settings();
     let limits = ConnectionLimits {
@@ -326,10 +379,9 @@ async fn serve_http(app: Arc<App>, addr: SocketAddr) -> Result<(), CliError> {
     Ok(())
 }
 
-/// `/metrics` on its own listener (`METRICS_BIND`), in the background; a
-/// bind failure stops startup like the main listener's.
-async fn serve_metrics(app: Arc<App>, addr: SocketAddr) -> Result<(), CliError> {
-    let listener = tokio::net::TcpListener::bind(addr).await?;
+/// `/metrics` on its own listener (`METRICS_BIND`, bound at startup with
+/// the main one), in the background.
+async fn serve_metrics(app: Arc<App>, listener: tokio::net::TcpListener) -> Result<(), CliError> {
     let bound = listener.local_addr()?;
     if !bound.ip().is_loopback() {
         tracing::warn!(address = %bound, "METRICS_BIND is not a loopback address: keep it off the public network");

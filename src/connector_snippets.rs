@@ -2,8 +2,10 @@
 //! shared by `setup`'s output and the web `/account` page.
 //!
 //! Every snippet is a pure function of the MCP endpoint URL
-//! (`PUBLIC_BASE_URL/mcp`) and holds no secret: clients discover the OAuth
-//! sign-in from the URL by themselves.
+//! (`PUBLIC_BASE_URL/mcp`) and holds no secret: with OAuth, clients discover
+//! the sign-in from the URL by themselves ([`connector_snippets`]); without
+//! it, each request carries the static bearer, which the snippets name as
+//! the placeholder [`BEARER_PLACEHOLDER`] ([`bearer_snippets`]).
 
 use serde_json::json;
 
@@ -93,6 +95,86 @@ pub fn connector_snippets(mcp_url: &str) -> Vec<ConnectorSnippet> {
     ]
 }
 
+/// What a bearer snippet holds where the token goes: the value is in the
+/// env file, never printed.
+pub const BEARER_PLACEHOLDER: &str = "<MCP_BEARER_TOKEN>";
+
+/// Snippets for the clients that can send a fixed `Authorization` header
+/// (Claude Desktop through mcp-remote, Claude Code, Cursor, VS Code, MCP
+/// Inspector), for a gateway without OAuth. Hosted connectors (claude.ai,
+/// Le Chat) cannot: they need OAuth.
+pub fn bearer_snippets(mcp_url: &str) -> Vec<ConnectorSnippet> {
+    let header = format!("Authorization: Bearer {BEARER_PLACEHOLDER}");
+    vec![
+        ConnectorSnippet {
+            client: "Claude Desktop",
+            how: "In claude_desktop_config.json, bridge through mcp-remote (needs Node.js), \
+                  with the token from the env file:"
+                .to_owned(),
+            snippet: pretty(&json!({
+                "mcpServers": {
+                    SERVER_NAME: {
+                        "command": "npx",
+                        "args": ["-y", "mcp-remote", mcp_url, "--header", header],
+                    }
+                }
+            })),
+        },
+        ConnectorSnippet {
+            client: "Claude Code",
+            how: "Run in a terminal, with the token from the env file:".to_owned(),
+            snippet: format!(
+                "claude mcp add --transport http {SERVER_NAME} {} --header {}",
+                shell_word(mcp_url),
+                shell_word(&header)
+            ),
+        },
+        ConnectorSnippet {
+            client: "Cursor",
+            how: "Add to ~/.cursor/mcp.json (or .cursor/mcp.json in a project), with the \
+                  token from the env file:"
+                .to_owned(),
+            snippet: pretty(&json!({
+                "mcpServers": {
+                    SERVER_NAME: {
+                        "url": mcp_url,
+                        "headers": {"Authorization": format!("Bearer {BEARER_PLACEHOLDER}")},
+                    }
+                }
+            })),
+        },
+        ConnectorSnippet {
+            client: "VS Code",
+            how: "Add to .vscode/mcp.json in the workspace; VS Code asks for the token once \
+                  and keeps it in its secret storage:"
+                .to_owned(),
+            snippet: pretty(&json!({
+                "inputs": [{
+                    "type": "promptString",
+                    "id": "aegis-bearer",
+                    "description": "MCP_BEARER_TOKEN of the Aegis gateway",
+                    "password": true,
+                }],
+                "servers": {
+                    SERVER_NAME: {
+                        "type": "http",
+                        "url": mcp_url,
+                        "headers": {"Authorization": "Bearer ${input:aegis-bearer}"},
+                    }
+                }
+            })),
+        },
+        ConnectorSnippet {
+            client: "MCP Inspector",
+            how: "Run it, open the page it prints, choose Transport Type \"Streamable HTTP\", \
+                  enter the URL, and under Authentication the header `Authorization` with \
+                  `Bearer` and the token:"
+                .to_owned(),
+            snippet: format!("npx @modelcontextprotocol/inspector\n# URL: {mcp_url}"),
+        },
+    ]
+}
+
 fn pretty(value: &serde_json::Value) -> String {
     serde_json::to_string_pretty(value).expect("a JSON value always serializes")
 }
@@ -122,6 +204,32 @@ mod tests {
             .into_iter()
             .find(|s| s.client == client)
             .unwrap_or_else(|| panic!("no snippet for {client}"))
+    }
+
+    #[test]
+    fn bearer_snippets_carry_the_header_and_never_a_sign_in() {
+        let snippets = bearer_snippets(URL);
+        let clients: Vec<_> = snippets.iter().map(|s| s.client).collect();
+        assert_eq!(
+            clients,
+            [
+                "Claude Desktop",
+                "Claude Code",
+                "Cursor",
+                "VS Code",
+                "MCP Inspector"
+            ]
+        );
+        for snippet in &snippets {
+            let text = format!("{} {}", snippet.how, snippet.snippet);
+            assert!(
+                !text.to_lowercase().contains("sign in"),
+                "{}",
+                snippet.client
+            );
+            assert!(text.contains("Bearer"), "{}", snippet.client);
+            assert!(text.contains(URL), "{}", snippet.client);
+        }
     }
 
     #[test]

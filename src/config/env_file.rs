@@ -37,15 +37,13 @@ impl SettingsSource {
         let mut values = HashMap::new();
         if let EnvFileChoice::Use(path) = env_file {
             let iter = dotenvy::from_path_iter(path).map_err(|_| {
-                ConfigError::new("AEGIS_ENV_FILE", "the env file could not be read")
+                ConfigError::new(
+                    "AEGIS_ENV_FILE",
+                    format!("the env file {} could not be read", path.display()),
+                )
             })?;
             for item in iter {
-                let (key, value) = item.map_err(|_| {
-                    ConfigError::new(
-                        "AEGIS_ENV_FILE",
-                        "the env file has a line that is not KEY=VALUE",
-                    )
-                })?;
+                let (key, value) = item.map_err(|err| env_file_error(path, &err))?;
                 values.insert(key, value);
             }
         }
@@ -60,6 +58,74 @@ impl SettingsSource {
     pub fn get(&self, name: &str) -> Option<&str> {
         self.values.get(name).map(String::as_str)
     }
+}
+
+/// What is wrong with an env file: its path, the line number and the
+/// problem, never the line's text (it may hold a secret).
+fn env_file_error(path: &Path, err: &dotenvy::Error) -> ConfigError {
+    let text = std::fs::read(path).unwrap_or_default();
+    let (line, problem) = match err {
+        dotenvy::Error::LineParse(bad, _) => match find_line(&text, bad) {
+            Some((number, line)) => (Some(number), line_problem(&line)),
+            None => (None, "a line that is not KEY=VALUE".to_owned()),
+        },
+        _ => match std::str::from_utf8(&text) {
+            // Binary junk: where the text stops being UTF-8.
+            Err(utf8) => (
+                Some(
+                    1 + text[..utf8.valid_up_to()]
+                        .iter()
+                        .filter(|&&b| b == b'\n')
+                        .count(),
+                ),
+                "not UTF-8 text".to_owned(),
+            ),
+            Ok(_) => (None, "it could not be read".to_owned()),
+        },
+    };
+    let at = line.map_or(String::new(), |n| format!(", line {n}"));
+    ConfigError::new(
+        "AEGIS_ENV_FILE",
+        format!("the env file {}{at}: {problem}", path.display()),
+    )
+}
+
+/// The 1-based number and the text of the line the parser refused. The
+/// parser hands back the whole line, or only its value (after `=`), so the
+/// line is the first one that is, or ends with, what it handed back.
+fn find_line(text: &[u8], bad: &str) -> Option<(usize, String)> {
+    let first = bad.lines().next()?.trim();
+    String::from_utf8_lossy(text)
+        .lines()
+        .enumerate()
+        .find(|(_, line)| {
+            let line = line.trim();
+            line == first || (!first.is_empty() && line.ends_with(first))
+        })
+        .map(|(index, line)| (index + 1, line.to_owned()))
+}
+
+/// Why the parser refused `line`, in words, without quoting it.
+fn line_problem(line: &str) -> String {
+    let Some((key, value)) = line.split_once('=') else {
+        return "not KEY=VALUE (no `=`)".to_owned();
+    };
+    let value = value.trim_start();
+    for quote in ['"', '\''] {
+        if value.starts_with(quote) && value.matches(quote).count() % 2 == 1 {
+            return "a quote that is never closed".to_owned();
+        }
+    }
+    if line.chars().any(|c| c.is_control() && c != '\t') {
+        return "a control character".to_owned();
+    }
+    if !value.starts_with(['"', '\'']) && value.contains(char::is_whitespace) {
+        return "a space in an unquoted value (put the value in quotes)".to_owned();
+    }
+    format!(
+        "the value of `{}` cannot be read",
+        key.trim().chars().take(64).collect::<String>()
+    )
 }
 
 /// The outcome of choosing an env file.

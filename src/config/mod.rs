@@ -349,6 +349,12 @@ impl Settings {
         self.mcp_host.is_loopback()
     }
 
+    /// Loopback mode: neither a bearer nor OAuth, so an unauthenticated
+    /// request on the loopback bind acts with the admin token.
+    pub fn unauthenticated_loopback(&self) -> bool {
+        self.mcp_bearer_token.is_none() && !self.oauth_configured() && self.binds_loopback()
+    }
+
     /// Checks that need the command: `serve` refuses to expose the admin
     /// token to the network without authentication, and needs someone to
     /// act as: the admin token (static bearer, loopback) or OAuth users.

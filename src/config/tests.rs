@@ -333,6 +333,50 @@ fn env_file_values_are_loaded() {
     assert_eq!(source.get("AEGIS_TEST_ONLY_SETTING"), Some("from-file"));
 }
 
+/// A broken env file is named with the line and the problem, never the
+/// line's text (`SECRET-VALUE` stands for what it may hold).
+fn env_file_error_for(content: &[u8]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gw.env");
+    std::fs::write(&path, content).unwrap();
+    let err = SettingsSource::load(&EnvFileChoice::Use(path.clone())).unwrap_err();
+    let text = err.to_string();
+    assert_eq!(err.setting, "AEGIS_ENV_FILE");
+    assert!(text.contains(&path.display().to_string()), "{text}");
+    assert!(!text.contains("SECRET-VALUE"), "{text}");
+    text
+}
+
+#[test]
+fn an_env_file_line_without_equals_is_named_by_number() {
+    let text = env_file_error_for(b"GITEA_URL=http://x\n# fine\nSECRET-VALUE\n");
+    assert!(text.contains("line 3: not KEY=VALUE (no `=`)"), "{text}");
+}
+
+#[test]
+fn an_unterminated_quote_is_named_by_number() {
+    let text = env_file_error_for(b"A=1\nGITEA_TOKEN=\"SECRET-VALUE\nB=2\n");
+    assert!(
+        text.contains("line 2: a quote that is never closed"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_unquoted_space_is_named_by_number() {
+    let text = env_file_error_for(b"A=1\nB=2\nGITEA_TOKEN=SECRET-VALUE and more\n");
+    assert!(
+        text.contains("line 3: a space in an unquoted value"),
+        "{text}"
+    );
+}
+
+#[test]
+fn binary_junk_is_named_by_number() {
+    let text = env_file_error_for(b"A=1\nB=SECRET-VALUE\xff\xfe\x00\n");
+    assert!(text.contains("line 2: not UTF-8 text"), "{text}");
+}
+
 #[test]
 fn short_key_material_is_refused_by_name() {
     for setting in ["TOKEN_ENCRYPTION_KEY", "AUDIT_HMAC_KEY"] {

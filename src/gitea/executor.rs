@@ -41,6 +41,10 @@ pub enum UpstreamError {
     Unreachable,
     #[error("the request to Gitea failed")]
     Request,
+    /// Gitea answered, with a status that is not a success (the
+    /// gateway's own requests: the admin account, the probes).
+    #[error("Gitea answered HTTP {status}")]
+    Answered { status: u16 },
 }
 
 impl UpstreamError {
@@ -50,6 +54,7 @@ impl UpstreamError {
             Self::Timeout => "UpstreamError::Timeout",
             Self::Unreachable => "UpstreamError::Unreachable",
             Self::Request => "UpstreamError::Request",
+            Self::Answered { .. } => "UpstreamError::Answered",
         }
     }
 
@@ -173,7 +178,9 @@ impl GiteaClient {
             .await
             .map_err(|e| UpstreamError::from_reqwest(&e))?;
         if !response.status().is_success() {
-            return Err(UpstreamError::Request);
+            return Err(UpstreamError::Answered {
+                status: response.status().as_u16(),
+            });
         }
         let (body, truncated) = read_capped(response, MAX_TEXT_BODY_BYTES).await?;
         if truncated {

@@ -56,6 +56,8 @@ enum Refusal {
     Missing,
     /// A token that is not valid here.
     InvalidToken,
+    /// One of our tokens, issued for another MCP URL.
+    OtherResource,
     /// A token sent in the query string (RFC 6750 §2.3 is not supported:
     /// URLs end up in logs and histories).
     TokenInQuery,
@@ -82,6 +84,10 @@ fn unauthorized(oauth: Option<&OAuthServer>, path: &str, refusal: Refusal) -> Re
     let (error, description) = match refusal {
         Refusal::Missing => (None, "this endpoint needs a bearer token"),
         Refusal::InvalidToken => (Some("invalid_token"), "the bearer token is not valid"),
+        Refusal::OtherResource => (
+            Some("invalid_token"),
+            "the bearer token was issued for another MCP URL: a token works only at the URL it was issued for (one token per URL), so sign in again at this one",
+        ),
         Refusal::TokenInQuery => (
             Some("invalid_request"),
             "send the token in the Authorization header, never in the URL",
@@ -148,6 +154,9 @@ pub async fn authenticate(
                 }
                 Err(ResolveError::InvalidToken) => {
                     return unauthorized(Refusal::InvalidToken);
+                }
+                Err(ResolveError::OtherResource) => {
+                    return unauthorized(Refusal::OtherResource);
                 }
                 Err(ResolveError::Unavailable) => {
                     return (

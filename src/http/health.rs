@@ -19,6 +19,7 @@ use axum::{Json, Router};
 use serde_json::json;
 
 use crate::app::App;
+use crate::gitea::admin::AdminTokenState;
 
 /// How long one Gitea probe result is reused.
 const GITEA_PROBE_TTL: Duration = Duration::from_secs(10);
@@ -60,7 +61,8 @@ async fn root(State(health): State<Arc<Health>>) -> Json<serde_json::Value> {
 }
 
 /// 200 when every check passes, else 503; each check says `ok`,
-/// `unavailable` or `not_configured`, nothing more.
+/// `unavailable` or `not_configured` (the admin token: `ok`, `rejected`,
+/// `unknown` until Gitea has been asked, or `not_configured`), nothing more.
 async fn health(State(health): State<Arc<Health>>) -> Response {
     let store = match health.app.oauth() {
         None => "not_configured",
@@ -77,7 +79,13 @@ async fn health(State(health): State<Arc<Health>>) -> Response {
     } else {
         "unavailable"
     };
-    let healthy = store != "unavailable" && gitea == "ok";
+    // A token Gitea refuses fails every call of the admin account; without
+    // OAuth that is every call, so it is unhealthy. With OAuth, people's
+    // calls still work: reported, not fatal, so a balancer keeps serving them.
+    let admin_token = health.app.admin_token_state();
+    let admin_fatal =
+        admin_token == Some(AdminTokenState::Rejected) && health.app.oauth().is_none();
+    let healthy = store != "unavailable" && gitea == "ok" && !admin_fatal;
     let status = if healthy {
         StatusCode::OK
     } else {
@@ -89,7 +97,11 @@ async fn health(State(health): State<Arc<Health>>) -> Response {
             "status": if healthy { "ok" } else { "degraded" },
             "version": env!("CARGO_PKG_VERSION"),
             "tools": health.app.dispatcher().tools(&crate::surface::Surface::default(), crate::mcp::caller::Caller::Person).len(),
-            "checks": {"store": store, "gitea": gitea},
+            "checks": {
+                "store": store,
+                "gitea": gitea,
+                "admin_token": admin_token.map_or("not_configured", AdminTokenState::as_str),
+            },
         })),
     )
         .into_response()

@@ -430,7 +430,7 @@ impl Dispatcher {
         let (response, renewed) = match self.client.send_renewing(identity, call).await {
             Ok(answer) => answer,
             Err(err) => {
-                let error = upstream_error(&err);
+                let error = upstream_error(&err, self.client.api_base());
                 return ToolOutcome::error(if self.expose_error_details {
                     error.with_type_name(err.type_name())
                 } else {
@@ -484,11 +484,20 @@ fn call_error(err: &CallError) -> ToolError {
     }
 }
 
-fn upstream_error(err: &UpstreamError) -> ToolError {
+/// A failed request as a tool error; an unreachable or silent Gitea is
+/// named by its URL (`GITEA_URL`), so a wrong setting shows on the first
+/// call.
+fn upstream_error(err: &UpstreamError, api_base: &str) -> ToolError {
     let kind = match err {
         UpstreamError::Timeout => ErrorKind::UpstreamTimeout,
         UpstreamError::Unreachable => ErrorKind::UpstreamUnreachable,
         UpstreamError::Request => ErrorKind::UpstreamError,
+        UpstreamError::Answered { status } => ErrorKind::from_status(*status),
     };
-    ToolError::new(kind, err.to_string())
+    let gitea = api_base.strip_suffix("/api/v1").unwrap_or(api_base);
+    let message = match err {
+        UpstreamError::Timeout | UpstreamError::Unreachable => format!("{err} (GITEA_URL {gitea})"),
+        _ => err.to_string(),
+    };
+    ToolError::new(kind, message)
 }

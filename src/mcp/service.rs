@@ -47,6 +47,11 @@ impl ToolService {
         &self.metrics
     }
 
+    /// The admin account, when `GITEA_TOKEN` is configured.
+    pub fn admin(&self) -> Option<&AdminAccount> {
+        self.admin.as_ref()
+    }
+
     /// The admin-token identity for a caller authenticated by `mode`, when
     /// `GITEA_TOKEN` is configured.
     pub async fn admin_identity(&self, mode: IdentityMode) -> Option<Identity> {

@@ -32,9 +32,13 @@ const TOUCH_INTERVAL_SECS: i64 = 60;
 /// Why a token did not resolve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum ResolveError {
-    /// Unknown, expired, revoked, or for another resource: 401.
+    /// Unknown, expired or revoked: 401.
     #[error("the access token is not valid")]
     InvalidToken,
+    /// Valid, but issued for another of our MCP URLs (RFC 8707 audience):
+    /// 401, saying that each URL needs its own sign-in.
+    #[error("the access token was issued for another MCP URL")]
+    OtherResource,
     /// The store or Gitea failed: 503, the client may retry.
     #[error("the token could not be checked right now")]
     Unavailable,
@@ -119,7 +123,7 @@ pub async fn resolve(
     // Audience (RFC 8707): a token minted for another resource (another
     // of our MCP URLs included) is refused.
     if resolved.grant.resource != resource {
-        return Err(ResolveError::InvalidToken);
+        return Err(ResolveError::OtherResource);
     }
     let mut grant = resolved.grant;
     if gitea_token_expired(&grant, now) {

@@ -20,7 +20,7 @@ use secrecy::{ExposeSecret, SecretString};
 
 use crate::config::{ConfigError, Settings, SettingsSource, is_loopback_url};
 
-pub use crate::connector_snippets::connector_snippets;
+pub use crate::connector_snippets::{bearer_snippets, connector_snippets};
 pub use answers::SetupArgs;
 use answers::{AnswerError, Answers, TerminalPrompt};
 use env_file::{OutputError, PendingFile};
@@ -355,12 +355,15 @@ impl Summary<'_> {
                 "."
             }
         ));
-        if !self.oauth {
+        let snippets = if self.oauth {
+            connector_snippets(&self.plan.mcp_url)
+        } else {
             line(format!(
-                "  Without OAuth every request needs the header `Authorization: Bearer <MCP_BEARER_TOKEN>` (the value is in {shown}); hosted connectors (claude.ai, Le Chat) need OAuth: run setup again without --no-oauth."
+                "  Without OAuth every request needs the header `Authorization: Bearer <MCP_BEARER_TOKEN>` (the value is in {shown}), and every caller acts with GITEA_TOKEN. Hosted connectors (claude.ai, Le Chat) cannot send it: they need OAuth, which `aegis-gitea-mcp setup` adds when it may create the OAuth2 application (docs/oauth.md)."
             ));
-        }
-        for snippet in connector_snippets(&self.plan.mcp_url) {
+            bearer_snippets(&self.plan.mcp_url)
+        };
+        for snippet in snippets {
             line(String::new());
             line(snippet.client.to_owned());
             line(format!("  {}", snippet.how));

@@ -192,3 +192,103 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     files
 }
+
+/// True for a span that names a source path (`src/…`, `tests/…`,
+/// `templates/…`, `docs/…`).
+fn is_path(span: &str) -> bool {
+    ["src/", "tests/", "templates/", "docs/", "benches/", "fuzz/"]
+        .iter()
+        .any(|p| span.starts_with(p))
+        && !span.contains(' ')
+        && !span.contains('*')
+        && !span.contains('{')
+}
+
+/// True for a span that names an item: `name`, `Type::method`.
+fn is_item(span: &str) -> bool {
+    !span.is_empty()
+        && span.split("::").all(|part| {
+            part.chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+}
+
+/// Whether `text` (a source file) defines `item`: its last part as a
+/// function, type, trait, constant, static or module.
+fn defines(text: &str, item: &str) -> bool {
+    let name = item.rsplit("::").next().unwrap();
+    [
+        "fn ",
+        "struct ",
+        "enum ",
+        "trait ",
+        "const ",
+        "static ",
+        "mod ",
+        "type ",
+        "macro_rules! ",
+    ]
+    .iter()
+    .any(|kind| {
+        text.match_indices(&format!("{kind}{name}"))
+            .any(|(at, found)| {
+                text[at + found.len()..]
+                    .chars()
+                    .next()
+                    .is_none_or(|c| !(c.is_ascii_alphanumeric() || c == '_'))
+            })
+    })
+}
+
+/// docs/architecture.md names files, and the functions and types in them
+/// as `` `src/file.rs` `Item` `` (the item's span right after the file's):
+/// every file exists, and every item so placed is defined in that file (or,
+/// for a directory, in a file under it). A rename that leaves the page
+/// behind fails here.
+#[test]
+fn the_architecture_page_names_only_what_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let page = std::fs::read_to_string(root.join("docs/architecture.md")).unwrap();
+    let mut missing = Vec::new();
+    let mut checked = 0;
+    for line in page.lines() {
+        let spans: Vec<&str> = line.split('`').collect();
+        // spans[1], spans[3], … are code; spans[2], … what lies between.
+        for i in (1..spans.len()).step_by(2) {
+            let span = spans[i];
+            if !is_path(span) {
+                continue;
+            }
+            let path = root.join(span.trim_end_matches('/'));
+            if !path.exists() {
+                missing.push(format!("file {span}"));
+                continue;
+            }
+            checked += 1;
+            let adjacent = spans
+                .get(i + 1)
+                .is_some_and(|between| between.trim().is_empty());
+            let Some(item) = spans.get(i + 2).filter(|s| adjacent && is_item(s)) else {
+                continue;
+            };
+            let texts: Vec<String> = if path.is_dir() {
+                walk(&path)
+                    .iter()
+                    .map(|f| std::fs::read_to_string(f).unwrap())
+                    .collect()
+            } else {
+                vec![std::fs::read_to_string(&path).unwrap()]
+            };
+            if !texts.iter().any(|t| defines(t, item)) {
+                missing.push(format!("{item} in {span}"));
+            }
+        }
+    }
+    assert!(checked > 50, "the page names {checked} files");
+    assert!(
+        missing.is_empty(),
+        "docs/architecture.md names what does not exist: {missing:#?}"
+    );
+}

@@ -349,3 +349,132 @@ fn an_empty_or_foreign_store_file_stops_startup() {
         );
     }
 }
+
+/// `serve` until a line containing `wanted` appears on stderr (or `limit`
+/// passes), then stopped: its stderr so far.
+fn serve_until(env: &[(&str, &str)], wanted: &str, limit: std::time::Duration) -> String {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(BIN)
+        .arg("serve")
+        .env_clear()
+        .envs(env.iter().copied())
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (lines, received) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if lines.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let deadline = std::time::Instant::now() + limit;
+    let mut seen = String::new();
+    while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+        match received.recv_timeout(left) {
+            Ok(line) => {
+                seen.push_str(&line);
+                seen.push('\n');
+                if line.contains(wanted) {
+                    break;
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    seen
+}
+
+/// A first run on a port that is taken: the error names the address and
+/// the setting, and nothing was written before the bind.
+#[test]
+fn a_port_in_use_is_named_and_nothing_is_written() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let out = gateway_within(
+        std::time::Duration::from_secs(20),
+        &["serve"],
+        &[
+            ("GITEA_URL", "http://127.0.0.1:9"),
+            ("GITEA_TOKEN", "admin-token"),
+            ("MCP_PORT", port.as_str()),
+            ("DATA_DIR", data.to_str().unwrap()),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("127.0.0.1:{port}")), "{stderr}");
+    assert!(stderr.contains("MCP_PORT"), "{stderr}");
+    assert!(!data.exists(), "DATA_DIR was created before the bind");
+}
+
+/// A wrong `GITEA_URL` is said at startup, with the URL.
+#[test]
+fn an_unreachable_gitea_is_named_at_startup() {
+    let out = gateway(
+        &["stdio"],
+        &[
+            ("GITEA_URL", "http://127.0.0.1:9"),
+            ("GITEA_TOKEN", "admin-token"),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("Gitea does not answer"), "{stderr}");
+    assert!(stderr.contains("http://127.0.0.1:9"), "{stderr}");
+}
+
+/// A token Gitea refuses is said at startup, with the URL; a good one
+/// names its login.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejected_admin_token_is_named_at_startup() {
+    let fake = crate::support::FakeGitea::start().await;
+    let stderr_with = |token: &'static str| {
+        let url = fake.url.clone();
+        tokio::task::spawn_blocking(move || {
+            let out = gateway(
+                &["stdio"],
+                &[("GITEA_URL", url.as_str()), ("GITEA_TOKEN", token)],
+            );
+            String::from_utf8_lossy(&out.stderr).into_owned()
+        })
+    };
+    let wrong = stderr_with("not-a-token-gitea-knows").await.unwrap();
+    assert!(wrong.contains("GITEA_TOKEN is not accepted"), "{wrong}");
+    assert!(wrong.contains(&fake.url), "{wrong}");
+    let good = stderr_with(crate::support::ADMIN_TOKEN).await.unwrap();
+    assert!(good.contains("GITEA_TOKEN is accepted"), "{good}");
+}
+
+/// Unauthenticated loopback mode says at startup that any local process
+/// acts with the admin token.
+#[test]
+fn unauthenticated_loopback_mode_is_warned_about() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let seen = serve_until(
+        &[
+            ("GITEA_URL", "http://127.0.0.1:9"),
+            ("GITEA_TOKEN", "admin-token"),
+            ("MCP_PORT", port.as_str()),
+        ],
+        "no authentication",
+        std::time::Duration::from_secs(20),
+    );
+    assert!(seen.contains("any process on this machine"), "{seen}");
+}

@@ -21,15 +21,35 @@ async fn health_is_ok_when_gitea_answers() {
     assert_eq!(body["status"], "ok");
     assert_eq!(body["checks"]["gitea"], "ok");
     assert_eq!(body["checks"]["store"], "not_configured");
+    assert_eq!(body["checks"]["admin_token"], "unknown");
     assert_eq!(
         body["tools"],
         aegis_gitea_mcp::catalog::core::CORE_TOOLS.len() + 4
     );
 }
 
+/// A `GITEA_TOKEN` Gitea refuses: once asked (here by a call with the
+/// bearer), `/health` says so, and without OAuth, where every call acts
+/// with it, answers 503.
+#[tokio::test]
+async fn health_reports_a_rejected_admin_token() {
+    let gw = Gateway::start(&[("GITEA_TOKEN", "a-token-gitea-does-not-know")]).await;
+    let (_, body) = get(&format!("{}/health", gw.url)).await;
+    assert_eq!(body["checks"]["admin_token"], "unknown");
+    let client = gw.client().await;
+    let _ = support::call(&client, "gitea_user_get_current", serde_json::json!({})).await;
+    let (status, body) = get(&format!("{}/health", gw.url)).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(body["checks"]["admin_token"], "rejected");
+    assert!(
+        !body.to_string().contains("a-token-gitea"),
+        "no token revealed"
+    );
+}
+
 #[tokio::test]
 async fn health_reports_the_store_when_oauth_is_on() {
-    let gw = OAuthGateway::start(Backend::Sqlite, &[]).await.unwrap();
+    let gw = OAuthGateway::start(Backend::Sqlite, &[]).await;
     let (status, body) = get(&format!("{}/health", gw.url)).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body["checks"]["store"], "ok");

@@ -12,9 +12,7 @@ use support::BEARER;
 use support::oauth_client::{Backend, OAuthGateway};
 
 async fn gateway() -> OAuthGateway {
-    OAuthGateway::start(Backend::Sqlite, &[])
-        .await
-        .expect("sqlite gateway")
+    OAuthGateway::start(Backend::Sqlite, &[]).await
 }
 
 async fn post(gw: &OAuthGateway, bearer: Option<&str>, body: String) -> (StatusCode, String) {

@@ -190,9 +190,7 @@ async fn a_flood_of_random_ips_and_tokens_leaves_a_limited_client_limited() {
 
 #[tokio::test]
 async fn a_429_from_the_oauth_api_carries_cors_headers() {
-    let gw = OAuthGateway::start(Backend::Sqlite, &[("RATE_LIMIT_PER_IP", "2")])
-        .await
-        .expect("sqlite gateway");
+    let gw = OAuthGateway::start(Backend::Sqlite, &[("RATE_LIMIT_PER_IP", "2")]).await;
     let http = http();
     let token = |http: &reqwest::Client| {
         http.post(format!("{}/token", gw.url))
@@ -219,9 +217,7 @@ async fn a_429_from_the_oauth_api_carries_cors_headers() {
 
 #[tokio::test]
 async fn routes_that_park_state_have_a_tighter_limit_per_ip() {
-    let gw = OAuthGateway::start(Backend::Sqlite, &[("RATE_LIMIT_SIGN_INS_PER_IP", "3")])
-        .await
-        .expect("sqlite gateway");
+    let gw = OAuthGateway::start(Backend::Sqlite, &[("RATE_LIMIT_SIGN_INS_PER_IP", "3")]).await;
     let http = http();
     // /authorize, /account/sign-in and /register share one budget.
     for path in ["/authorize", "/account/sign-in", "/authorize"] {

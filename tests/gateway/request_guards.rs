@@ -18,9 +18,7 @@ use support::oauth_client::{Backend, OAuthGateway};
 const ORIGIN_REFUSAL: &str = "cross-origin requests are not allowed here";
 
 async fn gateway() -> OAuthGateway {
-    OAuthGateway::start(Backend::Sqlite, &[])
-        .await
-        .expect("sqlite gateway")
+    OAuthGateway::start(Backend::Sqlite, &[]).await
 }
 
 /// One route of the matrix: method, path, content type and body as a

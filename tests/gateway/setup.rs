@@ -512,6 +512,28 @@ async fn no_oauth_creates_no_application() {
     assert_no_secret_printed(&out, &values);
 }
 
+/// Without OAuth the snippets carry the bearer header, and nothing tells
+/// a person to sign in, or to drop a flag they never passed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snippets_without_oauth_carry_the_bearer_and_no_sign_in() {
+    let gitea = start_fake_gitea().await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(".env");
+    let out = setup(&gitea.url, ADMIN_TOKEN, &path, &["--no-oauth"]).await;
+    assert!(out.status.success(), "stderr: {}", stderr(&out));
+    let printed = stdout(&out);
+    assert!(!printed.to_lowercase().contains("sign in"), "{printed}");
+    assert!(!printed.contains("without --no-oauth"), "{printed}");
+    for client in ["Claude Code", "Cursor", "VS Code"] {
+        let section = printed
+            .split(&format!("\n{client}\n"))
+            .nth(1)
+            .unwrap_or_else(|| panic!("{client}: {printed}"));
+        let section = section.split("\n\n").next().unwrap();
+        assert!(section.contains("Bearer"), "{client}: {section}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plain_http_public_url_off_loopback_is_refused_before_gitea() {
     let gitea = start_fake_gitea().await;

@@ -1,8 +1,10 @@
 //! The authorization server and the people's pages, end to end over loopback HTTP: a gateway with
 //! OAuth configured in front of the fake Gitea (which plays Gitea's OAuth
 //! provider), a test client that speaks only the wire, and a clock the
-//! tests move. Every test runs on SQLite and, when `AEGIS_TEST_POSTGRES_URL`
-//! names a cluster (`.ci/run` starts one), on PostgreSQL.
+//! tests move. Every test runs on SQLite and on PostgreSQL; the PostgreSQL
+//! variants are ignored by a plain `cargo test` and run with `cargo test
+//! --test oauth -- --ignored`, on `AEGIS_TEST_POSTGRES_URL`'s cluster
+//! (`.ci/run` starts one) or a throwaway one of their own.
 //!
 //! The checklist numbers of the issue are noted on the tests (`#n`).
 
@@ -35,9 +37,7 @@ where
     F: FnOnce(OAuthGateway) -> Fut,
     Fut: Future<Output = ()>,
 {
-    if let Some(gateway) = OAuthGateway::start(backend, extra).await {
-        test(gateway).await;
-    }
+    test(OAuthGateway::start(backend, extra).await).await;
 }
 
 /// Declares `on_sqlite` and `on_postgres` tests for an `async fn(OAuthGateway)`
@@ -56,6 +56,7 @@ macro_rules! on_both_backends {
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            #[ignore = "PostgreSQL: run with `cargo test -- --ignored` (a throwaway cluster of its own, or AEGIS_TEST_POSTGRES_URL)"]
             async fn on_postgres() {
                 let extra: &[(&str, &str)] = &[$($extra)?];
                 $crate::run($crate::Backend::Postgres, extra, super::$test).await;

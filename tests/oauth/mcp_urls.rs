@@ -128,6 +128,46 @@ async fn a_token_works_only_at_the_url_it_was_issued_for(gateway: OAuthGateway) 
 }
 on_both_backends!(a_token_works_only_at_the_url_it_was_issued_for);
 
+/// A token of another URL is told why it fails: one token per URL.
+async fn a_token_of_another_url_is_told_the_rule(gateway: OAuthGateway) {
+    let client = gateway.public_client().await;
+    let tokens = gateway.tokens_at(&client, "alice", TOOLSET_URL).await;
+    let response = gateway
+        .http
+        .post(format!("{}/mcp", gateway.url))
+        .bearer_auth(&tokens.access_token)
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    let challenge = response.headers()["www-authenticate"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        challenge.contains(r#"error="invalid_token""#),
+        "{challenge}"
+    );
+    let body: Value = response.json().await.unwrap();
+    let description = body["error_description"].as_str().unwrap();
+    assert!(description.contains("one token per URL"), "{description}");
+    // An unknown token is not told it belongs elsewhere.
+    let response = gateway
+        .http
+        .post(format!("{}/mcp", gateway.url))
+        .bearer_auth("agm_not-a-token-of-ours")
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .send()
+        .await
+        .unwrap();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error_description"], "the bearer token is not valid");
+}
+on_both_backends!(a_token_of_another_url_is_told_the_rule);
+
 async fn a_refresh_keeps_the_tokens_url(gateway: OAuthGateway) {
     let client = gateway.public_client().await;
     let tokens = gateway.tokens_at(&client, "alice", "/mcp/readonly").await;

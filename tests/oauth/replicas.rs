@@ -14,6 +14,7 @@ use crate::{Backend, run};
 /// calls spread over the replicas is refreshed upstream exactly once, every
 /// call runs as the user, and the grant lives on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "PostgreSQL: run with `cargo test -- --ignored` (a throwaway cluster of its own, or AEGIS_TEST_POSTGRES_URL)"]
 async fn replicas_refresh_an_expired_session_once_and_keep_the_grant() {
     run(Backend::Postgres, &[], |gateway| async move {
         let replicas = [gateway.replica().await, gateway.replica().await];
@@ -49,6 +50,7 @@ async fn replicas_refresh_an_expired_session_once_and_keep_the_grant() {
 
 /// Issue 16: a revocation on one replica holds on every other at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "PostgreSQL: run with `cargo test -- --ignored` (a throwaway cluster of its own, or AEGIS_TEST_POSTGRES_URL)"]
 async fn a_revocation_on_one_replica_holds_on_the_others() {
     run(Backend::Postgres, &[], |gateway| async move {
         let (replica, _data) = gateway.replica().await;
@@ -70,6 +72,7 @@ async fn a_revocation_on_one_replica_holds_on_the_others() {
 /// spread over three replicas is answered about 1× (the windows are in the
 /// store; a minute's edge may let one more through).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "PostgreSQL: run with `cargo test -- --ignored` (a throwaway cluster of its own, or AEGIS_TEST_POSTGRES_URL)"]
 async fn the_per_token_limit_holds_across_replicas() {
     run(
         Backend::Postgres,
@@ -103,6 +106,7 @@ async fn the_per_token_limit_holds_across_replicas() {
 /// each refresh would hold a connection for its lock and wait for a second
 /// one to read the grant.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "PostgreSQL: run with `cargo test -- --ignored` (a throwaway cluster of its own, or AEGIS_TEST_POSTGRES_URL)"]
 async fn more_expiring_sessions_than_pooled_connections_all_refresh() {
     run(Backend::Postgres, &[], |gateway| async move {
         let mut tokens = Vec::new();

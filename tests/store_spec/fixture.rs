@@ -49,19 +49,16 @@ impl Fixture {
         }
     }
 
-    /// A fresh database on `AEGIS_TEST_POSTGRES_URL`'s server; `None` (with
-    /// a note) when the variable is unset.
-    pub async fn postgres() -> Option<Self> {
-        let Some(server) = postgres::server_url() else {
-            eprintln!("AEGIS_TEST_POSTGRES_URL is not set: skipping the PostgreSQL run");
-            return None;
-        };
+    /// A fresh database on the test server (`AEGIS_TEST_POSTGRES_URL`'s,
+    /// or a cluster of this process: `support/postgres.rs`).
+    pub async fn postgres() -> Self {
+        let server = postgres::server_url();
         let url = postgres::fresh_database(&server).await;
-        Some(Self {
+        Self {
             location: StoreLocation::Postgres(SecretString::from(url.clone())),
             _dir: None,
             postgres: Some((server, url)),
-        })
+        }
     }
 
     /// Drops this test's PostgreSQL database.

@@ -160,17 +160,11 @@ pub fn hidden_field(html: &str, name: &str) -> String {
 impl OAuthGateway {
     /// Starts the fake Gitea and a gateway with OAuth on `backend`, plus
     /// `extra` settings (an empty value removes a setting).
-    pub async fn start(backend: Backend, extra: &[(&str, &str)]) -> Option<Self> {
+    pub async fn start(backend: Backend, extra: &[(&str, &str)]) -> Self {
         aegis_gitea_mcp::tls::install_crypto_provider();
         let database_url = match backend {
             Backend::Sqlite => None,
-            Backend::Postgres => {
-                let Some(server) = postgres::server_url() else {
-                    eprintln!("AEGIS_TEST_POSTGRES_URL is not set: PostgreSQL variant skipped");
-                    return None;
-                };
-                Some(postgres::fresh_database(&server).await)
-            }
+            Backend::Postgres => Some(postgres::fresh_database(&postgres::server_url()).await),
         };
         let fake = FakeGitea::start().await;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -204,7 +198,7 @@ impl OAuthGateway {
         }
         let clock = Arc::new(ManualClock::new());
         serve(listener, &settings, clock.clone()).await;
-        Some(Self {
+        Self {
             url,
             fake: Arc::new(fake),
             clock,
@@ -214,7 +208,7 @@ impl OAuthGateway {
                 .unwrap(),
             data_dir,
             settings,
-        })
+        }
     }
 
     /// Another replica of this gateway: the same settings (store, keys,

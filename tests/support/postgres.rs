@@ -1,15 +1,66 @@
-//! A fresh PostgreSQL database per test, on the throwaway cluster that
-//! `tests/postgres.sh start` runs (`.ci/run` starts it and sets
-//! `AEGIS_TEST_POSTGRES_URL`). Without the variable, PostgreSQL variants of
-//! the suites skip with a note.
+//! A fresh PostgreSQL database per test. The PostgreSQL variants of the
+//! suites are `#[ignore]`d (the reason names `cargo test -- --ignored`), so a plain
+//! `cargo test` reports them as ignored, never as passed without running;
+//! `cargo test -- --ignored` runs them. They use the cluster named by
+//! `AEGIS_TEST_POSTGRES_URL` (`.ci/run` starts one with `tests/postgres.sh`),
+//! or else start a throwaway cluster of their own, once per test process,
+//! with the same script, and a watchdog stops it when the process ends.
+
+use std::sync::OnceLock;
 
 use sqlx::Connection;
 
-/// The server URL from the environment, if a cluster is available.
-pub fn server_url() -> Option<String> {
-    std::env::var("AEGIS_TEST_POSTGRES_URL")
+/// The server URL: `AEGIS_TEST_POSTGRES_URL`, else a cluster this process
+/// starts. Panics, saying what to install, when neither is possible: a
+/// PostgreSQL variant that was asked to run never passes without running.
+pub fn server_url() -> String {
+    if let Some(url) = std::env::var("AEGIS_TEST_POSTGRES_URL")
         .ok()
         .filter(|v| !v.is_empty())
+    {
+        return url;
+    }
+    static OWN_CLUSTER: OnceLock<String> = OnceLock::new();
+    OWN_CLUSTER.get_or_init(start_own_cluster).clone()
+}
+
+/// Starts a throwaway cluster in a directory of this process with
+/// `tests/postgres.sh`, and a watchdog that stops it (and deletes the
+/// directory) once this process has ended, however it ends.
+#[expect(
+    clippy::zombie_processes,
+    reason = "the watchdog outlives this process by design: it stops the cluster after this process exits"
+)]
+fn start_own_cluster() -> String {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/postgres.sh");
+    let dir = std::env::temp_dir().join(format!("aegis-pg-test-{}", std::process::id()));
+    let started = std::process::Command::new("bash")
+        .arg(script)
+        .arg("start")
+        .env("AEGIS_PG_DIR", &dir)
+        .env_remove("AEGIS_PG_PORT")
+        .output()
+        .expect("bash runs tests/postgres.sh");
+    assert!(
+        started.status.success(),
+        "the PostgreSQL variants need a server: install PostgreSQL (Debian: apt-get install postgresql) \
+         or set AEGIS_TEST_POSTGRES_URL. tests/postgres.sh said: {}",
+        String::from_utf8_lossy(&started.stderr)
+    );
+    let watchdog = format!(
+        "while kill -0 {pid} 2>/dev/null; do sleep 1; done; AEGIS_PG_DIR='{dir}' bash '{script}' stop",
+        pid = std::process::id(),
+        dir = dir.display(),
+    );
+    std::process::Command::new("bash")
+        .arg("-c")
+        .arg(watchdog)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the cluster's watchdog starts");
+    String::from_utf8_lossy(&started.stdout).trim().to_owned()
 }
 
 /// Creates an empty database with a random name and returns its URL.

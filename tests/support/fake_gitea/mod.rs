@@ -159,13 +159,16 @@ impl FakeGitea {
         self.state.log.lock().unwrap().clone()
     }
 
-    /// Requests a tool caused: all but the login lookup (`GET /api/v1/user`)
+    /// Requests a tool caused: all but the login lookup (`GET /api/v1/user`),
+    /// the version probe (`GET /api/v1/version`, at startup and by `/health`)
     /// and the OAuth2 provider's browser and token endpoints
     /// (`/login/oauth/…`, `/user/login`).
     pub fn tool_requests(&self) -> Vec<Recorded> {
         self.requests()
             .into_iter()
-            .filter(|r| r.uri != "/api/v1/user" && !is_provider_path(r.path()))
+            .filter(|r| {
+                r.uri != "/api/v1/user" && r.uri != "/api/v1/version" && !is_provider_path(r.path())
+            })
             .collect()
     }
 
