@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use axum::extract::{DefaultBodyLimit, RawQuery, State};
 use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Response};
+use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Router, middleware};
 use tower_http::limit::RequestBodyLimitLayer;
@@ -37,8 +37,12 @@ use tower_http::limit::RequestBodyLimitLayer;
 use crate::app::App;
 use crate::mcp::transport::streamable_http_service;
 use crate::oauth::OAuthServer;
+use crate::oauth::authorization::complete_authorization;
 use crate::oauth::callback::ReceivedCallback;
-use crate::store::PendingFlow;
+use crate::oauth::sign_in::BINDING_COOKIE;
+use crate::page_kit::cookies::read_cookie;
+use crate::page_kit::{PageError, with_page_headers};
+use crate::store::PendingSignIn;
 use guards::{HostPolicy, McpGuard};
 use rate_limit::RateLimiter;
 
@@ -129,24 +133,29 @@ async fn oauth_callback(
     State(server): State<Arc<OAuthServer>>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
-) -> Response {
-    let received = match crate::oauth::callback::receive(&server, query, &headers).await {
-        Ok(received) => received,
-        Err(page) => return page.into_response(),
-    };
+) -> Result<Response, PageError> {
+    let binding = read_cookie(&headers, BINDING_COOKIE, server.config().secure_cookies);
     let ReceivedCallback {
         pending,
         signed_in,
         now,
-    } = received;
-    match pending.flow {
-        PendingFlow::Authorize => {
-            crate::oauth::callback::complete_authorization(&server, &pending, signed_in, now).await
+    } = crate::oauth::callback::receive(
+        &server,
+        query.unwrap_or_default().as_bytes(),
+        binding.as_deref(),
+    )
+    .await?;
+    Ok(match &pending.flow {
+        PendingSignIn::Client(request) => {
+            match complete_authorization(&server, request, signed_in, now).await {
+                Ok(url) => with_page_headers(Redirect::to(&url).into_response()),
+                Err(refusal) => refusal.into_response(),
+            }
         }
-        PendingFlow::PageSignIn => {
-            crate::pages::session::complete_sign_in(&server, &pending, signed_in, now).await
+        PendingSignIn::Page(next) => {
+            crate::pages::session::complete_sign_in(&server, *next, signed_in, now).await?
         }
-    }
+    })
 }
 
 /// Body limit of everything but `/mcp`: the OAuth routes, the consent and

@@ -89,8 +89,9 @@ impl PresentedCredentials {
         match (&client.secret_hash, &self.secret) {
             (Some(expected), Some(presented)) => {
                 let ok: bool = hash_secret(presented)
+                    .as_str()
                     .as_bytes()
-                    .ct_eq(expected.as_bytes())
+                    .ct_eq(expected.as_str().as_bytes())
                     .into();
                 if ok {
                     Ok(client)

@@ -20,7 +20,8 @@ use super::redirect_uri::check_registrable;
 use super::register::{MAX_CLIENT_NAME_CHARS, check_text};
 use super::{OAuthConfig, OAuthServer};
 use crate::store::{
-    ClientRecord, GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN, Registration, StoreError, UnixTime,
+    ClientRecord, GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN, Registration, StoreError,
+    TokenEndpointAuthMethod, UnixTime,
 };
 
 /// Largest document read.
@@ -223,7 +224,7 @@ fn record_from(
         client_id: client_id.to_owned(),
         client_name,
         redirect_uris,
-        token_endpoint_auth_method: "none".into(),
+        token_endpoint_auth_method: TokenEndpointAuthMethod::None,
         grant_types: vec![GRANT_AUTHORIZATION_CODE.into(), GRANT_REFRESH_TOKEN.into()],
         response_types: vec!["code".into()],
         scope: None,

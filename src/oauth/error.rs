@@ -9,6 +9,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use crate::page_kit::PageError;
 use crate::store::StoreError;
 
 /// The RFC 6749 / 7591 / 8707 error codes this server uses.
@@ -84,6 +85,20 @@ impl OAuthError {
 
     pub fn invalid_client() -> Self {
         Self::new(ErrorCode::InvalidClient, "client authentication failed")
+    }
+}
+
+/// A store failure on a page: logged (a full table is expected under
+/// load, anything else is not), then the one "try again later" page.
+impl From<StoreError> for PageError {
+    fn from(err: StoreError) -> Self {
+        match err {
+            StoreError::Full { what } => {
+                tracing::warn!(what, "a page request found the store full")
+            }
+            other => tracing::error!(error = %other, "store failure on a page"),
+        }
+        PageError::Unavailable
     }
 }
 

@@ -33,7 +33,7 @@ use openidconnect::{
 use tokio::sync::RwLock;
 
 use super::upstream::send;
-use crate::store::hash_secret;
+use crate::store::{SecretHash, hash_secret};
 
 /// How far the token's `exp` and `iat` may be off our clock.
 pub const CLOCK_SKEW: Duration = Duration::from_secs(60);
@@ -85,7 +85,7 @@ pub struct VerifiedIdToken {
 #[derive(Debug, Clone, Copy)]
 pub enum Expected<'a> {
     /// A sign-in: the `nonce` whose [`hash_secret`] is this, and any user.
-    Nonce { hash: &'a str },
+    Nonce { hash: &'a SecretHash },
     /// A refresh: the user the grant belongs to (Gitea repeats the last
     /// authorize request's nonce, which says nothing here).
     Subject(&'a str),
@@ -152,7 +152,7 @@ impl GiteaIdTokens {
         let claims = match expected {
             Expected::Nonce { hash } => {
                 token.claims(&verifier, |nonce: Option<&Nonce>| match nonce {
-                    Some(nonce) if hash_secret(nonce.secret()) == hash => Ok(()),
+                    Some(nonce) if hash_secret(nonce.secret()) == *hash => Ok(()),
                     Some(_) => Err("nonce mismatch".to_owned()),
                     None => Err("missing nonce".to_owned()),
                 })

@@ -10,6 +10,7 @@
 //! Gitea session. The store is reached only through [`OAuthStore`]. The
 //! routes are declared in the HTTP layer, which mounts these handlers.
 
+pub(crate) mod authorization;
 pub(crate) mod authorize;
 pub(crate) mod callback;
 pub(crate) mod client_auth;
@@ -235,6 +236,63 @@ pub(crate) fn test_config() -> OAuthConfig {
         secure_cookies: true,
         metadata_documents_on_private_addresses: false,
         admin_logins: vec![],
+    }
+}
+
+/// An authorization server for unit tests of the protocol operations: a
+/// SQLite store and an audit log in a temporary directory, a clock the test
+/// moves, and a Gitea client that is never called. No socket is opened.
+#[cfg(test)]
+pub(crate) struct TestServer {
+    pub server: Arc<OAuthServer>,
+    pub clock: Arc<clock::ManualClock>,
+    _dir: tempfile::TempDir,
+}
+
+#[cfg(test)]
+pub(crate) async fn test_server() -> TestServer {
+    use crate::config::SettingsSource;
+    crate::tls::install_crypto_provider();
+    let dir = tempfile::tempdir().unwrap();
+    let key = "unit-test-key-material-0123456789abcdef";
+    let settings = Settings::from_source(&SettingsSource::from_pairs([
+        ("GITEA_URL", "https://gitea.example.com"),
+        ("GITEA_OAUTH_CLIENT_ID", "gateway-at-gitea"),
+        ("GITEA_OAUTH_CLIENT_SECRET", "gateway-secret-at-gitea"),
+        ("TOKEN_ENCRYPTION_KEY", key),
+        ("PUBLIC_BASE_URL", "https://mcp.example.com"),
+    ]))
+    .unwrap();
+    let upstream = upstream::GiteaOAuth::from_settings(&settings)
+        .unwrap()
+        .unwrap();
+    let cipher =
+        crate::store::cipher::TokenCipher::new(&[secrecy::SecretString::from(key)]).unwrap();
+    let store = crate::store::open_store(
+        &crate::store::StoreLocation::Sqlite(dir.path().join("data")),
+        cipher,
+        crate::store::StoreLimits::default(),
+    )
+    .await
+    .unwrap();
+    let audit = crate::audit::AuditLog::open_with(crate::audit::AuditOptions::new(
+        &dir.path().join("audit"),
+        None,
+    ))
+    .await
+    .unwrap();
+    let clock = Arc::new(clock::ManualClock::new());
+    let server = Arc::new(OAuthServer::new(
+        test_config(),
+        store,
+        clock.clone(),
+        upstream,
+        audit,
+    ));
+    TestServer {
+        server,
+        clock,
+        _dir: dir,
     }
 }
 

@@ -21,7 +21,8 @@ use super::{OAuthServer, SCOPE};
 use crate::client_address::ClientAddress;
 use crate::hidden_text::is_format_char;
 use crate::store::{
-    ClientRecord, GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN, Registration, hash_secret,
+    ClientRecord, GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN, Registration,
+    TokenEndpointAuthMethod, hash_secret,
 };
 
 /// Redirect URIs one client may register.
@@ -30,9 +31,6 @@ const MAX_REDIRECT_URIS: usize = 10;
 pub const MAX_CLIENT_NAME_CHARS: usize = 200;
 /// Longest free-text metadata value we echo.
 const MAX_TEXT_CHARS: usize = 500;
-
-/// The token endpoint authentication methods we support.
-pub const AUTH_METHODS: &[&str] = &["none", "client_secret_post", "client_secret_basic"];
 
 #[derive(Debug, Deserialize)]
 struct RegistrationRequest {
@@ -95,18 +93,21 @@ async fn register_client(
     let mut record = validate(request, &server.config.redirect_allowlist)?;
     let now = server.now();
     record.created_at = now;
-    let secret = (record.token_endpoint_auth_method != "none").then(random_value);
+    let secret = record
+        .token_endpoint_auth_method
+        .is_confidential()
+        .then(random_value);
     record.secret_hash = secret.as_deref().map(hash_secret);
     server.store.insert_client(&record, network, now).await?;
     tracing::info!(
         client_id = %record.client_id,
-        auth_method = %record.token_endpoint_auth_method,
+        auth_method = record.token_endpoint_auth_method.as_str(),
         "client registered"
     );
     server
         .record(OAuthEvent::ClientRegistered {
             client_id: &record.client_id,
-            auth_method: &record.token_endpoint_auth_method,
+            auth_method: record.token_endpoint_auth_method.as_str(),
         })
         .await;
 
@@ -126,14 +127,14 @@ fn validate(
     allowlist: &[String],
 ) -> Result<ClientRecord, OAuthError> {
     let redirect_uris = redirect_uris(request.redirect_uris, allowlist)?;
-    let auth_method = request
-        .token_endpoint_auth_method
-        .unwrap_or_else(|| "client_secret_basic".to_owned());
-    if !AUTH_METHODS.contains(&auth_method.as_str()) {
-        return Err(metadata_error(
-            "token_endpoint_auth_method must be none, client_secret_post or client_secret_basic",
-        ));
-    }
+    let auth_method = match request.token_endpoint_auth_method.as_deref() {
+        None => TokenEndpointAuthMethod::ClientSecretBasic,
+        Some(method) => TokenEndpointAuthMethod::parse(method).ok_or_else(|| {
+            metadata_error(
+                "token_endpoint_auth_method must be none, client_secret_post or client_secret_basic",
+            )
+        })?,
+    };
     let grant_types = grant_types(request.grant_types)?;
     let response_types = one_of(
         request.response_types,
@@ -153,7 +154,10 @@ fn validate(
 
     let mut metadata = Map::new();
     metadata.insert("redirect_uris".into(), json!(redirect_uris));
-    metadata.insert("token_endpoint_auth_method".into(), json!(auth_method));
+    metadata.insert(
+        "token_endpoint_auth_method".into(),
+        json!(auth_method.as_str()),
+    );
     metadata.insert("grant_types".into(), json!(grant_types));
     metadata.insert("response_types".into(), json!(response_types));
     if let Some(name) = &client_name {
@@ -291,7 +295,10 @@ mod tests {
             &[],
         )
         .unwrap();
-        assert_eq!(record.token_endpoint_auth_method, "client_secret_basic");
+        assert_eq!(
+            record.token_endpoint_auth_method,
+            TokenEndpointAuthMethod::ClientSecretBasic
+        );
         assert_eq!(
             record.grant_types,
             vec!["authorization_code", "refresh_token"]

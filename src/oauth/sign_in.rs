@@ -5,7 +5,7 @@
 //! the code exchange, then the signed-in user from Gitea's verified ID
 //! token (`id_token`).
 
-use axum::http::{HeaderMap, header};
+use axum::http::header;
 use axum::response::{IntoResponse, Redirect, Response};
 use cookie::SameSite;
 use secrecy::SecretString;
@@ -15,9 +15,9 @@ use super::id_token::{Expected, IdTokenError};
 use super::params::OAuthParams;
 use super::tokens::{PENDING_TTL, random_value};
 use super::upstream::{GiteaUser, UpstreamAuthError};
-use crate::page_kit::cookies::{read_cookie, set_cookie};
+use crate::page_kit::cookies::set_cookie;
 use crate::page_kit::with_page_headers;
-use crate::store::{GiteaTokens, UnixTime, UpstreamLeg, hash_secret};
+use crate::store::{GiteaTokens, SecretHash, UnixTime, UpstreamLeg, hash_secret};
 
 /// Cookie binding a sign-in to the browser that started it.
 pub const BINDING_COOKIE: &str = "aegis_binding";
@@ -39,15 +39,16 @@ pub struct UpstreamStart {
 }
 
 impl UpstreamStart {
-    /// A fresh state and verifier; the browser's binding value is reused
-    /// when it has one, so concurrent sign-ins in one browser coexist.
-    pub fn new(server: &OAuthServer, headers: &HeaderMap) -> Self {
+    /// A fresh state and verifier; the browser's binding value
+    /// (`binding_cookie`) is reused when it has one, so concurrent sign-ins
+    /// in one browser coexist.
+    pub fn new(server: &OAuthServer, binding_cookie: Option<&str>) -> Self {
         let state = random_value();
         let verifier = random_value();
         let nonce = random_value();
-        let binding = read_cookie(headers, BINDING_COOKIE, server.config.secure_cookies)
+        let binding = binding_cookie
             .filter(|v| is_random_value(v))
-            .unwrap_or_else(random_value);
+            .map_or_else(random_value, str::to_owned);
         Self {
             leg: UpstreamLeg {
                 state_hash: hash_secret(&state),
@@ -78,14 +79,15 @@ impl UpstreamStart {
     }
 }
 
-/// The [`hash_secret`] of the request's binding cookie, to find the
+/// The [`hash_secret`] of the browser's binding cookie, to find the
 /// pending sign-in this browser approved. Without a well-formed cookie it
 /// is the hash of nothing, which no stored binding (a random value) has.
-pub fn binding_hash(server: &OAuthServer, headers: &HeaderMap) -> String {
-    let binding = read_cookie(headers, BINDING_COOKIE, server.config.secure_cookies)
-        .filter(|v| is_random_value(v))
-        .unwrap_or_default();
-    hash_secret(&binding)
+pub fn binding_hash(binding_cookie: Option<&str>) -> SecretHash {
+    hash_secret(
+        binding_cookie
+            .filter(|v| is_random_value(v))
+            .unwrap_or_default(),
+    )
 }
 
 /// Why the trip to Gitea did not produce a signed-in user.

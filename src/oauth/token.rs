@@ -54,6 +54,59 @@ pub fn require_form(headers: &HeaderMap) -> Result<(), OAuthError> {
     }
 }
 
+/// What a `/token` request asks for (RFC 6749 §4.1.3, §6), with the
+/// parameters of its grant, read once from the form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum TokenGrant {
+    AuthorizationCode {
+        code: String,
+        redirect_uri: Option<String>,
+        code_verifier: Option<String>,
+    },
+    RefreshToken {
+        refresh_token: String,
+        scope: Option<String>,
+    },
+}
+
+/// A `/token` request: its grant and the resource it names (RFC 8707).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct TokenRequest {
+    grant: TokenGrant,
+    resource: Option<String>,
+}
+
+impl TokenRequest {
+    fn parse(params: &OAuthParams) -> Result<Self, OAuthError> {
+        let text = |name: &str| params.get(name).map(str::to_owned);
+        let required = |name: &'static str| {
+            text(name).ok_or_else(|| OAuthError::invalid_request(format!("{name} is required")))
+        };
+        let grant = match params.get("grant_type") {
+            Some("authorization_code") => TokenGrant::AuthorizationCode {
+                code: required("code")?,
+                redirect_uri: text("redirect_uri"),
+                code_verifier: text("code_verifier"),
+            },
+            Some("refresh_token") => TokenGrant::RefreshToken {
+                refresh_token: required("refresh_token")?,
+                scope: text("scope"),
+            },
+            Some(_) => {
+                return Err(OAuthError::new(
+                    ErrorCode::UnsupportedGrantType,
+                    "grant_type must be authorization_code or refresh_token",
+                ));
+            }
+            None => return Err(OAuthError::invalid_request("grant_type is required")),
+        };
+        Ok(Self {
+            grant,
+            resource: text("resource"),
+        })
+    }
+}
+
 async fn exchange(
     server: &OAuthServer,
     headers: &HeaderMap,
@@ -65,7 +118,8 @@ async fn exchange(
     let client = PresentedCredentials::read(headers, &params)?
         .authenticate(server)
         .await?;
-    if let Some(resource) = params.get("resource")
+    let request = TokenRequest::parse(&params)?;
+    if let Some(resource) = &request.resource
         && server.config.canonical_resource(Some(resource)).is_none()
     {
         return Err(OAuthError::new(
@@ -73,29 +127,45 @@ async fn exchange(
             "resource must be this server's MCP endpoint",
         ));
     }
-    match params.get("grant_type") {
-        Some("authorization_code") => authorization_code(server, &client, &params).await,
-        Some("refresh_token") if !client.may_refresh() => Err(OAuthError::new(
+    match &request.grant {
+        TokenGrant::AuthorizationCode {
+            code,
+            redirect_uri,
+            code_verifier,
+        } => {
+            let presented = PresentedCode {
+                code,
+                redirect_uri: redirect_uri.as_deref(),
+                code_verifier: code_verifier.as_deref(),
+                resource: request.resource.as_deref(),
+            };
+            authorization_code(server, &client, &presented).await
+        }
+        TokenGrant::RefreshToken { .. } if !client.may_refresh() => Err(OAuthError::new(
             ErrorCode::UnauthorizedClient,
             "this client did not register the refresh_token grant",
         )),
-        Some("refresh_token") => refresh_token(server, &client, &params).await,
-        Some(_) => Err(OAuthError::new(
-            ErrorCode::UnsupportedGrantType,
-            "grant_type must be authorization_code or refresh_token",
-        )),
-        None => Err(OAuthError::invalid_request("grant_type is required")),
+        TokenGrant::RefreshToken {
+            refresh_token: presented,
+            scope,
+        } => refresh_token(server, &client, presented, scope.as_deref()).await,
     }
+}
+
+/// The authorization-code grant's parameters.
+struct PresentedCode<'a> {
+    code: &'a str,
+    redirect_uri: Option<&'a str>,
+    code_verifier: Option<&'a str>,
+    resource: Option<&'a str>,
 }
 
 async fn authorization_code(
     server: &OAuthServer,
     client: &ClientRecord,
-    params: &OAuthParams,
+    presented: &PresentedCode<'_>,
 ) -> Result<serde_json::Value, OAuthError> {
-    let code = params
-        .get("code")
-        .ok_or_else(|| OAuthError::invalid_request("code is required"))?;
+    let code = presented.code;
     let now = server.now();
     let record = match server.store.redeem_code(&hash_secret(code), now).await? {
         CodeRedemption::Redeemed(record) => record,
@@ -122,10 +192,10 @@ async fn authorization_code(
         Some("the code has expired")
     } else if record.client_id != client.client_id {
         Some("the code was issued to another client")
-    } else if !redirect_uri_matches(params.get("redirect_uri"), &record.redirect_uri, client) {
+    } else if !redirect_uri_matches(presented.redirect_uri, &record.redirect_uri, client) {
         Some("redirect_uri does not match the authorization request")
-    } else if params
-        .get("code_verifier")
+    } else if presented
+        .code_verifier
         .is_none_or(|v| !verifier_matches(v, &record.code_challenge))
     {
         Some("code_verifier is missing or does not match the code challenge")
@@ -136,7 +206,7 @@ async fn authorization_code(
         server.store.revoke_grant(&record.grant_id, now).await?;
         return Err(OAuthError::invalid_grant(description));
     }
-    if let Some(resource) = params.get("resource")
+    if let Some(resource) = presented.resource
         && server.config.canonical_resource(Some(resource)).as_deref() != Some(&record.resource)
     {
         server.store.revoke_grant(&record.grant_id, now).await?;
@@ -161,11 +231,9 @@ fn redirect_uri_matches(presented: Option<&str>, authorized: &str, client: &Clie
 async fn refresh_token(
     server: &OAuthServer,
     client: &ClientRecord,
-    params: &OAuthParams,
+    presented: &str,
+    asked_scope: Option<&str>,
 ) -> Result<serde_json::Value, OAuthError> {
-    let presented = params
-        .get("refresh_token")
-        .ok_or_else(|| OAuthError::invalid_request("refresh_token is required"))?;
     let token_hash = hash_secret(presented);
     let now = server.now();
     let grant = server
@@ -174,7 +242,7 @@ async fn refresh_token(
         .await?
         .ok_or_else(|| OAuthError::invalid_grant("the refresh token is not valid"))?;
     // RFC 6749 §6: a refresh may narrow the scope, never widen it.
-    let scope = match params.get("scope") {
+    let scope = match asked_scope {
         None => grant.scope.clone(),
         Some(asked) => {
             let granted: Vec<&str> = grant.scope.split(' ').collect();
@@ -271,4 +339,36 @@ fn token_response(access: &str, refresh: Option<&str>, scope: &str) -> serde_jso
     }
     response.insert("scope".into(), json!(scope));
     serde_json::Value::Object(response)
+}
+
+#[cfg(test)]
+mod typed_request_tests {
+    use super::*;
+
+    fn parse(form: &str) -> Result<TokenRequest, OAuthError> {
+        TokenRequest::parse(&OAuthParams::parse(form.as_bytes()).unwrap())
+    }
+
+    #[test]
+    fn a_code_request_is_read_with_its_parameters() {
+        let request =
+            parse("grant_type=authorization_code&code=c&code_verifier=v&resource=r").unwrap();
+        assert_eq!(
+            request.grant,
+            TokenGrant::AuthorizationCode {
+                code: "c".into(),
+                redirect_uri: None,
+                code_verifier: Some("v".into()),
+            }
+        );
+        assert_eq!(request.resource.as_deref(), Some("r"));
+    }
+
+    #[test]
+    fn a_grant_without_its_token_or_of_another_type_is_refused() {
+        assert!(parse("grant_type=refresh_token").is_err());
+        assert!(parse("grant_type=authorization_code").is_err());
+        assert!(parse("grant_type=password&username=a").is_err());
+        assert!(parse("code=c").is_err());
+    }
 }

@@ -6,8 +6,10 @@
 //! host and a name someone else chose are shown. A leaf: it knows no OAuth and no store.
 
 pub mod cookies;
+mod page_error;
 mod shown_text;
 
+pub use page_error::PageError;
 pub use shown_text::visible_text;
 
 use askama::Template;

@@ -14,7 +14,7 @@ use super::connections::{GrantRow, grant_rows};
 use super::session::{CheckedForm, ReturnTo, SignedIn, signed_in};
 use crate::connector_snippets::{ConnectorSnippet, connector_snippets};
 use crate::oauth::OAuthServer;
-use crate::page_kit::{ErrorPage, render_page, with_page_headers};
+use crate::page_kit::{PageError, render_page, with_page_headers};
 use crate::store::{ClientRecord, StoreError};
 
 #[derive(Template)]
@@ -59,16 +59,6 @@ pub struct AccountQuery {
     done: Option<String>,
 }
 
-pub fn store_failure(err: StoreError) -> Response {
-    tracing::error!(error = %err, "store failure on a page");
-    ErrorPage::new(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "Try again later",
-        "The page could not be loaded. Nothing was changed.",
-    )
-    .into_response()
-}
-
 /// The clients of `ids`, by id (for naming grants).
 pub async fn clients_by_id(
     server: &OAuthServer,
@@ -100,18 +90,15 @@ pub async fn account(
     State(server): State<Arc<OAuthServer>>,
     Query(query): Query<AccountQuery>,
     headers: HeaderMap,
-) -> Response {
+) -> Result<Response, PageError> {
     let Some(person) = signed_in(&server, &headers).await else {
-        return render_page(StatusCode::OK, &SignInPage::for_page(ReturnTo::Account));
+        return Ok(render_page(
+            StatusCode::OK,
+            &SignInPage::for_page(ReturnTo::Account),
+        ));
     };
-    let grants = match server.store().list_grants_for_login(person.login()).await {
-        Ok(grants) => grants,
-        Err(err) => return store_failure(err),
-    };
-    let clients = match clients_by_id(&server, grants.iter().map(|g| g.client_id.as_str())).await {
-        Ok(clients) => clients,
-        Err(err) => return store_failure(err),
-    };
+    let grants = server.store().list_grants_for_login(person.login()).await?;
+    let clients = clients_by_id(&server, grants.iter().map(|g| g.client_id.as_str())).await?;
     let mcp_url = server.config().resource.clone();
     let page = AccountPage {
         login: person.login().to_owned(),
@@ -126,50 +113,42 @@ pub async fn account(
         snippets: connector_snippets(&mcp_url),
         mcp_url,
     };
-    render_page(StatusCode::OK, &page)
+    Ok(render_page(StatusCode::OK, &page))
 }
 
 /// `POST /account/grants/revoke`: one of the person's own grants.
 pub async fn revoke_grant(
     State(server): State<Arc<OAuthServer>>,
     CheckedForm { person, params }: CheckedForm,
-) -> Response {
+) -> Result<Response, PageError> {
     let grant_id = params.get("grant_id").unwrap_or_default();
     // Someone else's grant is answered exactly like a missing one.
-    let owned = match server.store().get_grant(grant_id).await {
-        Ok(Some(g)) => g.login == person.login() && g.revoked_at.is_none(),
-        Ok(None) => false,
-        Err(err) => return store_failure(err),
-    };
+    let owned = server
+        .store()
+        .get_grant(grant_id)
+        .await?
+        .is_some_and(|g| g.login == person.login() && g.revoked_at.is_none());
     if !owned {
-        return ErrorPage::new(
-            StatusCode::NOT_FOUND,
-            "Already gone",
-            "That connection no longer exists. Nothing was changed.",
-        )
-        .into_response();
+        return Err(PageError::Gone);
     }
-    if let Err(err) = server.store().revoke_grant(grant_id, server.now()).await {
-        return store_failure(err);
-    }
+    server.store().revoke_grant(grant_id, server.now()).await?;
     tracing::info!(login = %person.login(), "grant revoked on the account page");
-    with_page_headers(Redirect::to("/account?done=revoked").into_response())
+    Ok(with_page_headers(
+        Redirect::to("/account?done=revoked").into_response(),
+    ))
 }
 
 /// `POST /account/grants/revoke-all`.
 pub async fn revoke_all(
     State(server): State<Arc<OAuthServer>>,
     CheckedForm { person, .. }: CheckedForm,
-) -> Response {
-    match server
+) -> Result<Response, PageError> {
+    let count = server
         .store()
         .revoke_grants_for_login(person.login(), server.now())
-        .await
-    {
-        Ok(count) => {
-            tracing::info!(login = %person.login(), count, "all grants revoked on the account page");
-            with_page_headers(Redirect::to("/account?done=revoked-all").into_response())
-        }
-        Err(err) => store_failure(err),
-    }
+        .await?;
+    tracing::info!(login = %person.login(), count, "all grants revoked on the account page");
+    Ok(with_page_headers(
+        Redirect::to("/account?done=revoked-all").into_response(),
+    ))
 }

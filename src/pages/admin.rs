@@ -12,12 +12,12 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use super::account::{SignInPage, may_administer, store_failure};
+use super::account::{SignInPage, may_administer};
 use super::connections::{ClientRow, GrantRow, client_rows, grant_rows};
 use super::session::{CheckedForm, ReturnTo, SignedIn, signed_in};
 use crate::oauth::OAuthServer;
 use crate::oauth::upstream::UpstreamAuthError;
-use crate::page_kit::{ErrorPage, render_page, visible_text, with_page_headers};
+use crate::page_kit::{PageError, render_page, visible_text, with_page_headers};
 
 /// Grants per admin page.
 const PAGE_SIZE: usize = 50;
@@ -137,37 +137,24 @@ pub struct ConfirmQuery {
     target: String,
 }
 
-fn forbidden() -> Response {
-    ErrorPage::new(
-        StatusCode::FORBIDDEN,
-        "Administrators only",
-        "This page is for Gitea site administrators. Nothing was changed.",
-    )
-    .into_response()
-}
-
-fn gone() -> Response {
-    ErrorPage::new(
-        StatusCode::NOT_FOUND,
-        "Already gone",
-        "That no longer exists. Nothing was changed.",
-    )
-    .into_response()
-}
-
-/// The signed-in administrator, or the page to show instead.
-async fn administrator(server: &OAuthServer, headers: &HeaderMap) -> Result<SignedIn, Response> {
+/// The signed-in administrator; `None` when nobody is signed in (the
+/// sign-in page is shown).
+async fn administrator(
+    server: &OAuthServer,
+    headers: &HeaderMap,
+) -> Result<Option<SignedIn>, PageError> {
     let Some(person) = signed_in(server, headers).await else {
-        return Err(render_page(
-            StatusCode::OK,
-            &SignInPage::for_page(ReturnTo::Admin),
-        ));
+        return Ok(None);
     };
     if may_administer(server, &person) {
-        Ok(person)
+        Ok(Some(person))
     } else {
-        Err(forbidden())
+        Err(PageError::AdminsOnly)
     }
+}
+
+fn sign_in_page() -> Response {
+    render_page(StatusCode::OK, &SignInPage::for_page(ReturnTo::Admin))
 }
 
 /// `GET /admin`.
@@ -175,18 +162,12 @@ pub async fn admin(
     State(server): State<Arc<OAuthServer>>,
     Query(query): Query<AdminQuery>,
     headers: HeaderMap,
-) -> Response {
-    let person = match administrator(&server, &headers).await {
-        Ok(person) => person,
-        Err(page) => return page,
+) -> Result<Response, PageError> {
+    let Some(person) = administrator(&server, &headers).await? else {
+        return Ok(sign_in_page());
     };
-    let (grants, clients) = match (
-        server.store().list_grants().await,
-        server.store().list_clients().await,
-    ) {
-        (Ok(g), Ok(c)) => (g, c),
-        (Err(err), _) | (_, Err(err)) => return store_failure(err),
-    };
+    let grants = server.store().list_grants().await?;
+    let clients = server.store().list_clients().await?;
     let user: String = query.user.trim().chars().take(MAX_FILTER).collect();
     let client: String = query.client.trim().chars().take(MAX_FILTER).collect();
     let matching: Vec<_> = grants
@@ -224,7 +205,7 @@ pub async fn admin(
         filter_user: user,
         filter_client: client,
     };
-    render_page(StatusCode::OK, &view)
+    Ok(render_page(StatusCode::OK, &view))
 }
 
 /// `GET /admin/confirm?action=…&target=…`: what is about to happen.
@@ -232,17 +213,14 @@ pub async fn confirm(
     State(server): State<Arc<OAuthServer>>,
     Query(query): Query<ConfirmQuery>,
     headers: HeaderMap,
-) -> Response {
-    let person = match administrator(&server, &headers).await {
-        Ok(person) => person,
-        Err(page) => return page,
+) -> Result<Response, PageError> {
+    let Some(person) = administrator(&server, &headers).await? else {
+        return Ok(sign_in_page());
     };
-    let Some(action) = AdminAction::parse(&query.action, &query.target) else {
-        return gone();
-    };
+    let action = AdminAction::parse(&query.action, &query.target).ok_or(PageError::Gone)?;
     let (title, description, button) = match &action {
-        AdminAction::RevokeGrant { grant_id } => match server.store().get_grant(grant_id).await {
-            Ok(Some(g)) if g.revoked_at.is_none() => (
+        AdminAction::RevokeGrant { grant_id } => match server.store().get_grant(grant_id).await? {
+            Some(g) if g.revoked_at.is_none() => (
                 "Revoke this grant?",
                 format!(
                     "The client {} loses its access as {}.",
@@ -250,32 +228,31 @@ pub async fn confirm(
                 ),
                 "Revoke",
             ),
-            Ok(_) => return gone(),
-            Err(err) => return store_failure(err),
+            _ => return Err(PageError::Gone),
         },
         AdminAction::RevokeUser { login } => (
             "Revoke every grant of this user?",
             format!("Every client connected as {login} loses its access."),
             "Revoke all",
         ),
-        AdminAction::DeleteClient { client_id } => match server.store().get_client(client_id).await
-        {
-            Ok(Some(c)) => (
-                "Delete this client?",
-                format!(
-                    "The client {} ({}) is deleted and every grant it holds is revoked.",
-                    c.client_name
-                        .as_deref()
-                        .map_or_else(|| "unnamed".into(), visible_text),
-                    c.client_id
+        AdminAction::DeleteClient { client_id } => {
+            match server.store().get_client(client_id).await? {
+                Some(c) => (
+                    "Delete this client?",
+                    format!(
+                        "The client {} ({}) is deleted and every grant it holds is revoked.",
+                        c.client_name
+                            .as_deref()
+                            .map_or_else(|| "unnamed".into(), visible_text),
+                        c.client_id
+                    ),
+                    "Delete",
                 ),
-                "Delete",
-            ),
-            Ok(None) => return gone(),
-            Err(err) => return store_failure(err),
-        },
+                None => return Err(PageError::Gone),
+            }
+        }
     };
-    render_page(
+    Ok(render_page(
         StatusCode::OK,
         &ConfirmPage {
             title,
@@ -285,7 +262,7 @@ pub async fn confirm(
             target: action.target().to_owned(),
             csrf_token: person.csrf_token,
         },
-    )
+    ))
 }
 
 /// `POST /admin/actions`: performs a confirmed action after asking Gitea
@@ -293,16 +270,13 @@ pub async fn confirm(
 pub async fn perform(
     State(server): State<Arc<OAuthServer>>,
     CheckedForm { person, params }: CheckedForm,
-) -> Response {
-    if let Err(page) = recheck_administrator(&server, &person).await {
-        return page;
-    }
-    let Some(action) = AdminAction::parse(
+) -> Result<Response, PageError> {
+    recheck_administrator(&server, &person).await?;
+    let action = AdminAction::parse(
         params.get("action").unwrap_or_default(),
         params.get("target").unwrap_or_default(),
-    ) else {
-        return gone();
-    };
+    )
+    .ok_or(PageError::Gone)?;
     let now = server.now();
     let outcome = match &action {
         AdminAction::RevokeGrant { grant_id } => server
@@ -319,21 +293,20 @@ pub async fn perform(
             .await
             .map(u64::from),
     };
-    match outcome {
-        Ok(0) if !matches!(action, AdminAction::RevokeUser { .. }) => gone(),
-        Ok(changed) => {
+    match outcome? {
+        0 if !matches!(action, AdminAction::RevokeUser { .. }) => Err(PageError::Gone),
+        changed => {
             record_admin_action(server.audit(), person.login(), &action, changed).await;
-            with_page_headers(
+            Ok(with_page_headers(
                 Redirect::to(&format!("/admin?done={}", action.name())).into_response(),
-            )
+            ))
         }
-        Err(err) => store_failure(err),
     }
 }
 
 /// `ADMIN_LOGINS` pass; anyone else must still be a Gitea site admin, asked
 /// with the token from their sign-in.
-async fn recheck_administrator(server: &OAuthServer, person: &SignedIn) -> Result<(), Response> {
+async fn recheck_administrator(server: &OAuthServer, person: &SignedIn) -> Result<(), PageError> {
     let listed = server
         .config()
         .admin_logins
@@ -350,20 +323,10 @@ async fn recheck_administrator(server: &OAuthServer, person: &SignedIn) -> Resul
         Ok(true) => Ok(()),
         Ok(false) => {
             tracing::warn!(login = %person.login(), "admin action refused: no longer a Gitea site admin");
-            Err(forbidden())
+            Err(PageError::AdminsOnly)
         }
-        Err(UpstreamAuthError::InvalidGrant) => Err(ErrorPage::new(
-            StatusCode::UNAUTHORIZED,
-            "Sign in again",
-            "Your Gitea sign-in has expired, so your administrator rights cannot be checked. Sign out, sign in again, and repeat the action. Nothing was changed.",
-        )
-        .into_response()),
-        Err(_) => Err(ErrorPage::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "Try again later",
-            "Gitea could not be asked whether you are an administrator. Nothing was changed.",
-        )
-        .into_response()),
+        Err(UpstreamAuthError::InvalidGrant) => Err(PageError::SignInAgain),
+        Err(_) => Err(PageError::UpstreamFailed),
     }
 }
 

@@ -141,7 +141,7 @@ mod tests {
             client_id: "c".into(),
             client_name: Some("x".repeat(10_000)),
             redirect_uris: vec![],
-            token_endpoint_auth_method: "none".into(),
+            token_endpoint_auth_method: crate::store::TokenEndpointAuthMethod::None,
             grant_types: vec![],
             response_types: vec![],
             scope: None,

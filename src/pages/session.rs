@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Query, Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -20,19 +20,21 @@ use subtle::ConstantTimeEq;
 
 use crate::oauth::OAuthServer;
 use crate::oauth::params::OAuthParams;
-use crate::oauth::sign_in::{UpstreamOutcome, UpstreamStart};
+use crate::oauth::sign_in::{BINDING_COOKIE, UpstreamOutcome, UpstreamStart};
 use crate::oauth::tokens::{PENDING_TTL, random_value};
 use crate::oauth::upstream::GiteaUser;
 use crate::page_kit::cookies::{clear_cookie, read_cookie, set_cookie};
-use crate::page_kit::{ErrorPage, form_origin_allowed, with_page_headers};
-use crate::store::{GiteaTokens, PageSession, PendingAuthorization, PendingFlow, hash_secret};
+use crate::page_kit::{PageError, form_origin_allowed, with_page_headers};
+use crate::store::{
+    GiteaTokens, PageSession, PendingAuthorization, PendingSignIn, ReturnPage, hash_secret,
+};
 
 /// The session cookie.
 pub const SESSION_COOKIE: &str = "aegis_session";
 /// How long a page session lasts.
 pub const PAGE_SESSION_TTL: i64 = 8 * 3600;
 
-/// Where a sign-in may return to: only our own pages.
+/// Where a sign-in may return to: only our own pages (`?next=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum ReturnTo {
@@ -42,18 +44,11 @@ pub enum ReturnTo {
 }
 
 impl ReturnTo {
-    pub fn path(self) -> &'static str {
+    /// The page the stored sign-in returns to.
+    fn page(self) -> ReturnPage {
         match self {
-            Self::Account => "/account",
-            Self::Admin => "/admin",
-        }
-    }
-
-    fn from_path(path: &str) -> Self {
-        if path == "/admin" {
-            Self::Admin
-        } else {
-            Self::Account
+            Self::Account => ReturnPage::Account,
+            Self::Admin => ReturnPage::Admin,
         }
     }
 }
@@ -100,64 +95,32 @@ pub async fn signed_in(server: &OAuthServer, headers: &HeaderMap) -> Option<Sign
     }
 }
 
-/// Why a page form was refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FormRefusal {
-    CrossSite,
-    NotSignedIn,
-    BadToken,
-    Malformed,
-}
-
-impl IntoResponse for FormRefusal {
-    fn into_response(self) -> Response {
-        let (status, title, message) = match self {
-            Self::CrossSite => (
-                StatusCode::FORBIDDEN,
-                "Request refused",
-                "The form was posted from another site. Nothing was changed.",
-            ),
-            Self::NotSignedIn => (
-                StatusCode::UNAUTHORIZED,
-                "Signed out",
-                "Your session has ended. Sign in again; nothing was changed.",
-            ),
-            Self::BadToken => (
-                StatusCode::FORBIDDEN,
-                "Request refused",
-                "The form's security token did not match. Reload the page and try again; nothing was changed.",
-            ),
-            Self::Malformed => (
-                StatusCode::BAD_REQUEST,
-                "Invalid form",
-                "The form could not be read. Nothing was changed.",
-            ),
-        };
-        ErrorPage::new(status, title, message).into_response()
-    }
-}
-
 /// Checks a page form post: same-origin (or `null`), a live session, and
 /// the session's CSRF token. Returns the person and the form fields.
 pub async fn check_form(
     server: &OAuthServer,
     headers: &HeaderMap,
     body: &[u8],
-) -> Result<(SignedIn, OAuthParams), FormRefusal> {
+) -> Result<(SignedIn, OAuthParams), PageError> {
     if !form_origin_allowed(headers, &server.config().issuer) {
-        return Err(FormRefusal::CrossSite);
+        return Err(PageError::CrossSite);
     }
-    let params = OAuthParams::parse(body).map_err(|_| FormRefusal::Malformed)?;
+    let params = OAuthParams::parse(body).map_err(|_| {
+        PageError::invalid(
+            "Invalid form",
+            "The form could not be read. Nothing was changed.",
+        )
+    })?;
     let person = signed_in(server, headers)
         .await
-        .ok_or(FormRefusal::NotSignedIn)?;
+        .ok_or(PageError::NotSignedIn)?;
     let presented = params.get("csrf_token").unwrap_or_default();
     let ok: bool = presented
         .as_bytes()
         .ct_eq(person.csrf_token.as_bytes())
         .into();
     if !ok {
-        return Err(FormRefusal::BadToken);
+        return Err(PageError::BadToken);
     }
     Ok((person, params))
 }
@@ -196,64 +159,36 @@ pub async fn start_sign_in(
     State(server): State<Arc<OAuthServer>>,
     Query(query): Query<SignInQuery>,
     headers: HeaderMap,
-) -> Response {
+) -> Result<Response, PageError> {
     let now = server.now();
-    let start = UpstreamStart::new(&server, &headers);
-    // A page sign-in has no client: the pending row only carries the flow,
-    // the page to return to, and the upstream leg.
+    let secure = server.config().secure_cookies;
+    let binding = read_cookie(&headers, BINDING_COOKIE, secure);
+    let start = UpstreamStart::new(&server, binding.as_deref());
     let pending = PendingAuthorization {
         id_hash: hash_secret(&random_value()),
-        flow: PendingFlow::PageSignIn,
-        client_id: String::new(),
-        redirect_uri: query.next.path().to_owned(),
-        state: None,
-        code_challenge: String::new(),
-        resource: String::new(),
-        scope: String::new(),
-        csrf_hash: String::new(),
+        flow: PendingSignIn::Page(query.next.page()),
         created_at: now,
         expires_at: now + PENDING_TTL,
         upstream: Some(start.leg.clone()),
     };
-    if let Err(err) = server.store().insert_pending(&pending, now).await {
-        tracing::warn!(error = %err, "a page sign-in could not be parked");
-        return ErrorPage::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "Try again later",
-            "The server cannot take this sign-in right now.",
-        )
-        .into_response();
-    }
-    start.redirect(server.config().secure_cookies)
+    server.store().insert_pending(&pending, now).await?;
+    Ok(start.redirect(secure))
 }
 
-/// The callback's page half: a signed-in Gitea user becomes a page session.
+/// The callback's page half: a signed-in Gitea user becomes a page
+/// session, and the browser goes to `next`.
 pub async fn complete_sign_in(
     server: &OAuthServer,
-    pending: &PendingAuthorization,
+    next: ReturnPage,
     signed_in: Result<(GiteaTokens, GiteaUser), UpstreamOutcome>,
     now: i64,
-) -> Response {
+) -> Result<Response, PageError> {
     let (tokens, user) = match signed_in {
         Ok(pair) => pair,
-        Err(UpstreamOutcome::Denied) => {
-            return ErrorPage::new(
-                StatusCode::FORBIDDEN,
-                "Sign-in cancelled",
-                "You declined the sign-in at Gitea.",
-            )
-            .into_response();
-        }
-        Err(UpstreamOutcome::Failed) => {
-            return ErrorPage::new(
-                StatusCode::BAD_GATEWAY,
-                "Sign-in failed",
-                "The sign-in at Gitea could not be completed. Try again.",
-            )
-            .into_response();
-        }
+        Err(UpstreamOutcome::Denied) => return Err(PageError::Declined),
+        Err(UpstreamOutcome::Failed) => return Err(PageError::UpstreamFailed),
         Err(UpstreamOutcome::IdTokenRefused(err)) => {
-            return crate::oauth::callback::id_token_refused(err);
+            return Err(PageError::IdTokenRefused(err.to_string()));
         }
     };
     let secret = random_value();
@@ -265,18 +200,9 @@ pub async fn complete_sign_in(
         created_at: now,
         expires_at: now + PAGE_SESSION_TTL,
     };
-    if let Err(err) = server.store().insert_page_session(&session, now).await {
-        tracing::error!(error = %err, "a page session could not be stored");
-        return ErrorPage::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "Try again later",
-            "The sign-in could not be stored.",
-        )
-        .into_response();
-    }
+    server.store().insert_page_session(&session, now).await?;
     tracing::info!(login = %user.login, admin = user.is_admin, "signed in to the pages");
-    let target = ReturnTo::from_path(&pending.redirect_uri).path();
-    let mut response = with_page_headers(Redirect::to(target).into_response());
+    let mut response = with_page_headers(Redirect::to(next.path()).into_response());
     response.headers_mut().append(
         header::SET_COOKIE,
         set_cookie(
@@ -287,7 +213,7 @@ pub async fn complete_sign_in(
             PAGE_SESSION_TTL,
         ),
     );
-    response
+    Ok(response)
 }
 
 /// `POST /account/sign-out`.
@@ -328,10 +254,11 @@ mod tests {
 
     #[test]
     fn sign_ins_return_only_to_our_pages() {
-        assert_eq!(ReturnTo::from_path("/admin"), ReturnTo::Admin);
+        assert_eq!(ReturnTo::Admin.page(), ReturnPage::Admin);
+        assert_eq!(ReturnPage::from_path("/admin"), ReturnPage::Admin);
         assert_eq!(
-            ReturnTo::from_path("https://evil.example"),
-            ReturnTo::Account
+            ReturnPage::from_path("https://evil.example"),
+            ReturnPage::Account
         );
     }
 }

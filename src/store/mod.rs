@@ -114,29 +114,28 @@ pub trait PendingStore: Send + Sync {
     /// An unexpired pending authorization by [`hash_secret`] of its id.
     async fn get_pending(
         &self,
-        id_hash: &str,
+        id_hash: &SecretHash,
         now: UnixTime,
     ) -> Result<Option<PendingAuthorization>, StoreError>;
     /// Records the approval's upstream leg, once: false when the request is
     /// unknown, expired or already approved.
     async fn approve_pending(
         &self,
-        id_hash: &str,
+        id_hash: &SecretHash,
         upstream: &UpstreamLeg,
         now: UnixTime,
     ) -> Result<bool, StoreError>;
     /// Removes a pending authorization (denied). Returns whether it existed.
-    async fn delete_pending(&self, id_hash: &str) -> Result<bool, StoreError>;
+    async fn delete_pending(&self, id_hash: &SecretHash) -> Result<bool, StoreError>;
     /// Takes (removes and returns) the approved pending authorization whose
-    /// upstream state hashes to `state_hash`, expired or not (the caller
-    /// tells expiry apart), but only for the browser whose binding cookie
-    /// hashes to `binding_hash`: any other browser finds it
+    /// upstream state is `key.state_hash`, expired or not (the caller tells
+    /// expiry apart), but only for the browser whose binding cookie is
+    /// `key.binding_hash`: any other browser finds it
     /// [`PendingTake::OtherBrowser`] and leaves it in place. A second take
     /// of the same state finds nothing.
     async fn take_pending_by_upstream_state(
         &self,
-        state_hash: &str,
-        binding_hash: &str,
+        key: &UpstreamKey,
     ) -> Result<PendingTake, StoreError>;
 }
 
@@ -232,7 +231,7 @@ pub trait CodeStore: Send + Sync {
     /// activates the code's grant.
     async fn redeem_code(
         &self,
-        code_hash: &str,
+        code_hash: &SecretHash,
         now: UnixTime,
     ) -> Result<CodeRedemption, StoreError>;
 }
@@ -250,20 +249,23 @@ pub trait TokenStore: Send + Sync {
     /// An unexpired access token of an unrevoked grant.
     async fn resolve_access_token(
         &self,
-        token_hash: &str,
+        token_hash: &SecretHash,
         now: UnixTime,
     ) -> Result<Option<ResolvedAccess>, StoreError>;
     /// Presents a refresh token of `client_id`; on success the new pair in
     /// `new_tokens` is stored. See [`RefreshOutcome`] for the rules.
     async fn rotate_refresh_token(
         &self,
-        token_hash: &str,
+        token_hash: &SecretHash,
         client_id: &str,
         new_tokens: &[NewToken],
         now: UnixTime,
     ) -> Result<RefreshOutcome, StoreError>;
     /// The grant a token (access or refresh, any state) belongs to.
-    async fn grant_of_token(&self, token_hash: &str) -> Result<Option<GrantRecord>, StoreError>;
+    async fn grant_of_token(
+        &self,
+        token_hash: &SecretHash,
+    ) -> Result<Option<GrantRecord>, StoreError>;
 }
 
 /// Sessions of the gateway's own pages.
@@ -280,11 +282,11 @@ pub trait PageSessionStore: Send + Sync {
     /// An unexpired page session by [`hash_secret`] of its cookie value.
     async fn get_page_session(
         &self,
-        id_hash: &str,
+        id_hash: &SecretHash,
         now: UnixTime,
     ) -> Result<Option<PageSession>, StoreError>;
     /// Ends a page session (sign-out). Returns whether it existed.
-    async fn delete_page_session(&self, id_hash: &str) -> Result<bool, StoreError>;
+    async fn delete_page_session(&self, id_hash: &SecretHash) -> Result<bool, StoreError>;
 }
 
 /// The whole OAuth store: every aggregate's trait. Implemented once over

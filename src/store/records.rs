@@ -12,10 +12,33 @@ use super::StoreError;
 pub type UnixTime = i64;
 
 /// SHA-256 of a secret we issued, hex-encoded: the only form in which our
-/// tokens, codes and browser-held random values are stored.
-pub fn hash_secret(secret: &str) -> String {
+/// tokens, codes and browser-held random values are stored. Made only by
+/// [`hash_secret`] (or read back from the store), so a raw secret cannot
+/// be passed where a hash goes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SecretHash(String);
+
+impl SecretHash {
+    /// The hex text, as stored and compared.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// A hash read back from the store.
+    pub(crate) fn from_stored(hex: String) -> Self {
+        Self(hex)
+    }
+
+    /// A hash that no secret has (a leg parked before nonces existed).
+    pub(crate) fn unmatchable() -> Self {
+        Self(String::new())
+    }
+}
+
+/// The [`SecretHash`] of `secret`.
+pub fn hash_secret(secret: &str) -> SecretHash {
     let digest = Sha256::digest(secret.as_bytes());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    SecretHash(digest.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// How a client came to be known.
@@ -50,20 +73,53 @@ pub struct ClientRecord {
     pub client_id: String,
     pub client_name: Option<String>,
     pub redirect_uris: Vec<String>,
-    /// `none`, `client_secret_post` or `client_secret_basic`.
-    pub token_endpoint_auth_method: String,
+    pub token_endpoint_auth_method: TokenEndpointAuthMethod,
     pub grant_types: Vec<String>,
     pub response_types: Vec<String>,
     pub scope: Option<String>,
     pub registration: Registration,
     /// [`hash_secret`] of the client secret, for confidential clients.
-    pub secret_hash: Option<String>,
+    pub secret_hash: Option<SecretHash>,
     /// The registered metadata as echoed in the registration response
     /// (known fields only), JSON.
     pub metadata: serde_json::Value,
     pub created_at: UnixTime,
     /// For metadata-document clients: when the cached document goes stale.
     pub expires_at: Option<UnixTime>,
+}
+
+/// How a client authenticates at `/token` (RFC 7591
+/// `token_endpoint_auth_method`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenEndpointAuthMethod {
+    /// A public client: PKCE only.
+    None,
+    ClientSecretPost,
+    ClientSecretBasic,
+}
+
+impl TokenEndpointAuthMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::ClientSecretPost => "client_secret_post",
+            Self::ClientSecretBasic => "client_secret_basic",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "none" => Some(Self::None),
+            "client_secret_post" => Some(Self::ClientSecretPost),
+            "client_secret_basic" => Some(Self::ClientSecretBasic),
+            _ => None,
+        }
+    }
+
+    /// A confidential client holds a secret.
+    pub fn is_confidential(self) -> bool {
+        self != Self::None
+    }
 }
 
 /// The grant types a client can register (RFC 7591 `grant_types`).
@@ -104,27 +160,91 @@ impl PendingFlow {
     }
 }
 
+/// The page a page sign-in returns to: only the gateway's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReturnPage {
+    #[default]
+    Account,
+    Admin,
+}
+
+impl ReturnPage {
+    pub fn path(self) -> &'static str {
+        match self {
+            Self::Account => "/account",
+            Self::Admin => "/admin",
+        }
+    }
+
+    /// The page a stored path names; anything else is the account page.
+    pub fn from_path(path: &str) -> Self {
+        if path == "/admin" {
+            Self::Admin
+        } else {
+            Self::Account
+        }
+    }
+}
+
 /// The upstream half of a pending authorization, set when the user approves
 /// and is sent to Gitea.
 #[derive(Debug, Clone)]
 pub struct UpstreamLeg {
     /// [`hash_secret`] of the `state` we sent to Gitea.
-    pub state_hash: String,
+    pub state_hash: SecretHash,
     /// Our PKCE verifier for Gitea (encrypted at rest).
     pub pkce_verifier: SecretString,
     /// [`hash_secret`] of the browser-binding cookie.
-    pub binding_hash: String,
+    pub binding_hash: SecretHash,
     /// [`hash_secret`] of the `nonce` sent to Gitea, which its ID token
     /// must carry.
-    pub nonce_hash: String,
+    pub nonce_hash: SecretHash,
 }
 
-/// An `/authorize` request parked while the user decides.
+/// How Gitea's redirect finds its pending sign-in: the `state` it carries
+/// and the binding cookie of the browser it arrives in. Named fields, so
+/// the two cannot be swapped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpstreamKey {
+    pub state_hash: SecretHash,
+    pub binding_hash: SecretHash,
+}
+
+/// A sign-in parked between its start and Gitea's redirect: an MCP
+/// client's `/authorize` request while the person decides and then signs
+/// in at Gitea, or a person's sign-in to the pages while they are at Gitea.
 #[derive(Debug, Clone)]
 pub struct PendingAuthorization {
-    /// [`hash_secret`] of the request id carried by the consent form.
-    pub id_hash: String,
-    pub flow: PendingFlow,
+    /// [`hash_secret`] of the request id (the consent form's, or a random
+    /// one for a page sign-in).
+    pub id_hash: SecretHash,
+    pub flow: PendingSignIn,
+    pub created_at: UnixTime,
+    pub expires_at: UnixTime,
+    pub upstream: Option<UpstreamLeg>,
+}
+
+/// What a pending sign-in completes, with only its own fields.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PendingSignIn {
+    /// An MCP client's authorization request.
+    Client(ClientAuthorization),
+    /// A person signing in to the pages, and where they go next.
+    Page(ReturnPage),
+}
+
+impl PendingSignIn {
+    pub fn flow(&self) -> PendingFlow {
+        match self {
+            Self::Client(_) => PendingFlow::Authorize,
+            Self::Page(_) => PendingFlow::PageSignIn,
+        }
+    }
+}
+
+/// An MCP client's `/authorize` request, checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientAuthorization {
     pub client_id: String,
     pub redirect_uri: String,
     /// The client's `state`, echoed back verbatim.
@@ -134,16 +254,13 @@ pub struct PendingAuthorization {
     pub resource: String,
     pub scope: String,
     /// [`hash_secret`] of the consent form's CSRF token.
-    pub csrf_hash: String,
-    pub created_at: UnixTime,
-    pub expires_at: UnixTime,
-    pub upstream: Option<UpstreamLeg>,
+    pub csrf_hash: SecretHash,
 }
 
 /// One of our authorization codes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AuthCodeRecord {
-    pub code_hash: String,
+    pub code_hash: SecretHash,
     pub grant_id: String,
     pub client_id: String,
     pub redirect_uri: String,
@@ -255,7 +372,7 @@ impl TokenKind {
 /// One of our tokens to be stored (hash only).
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewToken {
-    pub token_hash: String,
+    pub token_hash: SecretHash,
     pub kind: TokenKind,
     pub scope: String,
     pub expires_at: UnixTime,
@@ -311,7 +428,7 @@ pub struct PruneCounts {
 #[derive(Debug, Clone)]
 pub struct PageSession {
     /// [`hash_secret`] of the session cookie's value.
-    pub id_hash: String,
+    pub id_hash: SecretHash,
     pub login: String,
     /// Gitea site administrator at sign-in (re-checked on admin actions).
     pub is_admin: bool,

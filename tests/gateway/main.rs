@@ -19,6 +19,7 @@ mod jsonrpc_intake;
 mod mcp_http;
 mod metrics;
 mod rate_limits;
+mod refusal_snapshots;
 mod request_guards;
 mod result_hygiene;
 mod setup;

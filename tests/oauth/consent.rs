@@ -164,18 +164,8 @@ on_both_backends!(consent_needs_both_the_csrf_cookie_and_the_form_token);
 async fn a_cross_site_consent_post_is_refused(gateway: OAuthGateway) {
     let (_, browser, form) = at_consent(&gateway).await;
     let response = gateway
-        .http
-        .post(format!("{}/authorize/consent", gateway.url))
-        .header("cookie", browser.header())
-        .header("origin", "https://evil.example")
-        .form(&[
-            ("request_id", form.request_id.as_str()),
-            ("csrf_token", form.csrf_token.as_str()),
-            ("decision", "approve"),
-        ])
-        .send()
-        .await
-        .unwrap();
+        .decide_from_origin(&browser, &form, "approve", "https://evil.example")
+        .await;
     assert_eq!(response.status(), StatusCode::FORBIDDEN);
 }
 on_both_backends!(a_cross_site_consent_post_is_refused);

@@ -18,6 +18,7 @@ mod consent;
 mod discovery;
 mod mcp_urls;
 mod oidc;
+mod page_snapshots;
 mod pages;
 mod register;
 mod replicas;

@@ -51,7 +51,7 @@ pub async fn rekey_moves_every_value_to_the_newest_key(f: &Fixture) {
     let g = store.get_grant("g1").await.unwrap().unwrap();
     assert_eq!(g.gitea.access_token.expose_secret(), "gitea-access-g1");
     let PendingTake::Taken(taken) = store
-        .take_pending_by_upstream_state(&hash_secret("s1"), &hash_secret("binding-s1"))
+        .take_pending_by_upstream_state(&upstream_key("s1", "binding-s1"))
         .await
         .unwrap()
     else {

@@ -10,10 +10,11 @@ pub use std::sync::Arc;
 
 pub use aegis_gitea_mcp::store::cipher::TokenCipher;
 pub use aegis_gitea_mcp::store::{
-    AuthCodeRecord, ClientRecord, CodeRedemption, GiteaTokens, GrantRecord, NewToken, OAuthStore,
-    PageSession, PendingAuthorization, PendingFlow, PendingTake, PruneCounts, RefreshOutcome,
-    Registration, StoreError, StoreLimits, StoreLocation, TokenKind, UNUSED_REGISTRATION_TTL,
-    UpstreamLeg, hash_secret, open_store,
+    AuthCodeRecord, ClientAuthorization, ClientRecord, CodeRedemption, GiteaTokens, GrantRecord,
+    NewToken, OAuthStore, PageSession, PendingAuthorization, PendingSignIn, PendingTake,
+    PruneCounts, RefreshOutcome, Registration, SecretHash, StoreError, StoreLimits, StoreLocation,
+    TokenEndpointAuthMethod, TokenKind, UNUSED_REGISTRATION_TTL, UpstreamKey, UpstreamLeg,
+    hash_secret, open_store,
 };
 pub use secrecy::{ExposeSecret, SecretString};
 
@@ -178,7 +179,7 @@ pub fn client(id: &str, created_at: i64) -> ClientRecord {
         client_id: id.to_owned(),
         client_name: Some(format!("Client {id}")),
         redirect_uris: vec!["http://127.0.0.1:9999/callback".to_owned()],
-        token_endpoint_auth_method: "none".to_owned(),
+        token_endpoint_auth_method: TokenEndpointAuthMethod::None,
         grant_types: vec!["authorization_code".to_owned(), "refresh_token".to_owned()],
         response_types: vec!["code".to_owned()],
         scope: None,
@@ -194,17 +195,27 @@ pub fn client(id: &str, created_at: i64) -> ClientRecord {
 pub fn pending(id: &str, now: i64, ttl: i64) -> PendingAuthorization {
     PendingAuthorization {
         id_hash: hash_secret(id),
-        flow: PendingFlow::Authorize,
-        client_id: "c1".to_owned(),
-        redirect_uri: "http://127.0.0.1:9999/callback".to_owned(),
-        state: Some("client-state".to_owned()),
-        code_challenge: "challenge".to_owned(),
-        resource: "https://gw.example/mcp".to_owned(),
-        scope: "gitea".to_owned(),
-        csrf_hash: hash_secret(&format!("csrf-{id}")),
+        flow: PendingSignIn::Client(ClientAuthorization {
+            client_id: "c1".to_owned(),
+            redirect_uri: "http://127.0.0.1:9999/callback".to_owned(),
+            state: Some("client-state".to_owned()),
+            code_challenge: "challenge".to_owned(),
+            resource: "https://gw.example/mcp".to_owned(),
+            scope: "gitea".to_owned(),
+            csrf_hash: hash_secret(&format!("csrf-{id}")),
+        }),
         created_at: now,
         expires_at: now + ttl,
         upstream: None,
+    }
+}
+
+/// The key a callback presents: `hash_secret(state)` and
+/// `hash_secret(binding)`.
+pub fn upstream_key(state: &str, binding: &str) -> UpstreamKey {
+    UpstreamKey {
+        state_hash: hash_secret(state),
+        binding_hash: hash_secret(binding),
     }
 }
 
@@ -279,12 +290,12 @@ pub fn code(code: &str, grant_id: &str, now: i64, ttl: i64) -> AuthCodeRecord {
 }
 
 /// The stored hash of access token `t`.
-pub fn access(t: &str) -> String {
+pub fn access(t: &str) -> SecretHash {
     hash_secret(&format!("agm_access_{t}"))
 }
 
 /// The stored hash of refresh token `t`.
-pub fn refresh(t: &str) -> String {
+pub fn refresh(t: &str) -> SecretHash {
     hash_secret(&format!("agm_refresh_{t}"))
 }
 
@@ -359,7 +370,7 @@ pub async fn rotated(store: &Arc<dyn OAuthStore>, from: &str, to: &str, now: i64
 pub fn states(expected: &[(&str, &str)]) -> Vec<(String, String)> {
     let mut rows: Vec<_> = expected
         .iter()
-        .map(|(t, s)| (refresh(t), (*s).to_owned()))
+        .map(|(t, s)| (refresh(t).as_str().to_owned(), (*s).to_owned()))
         .collect();
     rows.sort();
     rows

@@ -11,8 +11,11 @@ pub async fn pending_round_trips_until_it_expires(f: &Fixture) {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(got.client_id, p.client_id);
-    assert_eq!(got.state.as_deref(), Some("client-state"));
+    assert_eq!(got.flow, p.flow);
+    let PendingSignIn::Client(request) = &got.flow else {
+        panic!("a client authorization comes back as one");
+    };
+    assert_eq!(request.state.as_deref(), Some("client-state"));
     assert!(got.upstream.is_none());
     assert!(
         store
@@ -132,8 +135,8 @@ pub async fn take_pending_by_upstream_state_is_single_use(f: &Fixture) {
     let store = f.open().await;
     let p = pending("p1", NOW, 60);
     store.insert_pending(&p, NOW).await.unwrap();
-    let (state, binding) = (hash_secret("s1"), hash_secret("binding-s1"));
-    let take = || store.take_pending_by_upstream_state(&state, &binding);
+    let key = upstream_key("s1", "binding-s1");
+    let take = || store.take_pending_by_upstream_state(&key);
     assert!(matches!(take().await.unwrap(), PendingTake::Unknown));
     store
         .approve_pending(&p.id_hash, &leg("s1"), NOW)
@@ -141,7 +144,7 @@ pub async fn take_pending_by_upstream_state_is_single_use(f: &Fixture) {
         .unwrap();
     // Another browser's take leaves it in place.
     let elsewhere = store
-        .take_pending_by_upstream_state(&hash_secret("s1"), &hash_secret(""))
+        .take_pending_by_upstream_state(&upstream_key("s1", ""))
         .await
         .unwrap();
     assert!(matches!(elsewhere, PendingTake::OtherBrowser));

@@ -344,10 +344,25 @@ impl OAuthGateway {
         decision: &str,
     ) -> reqwest::Response {
         let response = self
-            .http
+            .decide_from_origin(browser, form, decision, "null")
+            .await;
+        browser.absorb(response.headers());
+        response
+    }
+
+    /// Posts the consent form with `decision` as a page at `origin` would
+    /// (`null`: the browser hides it); the browser keeps its cookies.
+    pub async fn decide_from_origin(
+        &self,
+        browser: &Browser,
+        form: &ConsentForm,
+        decision: &str,
+        origin: &str,
+    ) -> reqwest::Response {
+        self.http
             .post(format!("{}/authorize/consent", self.url))
             .header(reqwest::header::COOKIE, browser.header())
-            .header(reqwest::header::ORIGIN, "null")
+            .header(reqwest::header::ORIGIN, origin)
             .form(&[
                 ("request_id", form.request_id.as_str()),
                 ("csrf_token", form.csrf_token.as_str()),
@@ -355,9 +370,7 @@ impl OAuthGateway {
             ])
             .send()
             .await
-            .unwrap();
-        browser.absorb(response.headers());
-        response
+            .unwrap()
     }
 
     /// Follows the approval to the (fake) Gitea, which signs `login` in and

@@ -8,8 +8,8 @@ use super::backend::{SqlRow, Stmt, stmt};
 use super::{Backend, SqlStore};
 use crate::store::ClientStore;
 use crate::store::{
-    ClientRecord, MAX_UNUSED_REGISTRATIONS_PER_NETWORK, Registration, StoreError,
-    UNUSED_REGISTRATION_TTL, UnixTime,
+    ClientRecord, MAX_UNUSED_REGISTRATIONS_PER_NETWORK, Registration, SecretHash, StoreError,
+    TokenEndpointAuthMethod, UNUSED_REGISTRATION_TTL, UnixTime,
 };
 
 const INSERT_CLIENT: &str = "INSERT INTO clients (client_id, client_name, redirect_uris, \
@@ -115,12 +115,12 @@ fn bind_client<'a, DB: Backend>(
         .bind(&client.client_id)
         .bind(client.client_name.as_deref())
         .bind(&redirect_uris)
-        .bind(&client.token_endpoint_auth_method)
+        .bind(client.token_endpoint_auth_method.as_str())
         .bind(&grant_types)
         .bind(&response_types)
         .bind(client.scope.as_deref())
         .bind(client.registration.as_str())
-        .bind(client.secret_hash.as_deref())
+        .bind(client.secret_hash.as_ref().map(SecretHash::as_str))
         .bind(&metadata)
         .bind(client.created_at)
         .bind(client.expires_at))
@@ -134,13 +134,16 @@ fn client_from_row<DB: Backend>(row: &SqlRow<DB>) -> Result<ClientRecord, StoreE
         client_id: row.text("client_id")?,
         client_name: row.opt_text("client_name")?,
         redirect_uris: list("redirect_uris")?,
-        token_endpoint_auth_method: row.text("token_endpoint_auth_method")?,
+        token_endpoint_auth_method: TokenEndpointAuthMethod::parse(
+            &row.text("token_endpoint_auth_method")?,
+        )
+        .ok_or(StoreError::Corrupt("token_endpoint_auth_method"))?,
         grant_types: list("grant_types")?,
         response_types: list("response_types")?,
         scope: row.opt_text("scope")?,
         registration: Registration::parse(&row.text("registration")?)
             .ok_or(StoreError::Corrupt("registration"))?,
-        secret_hash: row.opt_text("secret_hash")?,
+        secret_hash: row.opt_text("secret_hash")?.map(SecretHash::from_stored),
         metadata: serde_json::from_str(&row.text("metadata")?)
             .map_err(|_| StoreError::Corrupt("metadata"))?,
         created_at: row.int("created_at")?,

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use super::backend::{SqlRow, stmt};
 use super::{Backend, SqlStore};
 use crate::store::CodeStore;
-use crate::store::{AuthCodeRecord, CodeRedemption, StoreError, UnixTime};
+use crate::store::{AuthCodeRecord, CodeRedemption, SecretHash, StoreError, UnixTime};
 
 /// The columns [`code_from_row`] reads.
 macro_rules! code_columns {
@@ -40,7 +40,7 @@ impl<DB: Backend> SqlStore<DB> {
             code_columns!(),
             ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
         ))
-        .bind(&code.code_hash)
+        .bind(code.code_hash.as_str())
         .bind(&code.grant_id)
         .bind(&code.client_id)
         .bind(&code.redirect_uri)
@@ -58,7 +58,7 @@ impl<DB: Backend> SqlStore<DB> {
 
 fn code_from_row<DB: Backend>(row: &SqlRow<DB>) -> Result<AuthCodeRecord, StoreError> {
     Ok(AuthCodeRecord {
-        code_hash: row.text("code_hash")?,
+        code_hash: SecretHash::from_stored(row.text("code_hash")?),
         grant_id: row.text("grant_id")?,
         client_id: row.text("client_id")?,
         redirect_uri: row.text("redirect_uri")?,
@@ -91,9 +91,10 @@ impl<DB: Backend> CodeStore for SqlStore<DB> {
     /// replay is still recognised.
     async fn redeem_code(
         &self,
-        code_hash: &str,
+        code_hash: &SecretHash,
         now: UnixTime,
     ) -> Result<CodeRedemption, StoreError> {
+        let code_hash = code_hash.as_str();
         let mut tx = self.begin_write().await?;
         let spent = stmt::<DB>(concat!(
             "UPDATE auth_codes SET redeemed_at = $2 \

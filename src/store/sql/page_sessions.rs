@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use super::backend::{SqlRow, stmt};
 use super::{Backend, SqlStore};
 use crate::store::PageSessionStore;
-use crate::store::{PageSession, StoreError, UnixTime};
+use crate::store::{PageSession, SecretHash, StoreError, UnixTime};
 
 /// The columns [`SqlStore::page_session_from_row`] reads.
 macro_rules! page_session_columns {
@@ -37,7 +37,7 @@ impl<DB: Backend> SqlStore<DB> {
             gitea_access_token,
             created_at: row.int("created_at")?,
             expires_at: row.int("expires_at")?,
-            id_hash,
+            id_hash: SecretHash::from_stored(id_hash),
         })
     }
 }
@@ -81,7 +81,7 @@ impl<DB: Backend> PageSessionStore for SqlStore<DB> {
             page_session_columns!(),
             ") VALUES ($1, $2, $3, $4, $5, $6)"
         ))
-        .bind(&session.id_hash)
+        .bind(session.id_hash.as_str())
         .bind(&session.login)
         .bind(i64::from(session.is_admin))
         .bind(&token)
@@ -95,9 +95,10 @@ impl<DB: Backend> PageSessionStore for SqlStore<DB> {
 
     async fn get_page_session(
         &self,
-        id_hash: &str,
+        id_hash: &SecretHash,
         now: UnixTime,
     ) -> Result<Option<PageSession>, StoreError> {
+        let id_hash = id_hash.as_str();
         let mut conn = self.conn().await?;
         let row = stmt::<DB>(concat!(
             "SELECT ",
@@ -111,7 +112,8 @@ impl<DB: Backend> PageSessionStore for SqlStore<DB> {
         row.map(|row| self.page_session_from_row(&row)).transpose()
     }
 
-    async fn delete_page_session(&self, id_hash: &str) -> Result<bool, StoreError> {
+    async fn delete_page_session(&self, id_hash: &SecretHash) -> Result<bool, StoreError> {
+        let id_hash = id_hash.as_str();
         let mut conn = self.conn().await?;
         let deleted = stmt::<DB>("DELETE FROM page_sessions WHERE id_hash = $1")
             .bind(id_hash)

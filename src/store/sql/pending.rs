@@ -8,7 +8,8 @@ use super::backend::{SqlRow, stmt};
 use super::{Backend, SqlStore};
 use crate::store::PendingStore;
 use crate::store::{
-    PendingAuthorization, PendingFlow, PendingTake, StoreError, UnixTime, UpstreamLeg,
+    ClientAuthorization, PendingAuthorization, PendingFlow, PendingSignIn, PendingTake, ReturnPage,
+    SecretHash, StoreError, UnixTime, UpstreamKey, UpstreamLeg,
 };
 
 /// The columns [`SqlStore::pending_from_row`] reads.
@@ -32,27 +33,39 @@ impl<DB: Backend> SqlStore<DB> {
         ) {
             (None, None, None) => None,
             (Some(state_hash), Some(verifier), Some(binding_hash)) => Some(UpstreamLeg {
-                state_hash,
+                state_hash: SecretHash::from_stored(state_hash),
                 pkce_verifier: self.unseal(TABLE, &id_hash, &verifier)?,
-                binding_hash,
+                binding_hash: SecretHash::from_stored(binding_hash),
                 // A leg parked before nonces existed matches no ID token.
-                nonce_hash: row.opt_text("upstream_nonce_hash")?.unwrap_or_default(),
+                nonce_hash: row
+                    .opt_text("upstream_nonce_hash")?
+                    .map_or_else(SecretHash::unmatchable, SecretHash::from_stored),
             }),
             _ => return Err(StoreError::Corrupt("pending upstream leg")),
         };
+        // One table for both flows: a page sign-in keeps the page it
+        // returns to in `redirect_uri` and leaves the client's columns empty.
+        let flow = match PendingFlow::parse(&row.text("flow")?) {
+            Some(PendingFlow::Authorize) => PendingSignIn::Client(ClientAuthorization {
+                client_id: row.text("client_id")?,
+                redirect_uri: row.text("redirect_uri")?,
+                state: row.opt_text("state")?,
+                code_challenge: row.text("code_challenge")?,
+                resource: row.text("resource")?,
+                scope: row.text("scope")?,
+                csrf_hash: SecretHash::from_stored(row.text("csrf_hash")?),
+            }),
+            Some(PendingFlow::PageSignIn) => {
+                PendingSignIn::Page(ReturnPage::from_path(&row.text("redirect_uri")?))
+            }
+            None => return Err(StoreError::Corrupt("flow")),
+        };
         Ok(PendingAuthorization {
-            flow: PendingFlow::parse(&row.text("flow")?).ok_or(StoreError::Corrupt("flow"))?,
-            client_id: row.text("client_id")?,
-            redirect_uri: row.text("redirect_uri")?,
-            state: row.opt_text("state")?,
-            code_challenge: row.text("code_challenge")?,
-            resource: row.text("resource")?,
-            scope: row.text("scope")?,
-            csrf_hash: row.text("csrf_hash")?,
+            id_hash: SecretHash::from_stored(id_hash),
+            flow,
             created_at: row.int("created_at")?,
             expires_at: row.int("expires_at")?,
             upstream,
-            id_hash,
         })
     }
 }
@@ -66,6 +79,10 @@ impl<DB: Backend> PendingStore for SqlStore<DB> {
     ) -> Result<(), StoreError> {
         let upstream = pending.upstream.as_ref();
         let verifier = upstream.map(|leg| self.seal(&leg.pkce_verifier));
+        let client = match &pending.flow {
+            PendingSignIn::Client(client) => Some(client),
+            PendingSignIn::Page(_) => None,
+        };
         let mut tx = self.begin_write().await?;
         Self::lock_cap(&mut tx, "pending").await?;
         let live =
@@ -86,15 +103,18 @@ impl<DB: Backend> PendingStore for SqlStore<DB> {
             pending_columns!(),
             ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
         ))
-        .bind(&pending.id_hash)
-        .bind(pending.flow.as_str())
-        .bind(&pending.client_id)
-        .bind(&pending.redirect_uri)
-        .bind(pending.state.as_deref())
-        .bind(&pending.code_challenge)
-        .bind(&pending.resource)
-        .bind(&pending.scope)
-        .bind(&pending.csrf_hash)
+        .bind(pending.id_hash.as_str())
+        .bind(pending.flow.flow().as_str())
+        .bind(client.map_or("", |c| c.client_id.as_str()))
+        .bind(match &pending.flow {
+            PendingSignIn::Client(c) => c.redirect_uri.as_str(),
+            PendingSignIn::Page(page) => page.path(),
+        })
+        .bind(client.and_then(|c| c.state.as_deref()))
+        .bind(client.map_or("", |c| c.code_challenge.as_str()))
+        .bind(client.map_or("", |c| c.resource.as_str()))
+        .bind(client.map_or("", |c| c.scope.as_str()))
+        .bind(client.map_or("", |c| c.csrf_hash.as_str()))
         .bind(pending.created_at)
         .bind(pending.expires_at)
         .bind(upstream.map(|leg| leg.state_hash.as_str()))
@@ -109,7 +129,7 @@ impl<DB: Backend> PendingStore for SqlStore<DB> {
 
     async fn get_pending(
         &self,
-        id_hash: &str,
+        id_hash: &SecretHash,
         now: UnixTime,
     ) -> Result<Option<PendingAuthorization>, StoreError> {
         let mut conn = self.conn().await?;
@@ -118,7 +138,7 @@ impl<DB: Backend> PendingStore for SqlStore<DB> {
             pending_columns!(),
             " FROM pending_authorizations WHERE id_hash = $1 AND expires_at > $2"
         ))
-        .bind(id_hash)
+        .bind(id_hash.as_str())
         .bind(now)
         .fetch_optional(&mut conn)
         .await?;
@@ -129,7 +149,7 @@ impl<DB: Backend> PendingStore for SqlStore<DB> {
     /// upstream leg matches, so of two racing approvals one wins.
     async fn approve_pending(
         &self,
-        id_hash: &str,
+        id_hash: &SecretHash,
         upstream: &UpstreamLeg,
         now: UnixTime,
     ) -> Result<bool, StoreError> {
@@ -141,21 +161,21 @@ impl<DB: Backend> PendingStore for SqlStore<DB> {
              upstream_nonce_hash = $6 \
              WHERE id_hash = $1 AND expires_at > $5 AND upstream_state_hash IS NULL",
         )
-        .bind(id_hash)
-        .bind(&upstream.state_hash)
+        .bind(id_hash.as_str())
+        .bind(upstream.state_hash.as_str())
         .bind(&verifier)
-        .bind(&upstream.binding_hash)
+        .bind(upstream.binding_hash.as_str())
         .bind(now)
-        .bind(&upstream.nonce_hash)
+        .bind(upstream.nonce_hash.as_str())
         .execute(&mut conn)
         .await?;
         Ok(updated == 1)
     }
 
-    async fn delete_pending(&self, id_hash: &str) -> Result<bool, StoreError> {
+    async fn delete_pending(&self, id_hash: &SecretHash) -> Result<bool, StoreError> {
         let mut conn = self.conn().await?;
         let deleted = stmt::<DB>("DELETE FROM pending_authorizations WHERE id_hash = $1")
-            .bind(id_hash)
+            .bind(id_hash.as_str())
             .execute(&mut conn)
             .await?;
         Ok(deleted > 0)
@@ -165,8 +185,7 @@ impl<DB: Backend> PendingStore for SqlStore<DB> {
     /// second callback with the same state finds nothing.
     async fn take_pending_by_upstream_state(
         &self,
-        state_hash: &str,
-        binding_hash: &str,
+        key: &UpstreamKey,
     ) -> Result<PendingTake, StoreError> {
         let mut conn = self.conn().await?;
         let row = stmt::<DB>(concat!(
@@ -174,8 +193,8 @@ impl<DB: Backend> PendingStore for SqlStore<DB> {
              AND upstream_binding_hash = $2 RETURNING ",
             pending_columns!()
         ))
-        .bind(state_hash)
-        .bind(binding_hash)
+        .bind(key.state_hash.as_str())
+        .bind(key.binding_hash.as_str())
         .fetch_optional(&mut conn)
         .await?;
         if let Some(row) = row {
@@ -184,7 +203,7 @@ impl<DB: Backend> PendingStore for SqlStore<DB> {
         let elsewhere = stmt::<DB>(
             "SELECT 1 AS found FROM pending_authorizations WHERE upstream_state_hash = $1",
         )
-        .bind(state_hash)
+        .bind(key.state_hash.as_str())
         .fetch_optional(&mut conn)
         .await?;
         Ok(match elsewhere {

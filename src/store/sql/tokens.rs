@@ -14,8 +14,8 @@ use super::backend::stmt;
 use super::{Backend, SqlStore};
 use crate::store::TokenStore;
 use crate::store::{
-    GrantRecord, NewToken, PREVIOUS_REFRESH_GRACE_SECS, RefreshOutcome, ResolvedAccess, StoreError,
-    UnixTime,
+    GrantRecord, NewToken, PREVIOUS_REFRESH_GRACE_SECS, RefreshOutcome, ResolvedAccess, SecretHash,
+    StoreError, UnixTime,
 };
 
 impl<DB: Backend> SqlStore<DB> {
@@ -91,7 +91,7 @@ impl<DB: Backend> SqlStore<DB> {
                 "INSERT INTO tokens (token_hash, grant_id, kind, state, scope, created_at, \
                  expires_at, minted_by) VALUES ($1, $2, $3, 'active', $4, $5, $6, $7)",
             )
-            .bind(&token.token_hash)
+            .bind(token.token_hash.as_str())
             .bind(grant_id)
             .bind(token.kind.as_str())
             .bind(&token.scope)
@@ -212,9 +212,10 @@ impl<DB: Backend> TokenStore for SqlStore<DB> {
 
     async fn resolve_access_token(
         &self,
-        token_hash: &str,
+        token_hash: &SecretHash,
         now: UnixTime,
     ) -> Result<Option<ResolvedAccess>, StoreError> {
+        let token_hash = token_hash.as_str();
         let mut conn = self.conn().await?;
         let row = stmt::<DB>(concat!(
             "SELECT t.scope AS token_scope, t.expires_at AS token_expires_at, ",
@@ -239,11 +240,12 @@ impl<DB: Backend> TokenStore for SqlStore<DB> {
     /// on PostgreSQL too; on SQLite `BEGIN IMMEDIATE` already does that.
     async fn rotate_refresh_token(
         &self,
-        token_hash: &str,
+        token_hash: &SecretHash,
         client_id: &str,
         new_tokens: &[NewToken],
         now: UnixTime,
     ) -> Result<RefreshOutcome, StoreError> {
+        let token_hash = token_hash.as_str();
         let mut tx = self.begin_write().await?;
         let (grant_id, state) =
             match Self::lock_refresh_token(&mut tx, token_hash, client_id, now).await? {
@@ -278,7 +280,11 @@ impl<DB: Backend> TokenStore for SqlStore<DB> {
         }
     }
 
-    async fn grant_of_token(&self, token_hash: &str) -> Result<Option<GrantRecord>, StoreError> {
+    async fn grant_of_token(
+        &self,
+        token_hash: &SecretHash,
+    ) -> Result<Option<GrantRecord>, StoreError> {
+        let token_hash = token_hash.as_str();
         let mut conn = self.conn().await?;
         let row = stmt::<DB>(concat!(
             "SELECT ",
