@@ -12,6 +12,7 @@
 
 pub(crate) mod authorization;
 pub(crate) mod authorize;
+pub(crate) mod authorize_request;
 pub(crate) mod callback;
 pub(crate) mod client_auth;
 pub(crate) mod client_metadata;

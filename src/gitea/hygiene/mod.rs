@@ -37,6 +37,7 @@ pub mod bounds;
 pub mod redaction;
 pub mod redactor_cache;
 pub mod secrets;
+pub mod text_passes;
 pub mod transcode;
 
 use serde_json::{Map, Value};

@@ -41,81 +41,19 @@ use serde::Deserializer as _;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::ser::{CompactFormatter, Formatter};
 
-use super::redaction::{AUTHORIZATION_HEADER_FIELD, Redactor};
+use super::text_passes::cut_long_text;
+use keys::KeyCheck;
+
+#[path = "transcode_keys.rs"]
+mod keys;
+pub use super::text_passes::{LIST_TEXT_CHARS, Masking, TextPasses};
 use crate::catalog::{Node, Shapes};
 use crate::hidden_text::reveal;
-use crate::masking::masker;
-
-/// A string inside a list item longer than this many characters is cut in
-/// the compact view (`docs/tools.md`, "Views").
-pub const LIST_TEXT_CHARS: usize = 300;
 
 /// Go's zero time as Gitea writes it for a date that was never set (a
 /// user who never signed in, a repository never archived): empty, as far
 /// as the compact view is concerned.
 const ZERO_DATES: [&str; 2] = ["0001-01-01T00:00:00Z", "1970-01-01T00:00:00Z"];
-
-/// What pattern masking does to a string.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Masking {
-    /// Off, or skipped (the success of a credential-issuing operation).
-    None,
-    /// Replace what looks like a credential.
-    Mask,
-    /// Block mode: a credential withholds the result, which the tree path
-    /// words; the transcoder declines.
-    Decline,
-}
-
-/// The passes every string of a result goes through, in order.
-#[derive(Debug, Clone, Copy)]
-pub struct TextPasses<'a> {
-    /// `None`: the tree path has already redacted and masked the
-    /// document; nothing is rewritten but hidden characters, and nothing
-    /// declines.
-    pub redactor: Option<&'a Redactor>,
-    pub masking: Masking,
-}
-
-impl<'a> TextPasses<'a> {
-    /// Redaction, then `masking`: the first pass over Gitea's bytes.
-    pub fn new(redactor: &'a Redactor, masking: Masking) -> Self {
-        Self {
-            redactor: Some(redactor),
-            masking,
-        }
-    }
-
-    /// For a document the tree path has cleaned.
-    pub fn cleaned() -> Self {
-        Self {
-            redactor: None,
-            masking: Masking::None,
-        }
-    }
-
-    /// The first pass checks what only the tree path can do.
-    fn checks(&self) -> bool {
-        self.redactor.is_some()
-    }
-
-    /// `text` after redaction and masking (borrowed when nothing changed),
-    /// or `None` when block mode found a credential.
-    fn rewrite<'s>(&self, text: &'s str) -> Option<Cow<'s, str>> {
-        let Some(redactor) = self.redactor else {
-            return Some(Cow::Borrowed(text));
-        };
-        let redacted = redactor.redact_str(text);
-        match self.masking {
-            Masking::None => Some(redacted),
-            Masking::Mask => Some(match masker().mask_if_found(&redacted) {
-                Some(masked) => Cow::Owned(masked),
-                None => redacted,
-            }),
-            Masking::Decline => masker().findings(&redacted).is_empty().then_some(redacted),
-        }
-    }
-}
 
 /// The compact view of one operation's answer: the shapes of its
 /// catalog, and where the answer starts in them.
@@ -277,25 +215,6 @@ impl Writer<'_, '_> {
         }
         Ok(())
     }
-}
-
-/// `text` cut to [`LIST_TEXT_CHARS`] characters, and the marker that
-/// says how to read the rest when it was cut.
-fn cut_long_text(text: &str) -> (&str, Option<String>) {
-    // A character is at least one byte: shorter texts need no count.
-    if text.len() <= LIST_TEXT_CHARS {
-        return (text, None);
-    }
-    let Some((at, _)) = text.char_indices().nth(LIST_TEXT_CHARS) else {
-        return (text, None);
-    };
-    let rest = text[at..].chars().count();
-    (
-        &text[..at],
-        Some(format!(
-            "… [{rest} more characters: read this item alone, or pass view: full]"
-        )),
-    )
 }
 
 /// `text` as a JSON string, escaped by serde_json's own serializer.
@@ -637,73 +556,6 @@ fn skip_value<'de, A: MapAccess<'de>>(map: &mut A, context: &Context<'_>) -> Res
     };
     map.next_value_seed(ValueSeed::new(sink, Place::FULL))?;
     Ok(())
-}
-
-/// An object key as read: borrowed from Gitea's bytes unless it had
-/// escapes.
-enum KeyText<'de> {
-    Borrowed(&'de str),
-    Owned(String),
-}
-
-impl std::ops::Deref for KeyText<'_> {
-    type Target = str;
-
-    fn deref(&self) -> &str {
-        match self {
-            Self::Borrowed(key) => key,
-            Self::Owned(key) => key,
-        }
-    }
-}
-
-/// Reads an object key without copying it, checked (on the first pass)
-/// for what only the tree path can do.
-struct KeyCheck<'p> {
-    passes: &'p TextPasses<'p>,
-}
-
-impl<'de> DeserializeSeed<'de> for KeyCheck<'_> {
-    type Value = KeyText<'de>;
-
-    fn deserialize<D: de::Deserializer<'de>>(self, de: D) -> Result<KeyText<'de>, D::Error> {
-        de.deserialize_str(self)
-    }
-}
-
-impl<'de> Visitor<'de> for KeyCheck<'_> {
-    type Value = KeyText<'de>;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("an object key")
-    }
-
-    fn visit_borrowed_str<E: de::Error>(self, key: &'de str) -> Result<KeyText<'de>, E> {
-        self.check(key)?;
-        Ok(KeyText::Borrowed(key))
-    }
-
-    fn visit_str<E: de::Error>(self, key: &str) -> Result<KeyText<'de>, E> {
-        self.check(key)?;
-        Ok(KeyText::Owned(key.to_owned()))
-    }
-}
-
-impl KeyCheck<'_> {
-    fn check<E: de::Error>(&self, key: &str) -> Result<(), E> {
-        if !self.passes.checks() {
-            return Ok(());
-        }
-        if key == "content_base64" || key.eq_ignore_ascii_case(AUTHORIZATION_HEADER_FIELD) {
-            return Err(declined());
-        }
-        // A key the passes change is renamed by the tree path, which keeps
-        // two keys that became equal apart.
-        if matches!(self.passes.rewrite(key), Some(Cow::Owned(_)) | None) {
-            return Err(declined());
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]

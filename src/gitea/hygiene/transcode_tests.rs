@@ -6,6 +6,7 @@ use super::*;
 use crate::config::{Limits, SecretDetectionMode};
 use crate::gitea::call::{CallBody, GiteaCall};
 use crate::gitea::executor::UpstreamResponse;
+use crate::gitea::hygiene::Redactor;
 use crate::identity::{Identity, IdentityMode};
 use crate::masking::MASKED;
 use bytes::Bytes;
