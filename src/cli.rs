@@ -85,7 +85,7 @@ enum StoreCommand {
 /// Runs the CLI and returns the process exit code.
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
-    init_logging();
+    crate::logging::init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -512,28 +512,6 @@ fn print_catalog(catalog: &Catalog, json: bool, toolsets: bool) {
         catalog.len(),
         catalog.api_version()
     );
-}
-
-/// Logs go to stderr only: stdout belongs to JSON-RPC under stdio. JSON
-/// lines by default (what a log pipeline parses); `LOG_FORMAT=text` for
-/// people reading a terminal.
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("RUST_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let format = std::env::var("LOG_FORMAT").unwrap_or_default();
-    let text = format.eq_ignore_ascii_case("text");
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false);
-    if text {
-        builder.init();
-    } else {
-        builder.json().flatten_event(true).init();
-    }
-    if !text && !format.is_empty() && !format.eq_ignore_ascii_case("json") {
-        tracing::warn!(setting = "LOG_FORMAT", "unknown value: logging JSON lines");
-    }
 }
 
 #[cfg(test)]

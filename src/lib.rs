@@ -26,6 +26,7 @@ pub mod gitea;
 pub(crate) mod hidden_text;
 pub mod http;
 pub(crate) mod identity;
+pub(crate) mod logging;
 pub(crate) mod masking;
 pub mod mcp;
 pub(crate) mod metrics;

@@ -97,6 +97,8 @@ pub struct Metrics {
     rate_limited: Family<KeyKindLabels, Counter>,
     active_grants: Gauge,
     audit_write: Histogram,
+    log_lines_dropped: Gauge,
+    audit_writable: Gauge,
 }
 
 impl Default for Metrics {
@@ -152,6 +154,19 @@ impl Metrics {
             "OAuth grants that are activated and not revoked (read from the store at scrape time)",
             active_grants.clone(),
         );
+        let audit_writable = Gauge::default();
+        audit_writable.set(1);
+        registry.register(
+            "audit_writable",
+            "1 while the audit log takes entries; 0 while it cannot (a full disk): every tool call is then refused",
+            audit_writable.clone(),
+        );
+        let log_lines_dropped = Gauge::default();
+        registry.register(
+            "log_lines_dropped",
+            "Log lines stderr could not take since start (a full disk under the log file, a closed pipe); requests go on",
+            log_lines_dropped.clone(),
+        );
         // 0.5 ms to about 8 s: fsync-bound, with group commit.
         let audit_write = Histogram::new(exponential_buckets(0.0005, 2.0, 15));
         registry.register(
@@ -169,6 +184,8 @@ impl Metrics {
             rate_limited,
             active_grants,
             audit_write,
+            log_lines_dropped,
+            audit_writable,
         }
     }
 
@@ -237,8 +254,15 @@ impl Metrics {
             .set(i64::try_from(count).unwrap_or(i64::MAX));
     }
 
+    /// Whether the audit log took its last entry.
+    pub fn set_audit_writable(&self, writable: bool) {
+        self.audit_writable.set(i64::from(writable));
+    }
+
     /// The exposition (OpenMetrics text, [`CONTENT_TYPE`]).
     pub fn render(&self) -> String {
+        self.log_lines_dropped
+            .set(i64::try_from(crate::logging::dropped_lines()).unwrap_or(i64::MAX));
         let mut out = String::new();
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);

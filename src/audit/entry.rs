@@ -60,6 +60,9 @@ pub enum EventKind {
     UpstreamRefreshed,
     AdminAction,
     RateLimited,
+    /// A grant ended: revoked by its client, its person, an admin, or the
+    /// gateway (reuse, replay, Gitea's refusal). One entry per grant.
+    GrantEnded,
 }
 
 impl EventKind {
@@ -85,6 +88,7 @@ impl EventKind {
             Self::UpstreamRefreshed => "upstream_refreshed",
             Self::AdminAction => "admin_action",
             Self::RateLimited => "rate_limited",
+            Self::GrantEnded => "grant_ended",
         }
     }
 }

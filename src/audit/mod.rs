@@ -206,7 +206,11 @@ impl AuditLog {
         let waits = self.durable.policy().waits();
         // One `write` under the lock, on this thread: no hand-off to
         // another thread unless the caller waits for the disk.
-        let (seq, fsynced) = self.durable.writer().append(event, waits)?;
+        let appended = self.durable.writer().append(event, waits);
+        if let Some(metrics) = &self.inner.metrics {
+            metrics.set_audit_writable(appended.is_ok());
+        }
+        let (seq, fsynced) = appended?;
         if let Some(fsynced) = fsynced {
             self.durable.notify();
             fsynced.await.map_err(|_| AuditError::Stopped)??;
@@ -215,6 +219,25 @@ impl AuditLog {
             metrics.observe_audit_write(began.elapsed());
         }
         Ok(seq)
+    }
+
+    /// The log takes entries: the last write (or fsync) succeeded. While it
+    /// does not, every tool call is refused with `audit_unavailable`.
+    pub fn is_writable(&self) -> bool {
+        !self.durable.writer().is_closed()
+    }
+
+    /// Writable, or made writable now: a closed log is reopened (with its
+    /// `log_reopened` entry) when the disk has room again. `/health` calls
+    /// it, so a replica no balancer sends calls to still recovers.
+    pub async fn check_writable(&self) -> bool {
+        let durable = self.durable.clone();
+        let resumed = tokio::task::spawn_blocking(move || durable.writer().resume()).await;
+        let writable = matches!(resumed, Ok(Ok(())));
+        if let Some(metrics) = &self.inner.metrics {
+            metrics.set_audit_writable(writable);
+        }
+        writable
     }
 
     /// Fsyncs every entry written so far (at shutdown).

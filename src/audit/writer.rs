@@ -170,6 +170,25 @@ impl Writer {
         }
     }
 
+    /// The last write or fsync failed and nothing has been written since:
+    /// the log cannot take entries right now.
+    pub fn is_closed(&self) -> bool {
+        self.file.is_none()
+    }
+
+    /// Tries to reopen a closed log (its `log_reopened` entry is the
+    /// attempt), without an entry of a caller's: how the log resumes when
+    /// no call comes to try it (a balancer routes around an unhealthy
+    /// replica). Nothing happens when the log is open.
+    pub fn resume(&mut self) -> Result<(), AuditError> {
+        if self.file.is_some() {
+            return Ok(());
+        }
+        self.write_group(Vec::new())
+            .map(drop)
+            .map_err(|err| AuditError::Unavailable(err.to_string()))
+    }
+
     /// Whether callers wait for an fsync.
     pub fn has_waiters(&self) -> bool {
         !self.waiters.is_empty()

@@ -1,7 +1,8 @@
 //! `/health`, `/health/live` and `/`: unauthenticated, and revealing no
 //! configuration.
 //! `/health` is for container health checks and monitors: the process
-//! answers, the OAuth store (when configured) answers a ping, and Gitea
+//! answers, the audit log takes entries (a closed one is tried again
+//! here), the OAuth store (when configured) answers a ping, and Gitea
 //! answers `GET /api/v1/version` (probed at most every 10 seconds, so a
 //! flood of health checks does not become a flood at Gitea). `/` names the
 //! service, its version and how many tools it serves. Also the client side:
@@ -62,7 +63,8 @@ async fn root(State(health): State<Arc<Health>>) -> Json<serde_json::Value> {
 
 /// 200 when every check passes, else 503; each check says `ok`,
 /// `unavailable` or `not_configured` (the admin token: `ok`, `rejected`,
-/// `unknown` until Gitea has been asked, or `not_configured`), nothing more.
+/// `unknown` until Gitea has been asked, or `not_configured`; the audit
+/// log: `ok` or `unwritable`), nothing more.
 async fn health(State(health): State<Arc<Health>>) -> Response {
     let store = match health.app.oauth() {
         None => "not_configured",
@@ -85,7 +87,14 @@ async fn health(State(health): State<Arc<Health>>) -> Response {
     let admin_token = health.app.admin_token_state();
     let admin_fatal =
         admin_token == Some(AdminTokenState::Rejected) && health.app.oauth().is_none();
-    let healthy = store != "unavailable" && gitea == "ok" && !admin_fatal;
+    // Every call is refused while the audit log cannot be written: a
+    // balancer should route around this replica until it can.
+    let audit = if health.app.audit().check_writable().await {
+        "ok"
+    } else {
+        "unwritable"
+    };
+    let healthy = store != "unavailable" && gitea == "ok" && !admin_fatal && audit == "ok";
     let status = if healthy {
         StatusCode::OK
     } else {
@@ -101,6 +110,7 @@ async fn health(State(health): State<Arc<Health>>) -> Response {
                 "store": store,
                 "gitea": gitea,
                 "admin_token": admin_token.map_or("not_configured", AdminTokenState::as_str),
+                "audit": audit,
             },
         })),
     )

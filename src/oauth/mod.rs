@@ -19,6 +19,7 @@ pub(crate) mod client_metadata;
 pub mod clock;
 pub(crate) mod error;
 pub(crate) mod events;
+pub(crate) mod grant_end;
 pub(crate) mod id_token;
 pub(crate) mod metadata;
 pub(crate) mod params;

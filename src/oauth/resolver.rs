@@ -8,6 +8,7 @@
 //! a refresh that nobody has superseded revokes our grant, and the client
 //! must sign in again. A token of ours never resolves to the admin token.
 
+use super::grant_end::GrantEnding;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -280,7 +281,14 @@ async fn refresh_unless_superseded(
         return Ok(grant);
     }
     let Some(refresh_token) = grant.gitea.refresh_token.clone() else {
-        revoke(server, &grant, now, "no Gitea refresh token").await?;
+        revoke(
+            server,
+            &grant,
+            now,
+            "no Gitea refresh token",
+            GrantEnding::UpstreamRefused,
+        )
+        .await?;
         return Err(ResolveError::InvalidToken);
     };
     match server.upstream.refresh(&refresh_token, now).await {
@@ -289,13 +297,28 @@ async fn refresh_unless_superseded(
                 check_refreshed_subject(server, &grant, answer.id_token.as_deref()).await
             {
                 tracing::warn!(error = %err, login = %grant.login, "the refreshed ID token was refused");
-                revoke(server, &grant, now, "the refreshed ID token did not verify").await?;
+                revoke(
+                    server,
+                    &grant,
+                    now,
+                    "the refreshed ID token did not verify",
+                    GrantEnding::UpstreamIdTokenRefused,
+                )
+                .await?;
                 return Err(ResolveError::InvalidToken);
             }
             store_refreshed(server, grant, answer.tokens, trigger).await
         }
         Err(UpstreamAuthError::InvalidGrant) => {
-            if revoke(server, &grant, now, "Gitea refused the refresh").await? {
+            if revoke(
+                server,
+                &grant,
+                now,
+                "Gitea refused the refresh",
+                GrantEnding::UpstreamRefused,
+            )
+            .await?
+            {
                 return Err(ResolveError::InvalidToken);
             }
             // Someone replaced the tokens while Gitea answered (a process
@@ -369,6 +392,7 @@ async fn revoke(
     grant: &GrantRecord,
     now: i64,
     why: &'static str,
+    ending: GrantEnding<'_>,
 ) -> Result<bool, ResolveError> {
     match server
         .store
@@ -378,6 +402,7 @@ async fn revoke(
         Ok(true) => {
             tracing::warn!(login = %grant.login, client_id = %grant.client_id, why, "grant revoked: upstream refresh failure");
             audit_refresh_failure(server, grant, Some(why)).await;
+            server.grant_ended(grant, ending).await;
             Ok(true)
         }
         Ok(false) => Ok(false),

@@ -4,6 +4,7 @@
 //! enough to end it), but when presented they must be right, and a client
 //! cannot revoke another client's grant.
 
+use super::grant_end::GrantEnding;
 use std::sync::Arc;
 
 use axum::body::Bytes;
@@ -54,8 +55,10 @@ async fn revoke_token(
     if client.is_some_and(|c| c.client_id != grant.client_id) {
         return Ok(());
     }
-    let now = server.now();
-    if server.store.revoke_grant(&grant.id, now).await? {
+    if server
+        .end_grant(&grant.id, GrantEnding::ClientRevoked)
+        .await?
+    {
         tracing::info!(login = %grant.login, client_id = %grant.client_id, "grant revoked at /revoke");
         server
             .record(OAuthEvent::TokenRevoked {

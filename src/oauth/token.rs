@@ -3,6 +3,7 @@
 //! revoking the first redemption's grant) and the refresh-token grant
 //! (rotation with reuse detection, scope never widened).
 
+use super::grant_end::GrantEnding;
 use std::sync::Arc;
 
 use axum::body::Bytes;
@@ -171,7 +172,9 @@ async fn authorization_code(
         CodeRedemption::Redeemed(record) => record,
         CodeRedemption::AlreadyRedeemed(record) => {
             // RFC 6749 §4.1.2: a replayed code revokes what it issued.
-            server.store.revoke_grant(&record.grant_id, now).await?;
+            server
+                .end_grant(&record.grant_id, GrantEnding::CodeMisused)
+                .await?;
             tracing::warn!(client_id = %record.client_id, "authorization code replayed; its grant is revoked");
             server
                 .record(OAuthEvent::CodeReplayed {
@@ -203,13 +206,17 @@ async fn authorization_code(
         None
     };
     if let Some(description) = problem {
-        server.store.revoke_grant(&record.grant_id, now).await?;
+        server
+            .end_grant(&record.grant_id, GrantEnding::CodeMisused)
+            .await?;
         return Err(OAuthError::invalid_grant(description));
     }
     if let Some(resource) = presented.resource
         && server.config.canonical_resource(Some(resource)).as_deref() != Some(&record.resource)
     {
-        server.store.revoke_grant(&record.grant_id, now).await?;
+        server
+            .end_grant(&record.grant_id, GrantEnding::CodeMisused)
+            .await?;
         return Err(OAuthError::new(
             ErrorCode::InvalidTarget,
             "resource does not match the authorization request",
@@ -273,8 +280,14 @@ async fn refresh_token(
                 .await;
             Ok(token_response(&access, Some(&refresh), &scope))
         }
-        RefreshOutcome::ReuseDetected { .. } => {
+        RefreshOutcome::ReuseDetected { grant_id } => {
             tracing::warn!(client_id = %client.client_id, "refresh token reuse detected; grant revoked");
+            // The store ended the grant in the step that found the reuse.
+            if let Some(grant) = server.store.get_grant(&grant_id).await? {
+                server
+                    .grant_ended(&grant, GrantEnding::RefreshTokenReused)
+                    .await;
+            }
             server
                 .record(OAuthEvent::RefreshReuseDetected {
                     client_id: &client.client_id,

@@ -1,6 +1,7 @@
 //! `/account`: a person's own connected clients (every grant in their
 //! name, with Revoke and Revoke all) and how to connect a new one.
 
+use crate::oauth::grant_end::GrantEnding;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -131,7 +132,9 @@ pub async fn revoke_grant(
     if !owned {
         return Err(PageError::Gone);
     }
-    server.store().revoke_grant(grant_id, server.now()).await?;
+    server
+        .end_grant(grant_id, GrantEnding::PersonRevoked)
+        .await?;
     tracing::info!(login = %person.login(), "grant revoked on the account page");
     Ok(with_page_headers(
         Redirect::to("/account?done=revoked").into_response(),
@@ -144,8 +147,7 @@ pub async fn revoke_all(
     CheckedForm { person, .. }: CheckedForm,
 ) -> Result<Response, PageError> {
     let count = server
-        .store()
-        .revoke_grants_for_login(person.login(), server.now())
+        .end_grants_of(person.login(), GrantEnding::PersonRevoked)
         .await?;
     tracing::info!(login = %person.login(), count, "all grants revoked on the account page");
     Ok(with_page_headers(

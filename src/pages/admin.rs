@@ -4,6 +4,7 @@
 //! grant of a user, delete a client) go through a confirmation page and a
 //! CSRF-checked post, and are recorded through [`record_admin_action`].
 
+use crate::oauth::grant_end::GrantEnding;
 use std::sync::Arc;
 
 use askama::Template;
@@ -277,21 +278,17 @@ pub async fn perform(
         params.get("target").unwrap_or_default(),
     )
     .ok_or(PageError::Gone)?;
-    let now = server.now();
+    let ending = GrantEnding::AdminRevoked {
+        admin: person.login(),
+    };
     let outcome = match &action {
-        AdminAction::RevokeGrant { grant_id } => server
-            .store()
-            .revoke_grant(grant_id, now)
-            .await
-            .map(u64::from),
-        AdminAction::RevokeUser { login } => {
-            server.store().revoke_grants_for_login(login, now).await
+        AdminAction::RevokeGrant { grant_id } => {
+            server.end_grant(grant_id, ending).await.map(u64::from)
         }
-        AdminAction::DeleteClient { client_id } => server
-            .store()
-            .delete_client(client_id, now)
-            .await
-            .map(u64::from),
+        AdminAction::RevokeUser { login } => server.end_grants_of(login, ending).await,
+        AdminAction::DeleteClient { client_id } => {
+            server.delete_client(client_id, ending).await.map(u64::from)
+        }
     };
     match outcome? {
         0 if !matches!(action, AdminAction::RevokeUser { .. }) => Err(PageError::Gone),

@@ -74,13 +74,16 @@ def _healthy(url):
         return False
 
 
-def start_gateway(fixture, data_dir, database_url=None, extra_env=None, max_open_files=None, port=None):
+def start_gateway(fixture, data_dir, database_url=None, extra_env=None, max_open_files=None, port=None, survive_file_limit=False):
     """Starts the gateway on the fixture's gateway_url (the seeded Gitea
     application's redirect base) and returns the process once /health
     answers. Raises AssertionError (with the log printed) otherwise.
     `max_open_files` sets the process's RLIMIT_NOFILE (soft and hard).
     `port`: listen on 127.0.0.1:port instead, behind a proxy that serves
-    the fixture's gateway_url (which stays `PUBLIC_BASE_URL`)."""
+    the fixture's gateway_url (which stays `PUBLIC_BASE_URL`).
+    `survive_file_limit`: SIGXFSZ ignored, so a file-size limit set later
+    (`resource.prlimit`, a full disk's stand-in) fails writes with EFBIG
+    instead of killing the process."""
     public = fixture["gateway_url"].rstrip("/")
     port = port or urllib.parse.urlparse(public).port
     gateway = "http://127.0.0.1:%d" % port
@@ -106,11 +109,15 @@ def start_gateway(fixture, data_dir, database_url=None, extra_env=None, max_open
     env.update(extra_env or {})
     log = open(os.path.join(data_dir, "gateway.log"), "w")
     limit = None
-    if max_open_files:
+    if max_open_files or survive_file_limit:
         import resource
+        import signal
 
         def limit():
-            resource.setrlimit(resource.RLIMIT_NOFILE, (max_open_files, max_open_files))
+            if max_open_files:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (max_open_files, max_open_files))
+            if survive_file_limit:
+                signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
     process = subprocess.Popen(
         [gateway_binary(), "serve"], env=env, stdout=log, stderr=subprocess.STDOUT, cwd=data_dir, preexec_fn=limit

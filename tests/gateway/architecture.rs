@@ -118,6 +118,7 @@ fn leaves_stay_leaves() {
         ("hidden_text", &[]),
         ("connector_snippets", &[]),
         ("client_address", &[]),
+        ("logging", &[]),
         ("surface", &["catalog"]),
         (
             "gitea",

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
-use support::gateway_process::{ServeProcess, audit_verify, free_port, wait_ready};
+use support::gateway_process::{
+    ServeProcess, audit_verify, free_port, lift_file_size_limit, wait_ready,
+};
 use support::{BEARER, FakeGitea, call};
 
 const KEY: &str = "audit-key-0123456789abcdef-0123456789";
@@ -21,6 +23,7 @@ fn serve<'a>(fake: &'a FakeGitea, data: &'a Path, port: u16) -> ServeProcess<'a>
         audit_key: KEY,
         max_file_bytes: None,
         max_open_files: None,
+        stderr_file: None,
         extra: &[],
     }
 }
@@ -275,4 +278,115 @@ async fn each_replica_names_itself_and_verify_checks_each_chain() {
     let (code, out) = audit_verify(&dirs[0], Some(KEY), &paths);
     assert_eq!(code, 1, "{out}");
     assert!(out.lines().nth(1).unwrap().contains("line 1 of"), "{out}");
+}
+
+/// One `tools/call` over plain HTTP with the bearer, answered within
+/// `timeout`: the envelope's error kind (`None` on success), or how the
+/// transport failed.
+async fn call_once(http: &reqwest::Client, port: u16, id: u64) -> Result<Option<String>, String> {
+    let body = json!({
+        "jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "gitea_user_get_current", "arguments": {}},
+    });
+    let response = http
+        .post(format!("http://127.0.0.1:{port}/mcp"))
+        .bearer_auth(BEARER)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18")
+        .json(&body)
+        .send()
+        .await
+        .map_err(|err| format!("no answer: {err}"))?;
+    let text = response.text().await.map_err(|err| err.to_string())?;
+    let data = text
+        .lines()
+        .find_map(|line| line.strip_prefix("data: "))
+        .unwrap_or(&text);
+    let message: Value = serde_json::from_str(data).map_err(|_| format!("not JSON: {text}"))?;
+    let result = &message["result"];
+    if result["isError"] != true {
+        return Ok(None);
+    }
+    let envelope: Value =
+        serde_json::from_str(result["content"][0]["text"].as_str().unwrap_or("{}")).unwrap();
+    Ok(envelope["error"]["kind"].as_str().map(str::to_owned))
+}
+
+async fn health_of(http: &reqwest::Client, port: u16) -> (u16, Value) {
+    let response = http
+        .get(format!("http://127.0.0.1:{port}/health"))
+        .send()
+        .await
+        .expect("/health answers");
+    (response.status().as_u16(), response.json().await.unwrap())
+}
+
+/// Issue 29: with stderr's file on the same full disk, calls went on being
+/// answered only until stderr filled; from then on every request died with
+/// its connection (a log write that failed made the logger panic), and
+/// `/health` said 200. Now every call is answered, refused while the log
+/// cannot be written; `/health` says 503 until the disk has room, then the
+/// log resumes by itself and verifies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_under_stderr_and_the_log_refuses_calls_promptly_and_recovers() {
+    aegis_gitea_mcp::tls::install_crypto_provider();
+    let fake = FakeGitea::start().await;
+    let data: PathBuf = support::scratch_dir();
+    let port = free_port();
+    let stderr = data.join("stderr.log");
+    let extra = [("RUST_LOG", "info")];
+    let mut child = ServeProcess {
+        max_file_bytes: Some(8 * 1024),
+        stderr_file: Some(&stderr),
+        extra: &extra,
+        ..serve(&fake, &data, port)
+    }
+    .spawn();
+    wait_ready(port).await;
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+
+    let mut refusals = 0;
+    for id in 1..=60 {
+        match call_once(&http, port, id).await {
+            Ok(None) => assert_eq!(refusals, 0, "call {id} ran after a refusal"),
+            Ok(Some(kind)) => {
+                assert_eq!(kind, "audit_unavailable", "call {id}");
+                refusals += 1;
+                let (status, body) = health_of(&http, port).await;
+                assert_eq!(status, 503, "{body}");
+                assert_eq!(body["checks"]["audit"], "unwritable", "{body}");
+            }
+            Err(failure) => panic!("call {id} was not answered: {failure}"),
+        }
+        if refusals == 10 {
+            break;
+        }
+    }
+    assert_eq!(refusals, 10, "the file-size limit never bit");
+    assert!(
+        std::fs::metadata(&stderr).unwrap().len() >= 8 * 1024,
+        "stderr filled up too"
+    );
+
+    // The disk has room again: /health reopens the log, calls run.
+    lift_file_size_limit(child.id());
+    let (status, body) = health_of(&http, port).await;
+    assert_eq!(
+        (status, &body["checks"]["audit"]),
+        (200, &json!("ok")),
+        "{body}"
+    );
+    assert_eq!(call_once(&http, port, 100).await, Ok(None));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (code, out) = audit_verify(&data, Some(KEY), &[]);
+    assert_eq!(code, 0, "{out}");
+    let reopened = entries(&data.join("audit.log"))
+        .iter()
+        .filter(|e| e["event"] == "log_reopened")
+        .count();
+    assert!(reopened >= 1, "the resumption is in the log");
 }

@@ -48,6 +48,7 @@ async fn half_open_connections_from_one_address_leave_others_served() {
         audit_key: "connections-test-key-0123456789abcdef",
         max_file_bytes: None,
         max_open_files: Some(1024),
+        stderr_file: None,
         extra: &[],
     }
     .spawn();

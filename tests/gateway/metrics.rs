@@ -34,6 +34,7 @@ async fn metrics_are_served_on_their_own_listener_with_bounded_labels() {
         audit_key: KEY,
         max_file_bytes: None,
         max_open_files: None,
+        stderr_file: None,
         extra: &[
             ("METRICS_BIND", metrics_bind.as_str()),
             ("RATE_LIMIT_PER_TOKEN", "6"),

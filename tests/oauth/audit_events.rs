@@ -181,3 +181,147 @@ async fn upstream_refresh_failures_and_admin_actions_are_audited(gateway: OAuthG
     assert_eq!(code, 0, "{out}");
 }
 on_both_backends!(upstream_refresh_failures_and_admin_actions_are_audited);
+
+/// The `grant_ended` entries, as (login, `by`, `reason`), in log order.
+fn endings(entries: &[Value]) -> Vec<(String, String, String)> {
+    entries
+        .iter()
+        .filter(|e| e["event"] == "grant_ended")
+        .map(|e| {
+            let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+            (
+                text(&e["identity"]["login"]),
+                text(&e["detail"]["by"]),
+                text(&e["detail"]["reason"]),
+            )
+        })
+        .collect()
+}
+
+/// Issue 29: every way a grant ends writes exactly one `grant_ended`
+/// entry (who ended it, why, whose it was), and the log verifies. The
+/// paths, one by one: the client at `/revoke`; the person on `/account`
+/// (one, then all); an admin on `/admin` (a grant, a user's grants, a
+/// client with its grants); a replayed code; a reused refresh token;
+/// Gitea refusing the session; an ID token that does not verify.
+async fn every_way_a_grant_ends_writes_one_grant_ended_entry(gateway: OAuthGateway) {
+    let client = gateway.public_client().await;
+    let expect =
+        |login: &str, by: &str, reason: &str| (login.to_owned(), by.to_owned(), reason.to_owned());
+    let mut expected = Vec::new();
+
+    // The client revokes its token.
+    let t = gateway.tokens(&client, "alice").await;
+    assert_eq!(
+        gateway.revoke(&t.access_token).await.status(),
+        StatusCode::OK
+    );
+    expected.push(expect("alice", "client", "client_revoked"));
+
+    // The person revokes one grant, then all of theirs (two).
+    gateway.tokens(&client, "alice").await;
+    let alice = gateway.page_sign_in("alice", "account").await;
+    let token = csrf(&gateway, &alice, "/account").await;
+    let grant_id = crate::support::oauth_client::hidden_field(
+        &gateway.page(&alice, "/account").await.text().await.unwrap(),
+        "grant_id",
+    );
+    let revoked = gateway
+        .post_form(
+            &alice,
+            "/account/grants/revoke",
+            &[
+                ("csrf_token", token.as_str()),
+                ("grant_id", grant_id.as_str()),
+            ],
+        )
+        .await;
+    assert_eq!(revoked.status(), StatusCode::SEE_OTHER);
+    expected.push(expect("alice", "person", "account_page"));
+    gateway.tokens(&client, "alice").await;
+    gateway.tokens(&client, "alice").await;
+    let revoked = gateway
+        .post_form(
+            &alice,
+            "/account/grants/revoke-all",
+            &[("csrf_token", token.as_str())],
+        )
+        .await;
+    assert_eq!(revoked.status(), StatusCode::SEE_OTHER);
+    expected.push(expect("alice", "person", "account_page"));
+    expected.push(expect("alice", "person", "account_page"));
+
+    // An admin revokes bob's grants, then deletes a client with one grant.
+    gateway.tokens(&client, "bob").await;
+    let admin = gateway.page_sign_in(ADMIN_LOGIN, "admin").await;
+    let token = csrf(&gateway, &admin, "/admin").await;
+    let response = post_admin_action(&gateway, &admin, &token, "revoke-user", "bob").await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    expected.push(expect("bob", "admin", "admin_page"));
+    let doomed = gateway.public_client().await;
+    gateway.tokens(&doomed, "bob").await;
+    let response =
+        post_admin_action(&gateway, &admin, &token, "delete-client", &doomed.client_id).await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    expected.push(expect("bob", "admin", "admin_page"));
+
+    // A code presented twice.
+    let pkce = Pkce::new();
+    let to_client = gateway.sign_in(&client, &pkce, "bob").await;
+    let code = crate::support::oauth_client::param(&to_client, "code").unwrap();
+    assert_eq!(
+        gateway.redeem(&client, &code, &pkce).await.status(),
+        StatusCode::OK
+    );
+    assert_eq!(
+        gateway.redeem(&client, &code, &pkce).await.status(),
+        StatusCode::BAD_REQUEST
+    );
+    expected.push(expect("bob", "gateway", "code_misused"));
+
+    // A rotated-out refresh token comes back after its successor was used.
+    let t = gateway.tokens(&client, "bob").await;
+    let second = tokens_from(gateway.refresh(&client, &t.refresh_token).await).await;
+    let third = gateway.refresh(&client, &second.refresh_token).await;
+    assert_eq!(third.status(), StatusCode::OK);
+    let reused = gateway.refresh(&client, &t.refresh_token).await;
+    assert_eq!(reused.status(), StatusCode::BAD_REQUEST);
+    expected.push(expect("bob", "gateway", "refresh_token_reused"));
+
+    // Gitea refuses to renew alice's session.
+    let t = gateway.tokens(&client, "alice").await;
+    gateway.clock.advance(3600 - 10);
+    gateway.fake.fail_next_refresh_with("invalid_grant");
+    let (status, _) = gateway
+        .call_tool(
+            &t.access_token,
+            "gitea_user_get_current",
+            serde_json::json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    expected.push(expect("alice", "gateway", "upstream_refused"));
+
+    // The renewed session's ID token does not verify.
+    let t = gateway.tokens(&client, "alice").await;
+    gateway.fake.expire_access_tokens();
+    gateway.clock.advance(3600 - 10);
+    gateway
+        .fake
+        .forge_next_id_token(crate::support::fake_gitea::Forgery::BadSignature);
+    let (status, _) = gateway
+        .call_tool(
+            &t.access_token,
+            "gitea_user_get_current",
+            serde_json::json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    expected.push(expect("alice", "gateway", "upstream_id_token_refused"));
+
+    let (text, entries) = entries(&gateway);
+    assert_eq!(endings(&entries), expected, "\n{text}");
+    let (code, out) = audit_verify(gateway.data_dir.path(), None, &[]);
+    assert_eq!(code, 0, "{out}");
+}
+on_both_backends!(every_way_a_grant_ends_writes_one_grant_ended_entry);

@@ -31,7 +31,9 @@ import socket
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.parse
+import urllib.request
 
 import httpx2
 
@@ -76,12 +78,20 @@ def attack(finding):
 
 
 @contextlib.contextmanager
-def gateway(extra_env=None, data_dir=None, max_open_files=None):
-    """A gateway on the fixture's URL; yields its data dir."""
+def gateway(extra_env=None, data_dir=None, max_open_files=None, on_start=None, survive_file_limit=False):
+    """A gateway on the fixture's URL; yields its data dir. `on_start` gets
+    the process once it answers."""
     data_dir = data_dir or tempfile.mkdtemp(prefix="aegis-replay-")
     process = start_gateway(
-        FIXTURE, data_dir, database_url=DATABASE_URL, extra_env={**BASE_ENV, **(extra_env or {})}, max_open_files=max_open_files
+        FIXTURE,
+        data_dir,
+        database_url=DATABASE_URL,
+        extra_env={**BASE_ENV, **(extra_env or {})},
+        max_open_files=max_open_files,
+        survive_file_limit=survive_file_limit,
     )
+    if on_start:
+        on_start(process)
     try:
         yield data_dir
     except BaseException:
@@ -385,6 +395,53 @@ def the_consent_page_names_the_gitea_instance_and_the_redirect_host():
         page = httpx2.get(url, timeout=30).text
         check(FIXTURE["gitea_url"].rstrip("/") in page, "the consent page names the Gitea instance")
         check("127.0.0.1:53682" in page, "and the redirect host")
+
+
+def health():
+    """/health's status and checks."""
+    try:
+        with urllib.request.urlopen(GATEWAY + "/health", timeout=5) as response:
+            return response.status, json.load(response)["checks"]
+    except urllib.error.HTTPError as err:
+        return err.code, json.load(err)["checks"]
+
+
+@attack("I29")
+def a_full_disk_refuses_calls_promptly_health_says_so_and_service_resumes():
+    # Issue 29: with the log file of stderr on the same full disk, calls
+    # were answered until stderr filled; then every one hung or died.
+    started = {}
+    with gateway(extra_env={"RUST_LOG": "info"}, survive_file_limit=True, on_start=lambda p: started.update(process=p)) as data_dir:
+        pid = started["process"].pid
+        files = [os.path.join(data_dir, name) for name in ("audit.log", "gateway.log")]
+        full = max(os.path.getsize(f) for f in files) + 4096
+        _, hard = resource.prlimit(pid, resource.RLIMIT_FSIZE)
+        resource.prlimit(pid, resource.RLIMIT_FSIZE, (full, hard))
+        refused = 0
+        for i in range(60):
+            began = time.monotonic()
+            try:
+                status, envelope = bearer_call("gitea_user_get_current", {})
+            except OSError as err:
+                raise AssertionError("call %d was not answered: %s" % (i, err)) from err
+            elapsed = time.monotonic() - began
+            check(status == 200, "call %d: HTTP %s" % (i, status))
+            check(elapsed < 5, "call %d took %.1f s" % (i, elapsed))
+            if envelope.get("error", {}).get("kind") == "audit_unavailable":
+                refused += 1
+                code, checks = health()
+                check(code == 503 and checks.get("audit") == "unwritable", "/health while full: %s %s" % (code, checks))
+            else:
+                check(refused == 0, "call %d ran after a refusal: %s" % (i, envelope))
+            if refused == 8:
+                break
+        check(refused == 8, "the full disk never refused a call")
+        resource.prlimit(pid, resource.RLIMIT_FSIZE, (hard, hard))
+        code, checks = health()
+        check(code == 200 and checks.get("audit") == "ok", "/health once there is room: %s %s" % (code, checks))
+        status, envelope = bearer_call("gitea_user_get_current", {})
+        check(status == 200 and "error" not in envelope, "a call once there is room: %s" % envelope)
+    audit_verify(data_dir, AUDIT_KEY)
 
 
 def main():

@@ -33,6 +33,8 @@ pub struct ServeProcess<'a> {
     /// `RLIMIT_NOFILE`: open descriptors at most (a common systemd limit
     /// is 1024).
     pub max_open_files: Option<u64>,
+    /// Where stderr goes (under the same file-size limit); `None`: nowhere.
+    pub stderr_file: Option<&'a Path>,
     /// More settings.
     pub extra: &'a [(&'a str, &'a str)],
 }
@@ -50,7 +52,10 @@ impl ServeProcess<'_> {
             .env("AUDIT_HMAC_KEY", self.audit_key)
             .env("RUST_LOG", "error")
             .stdout(Stdio::null())
-            .stderr(Stdio::null());
+            .stderr(match self.stderr_file {
+                Some(path) => Stdio::from(std::fs::File::create(path).unwrap()),
+                None => Stdio::null(),
+            });
         cmd.envs(self.extra.iter().copied());
         let open_files = self.max_open_files;
         let file_bytes = self.max_file_bytes;
@@ -66,7 +71,9 @@ impl ServeProcess<'_> {
                         // Ignored, SIGXFSZ would otherwise kill the process
                         // instead of failing the write; it survives exec.
                         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-                        set_limit(libc::RLIMIT_FSIZE, limit)?;
+                        // The soft limit only, so the test can lift it
+                        // later (`lift_file_size_limit`) without privilege.
+                        set_soft_limit(libc::RLIMIT_FSIZE, limit)?;
                     }
                     Ok(())
                 });
@@ -74,6 +81,57 @@ impl ServeProcess<'_> {
         }
         cmd.spawn().unwrap()
     }
+}
+
+/// Lifts the file-size limit of the running gateway `pid`: the disk has
+/// room again.
+pub fn lift_file_size_limit(pid: u32) {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: prlimit writes the old limit into one rlimit we own.
+    let read = unsafe {
+        libc::prlimit(
+            pid as libc::pid_t,
+            libc::RLIMIT_FSIZE,
+            std::ptr::null(),
+            &mut limit,
+        )
+    };
+    assert_eq!(read, 0, "prlimit: {}", std::io::Error::last_os_error());
+    let unlimited = libc::rlimit {
+        rlim_cur: limit.rlim_max,
+        rlim_max: limit.rlim_max,
+    };
+    // SAFETY: prlimit reads one rlimit we own and writes nothing back.
+    let done = unsafe {
+        libc::prlimit(
+            pid as libc::pid_t,
+            libc::RLIMIT_FSIZE,
+            &unlimited,
+            std::ptr::null_mut(),
+        )
+    };
+    assert_eq!(done, 0, "prlimit: {}", std::io::Error::last_os_error());
+}
+
+/// `setrlimit(resource, limit)` for the soft limit, the hard one left as
+/// it is; for `pre_exec` (async-signal-safe).
+fn set_soft_limit(resource: libc::__rlimit_resource_t, limit: u64) -> std::io::Result<()> {
+    let mut rlimit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit read and write one rlimit we own.
+    if unsafe { libc::getrlimit(resource, &mut rlimit) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    rlimit.rlim_cur = limit as libc::rlim_t;
+    if unsafe { libc::setrlimit(resource, &rlimit) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// `setrlimit(resource, limit)` for both the soft and the hard limit; for
