@@ -19,7 +19,8 @@ use super::upstream::UpstreamAuthError;
 use crate::identity::{Identity, IdentityMode, SessionRenewal};
 use crate::store::{GrantRecord, hash_secret};
 
-/// Refresh this long before Gitea's expiry, so a call does not race it.
+/// Refresh up to this long before Gitea's expiry, so a call does not race
+/// it; never more than half the tokens' lifetime ([`renewal_lead`]).
 const EXPIRY_SKEW_SECS: i64 = 30;
 /// A 401 from Gitea renews a grant's session at most this often (per
 /// process): some routes answer 401 to any token (Gitea's basic-auth-only
@@ -202,10 +203,22 @@ impl Trigger {
 }
 
 fn gitea_token_expired(grant: &GrantRecord, now: i64) -> bool {
-    grant
-        .gitea
+    let tokens = &grant.gitea;
+    tokens
         .expires_at
-        .is_some_and(|t| t <= now + EXPIRY_SKEW_SECS)
+        .is_some_and(|t| t <= now + renewal_lead(tokens.issued_at, t))
+}
+
+/// How long before `expires_at` a session is renewed: [`EXPIRY_SKEW_SECS`],
+/// but at most half the tokens' lifetime. A lead longer than the lifetime
+/// would count every token as expired from the moment it was issued, and
+/// every call would renew the session (a Gitea issuing 20-second tokens
+/// renewed 1,606 times for 1,606 calls, one at a time per grant).
+fn renewal_lead(issued_at: Option<i64>, expires_at: i64) -> i64 {
+    match issued_at {
+        Some(issued) => EXPIRY_SKEW_SECS.min(expires_at.saturating_sub(issued).max(0) / 2),
+        None => EXPIRY_SKEW_SECS,
+    }
 }
 
 /// One upstream refresh per grant at a time: within this process (the
@@ -433,4 +446,26 @@ async fn audit_refresh_failure(
 fn unavailable(err: crate::store::StoreError) -> ResolveError {
     tracing::error!(error = %err, "store failure while resolving a token");
     ResolveError::Unavailable
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_hour_long_session_is_renewed_thirty_seconds_ahead() {
+        assert_eq!(renewal_lead(Some(0), 3600), EXPIRY_SKEW_SECS);
+    }
+
+    #[test]
+    fn a_short_session_is_renewed_at_most_half_its_lifetime_ahead() {
+        assert_eq!(renewal_lead(Some(100), 120), 10);
+        assert_eq!(renewal_lead(Some(100), 145), 22);
+        assert_eq!(renewal_lead(Some(100), 100), 0);
+    }
+
+    #[test]
+    fn tokens_of_unknown_age_keep_the_fixed_lead() {
+        assert_eq!(renewal_lead(None, 120), EXPIRY_SKEW_SECS);
+    }
 }

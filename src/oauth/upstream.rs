@@ -329,6 +329,7 @@ fn answer_from(
         expires_at: response
             .expires_in()
             .map(|d| now.saturating_add(d.as_secs() as i64)),
+        issued_at: Some(now),
     };
     TokenAnswer {
         tokens,

@@ -288,6 +288,9 @@ pub struct GiteaTokens {
     pub access_token: SecretString,
     pub refresh_token: Option<SecretString>,
     pub expires_at: Option<UnixTime>,
+    /// When Gitea issued them (`None` for tokens stored before this was
+    /// kept): with `expires_at`, their lifetime.
+    pub issued_at: Option<UnixTime>,
 }
 
 /// A held [`GrantStore::lock_upstream_refresh`]. Release it when the

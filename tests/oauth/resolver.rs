@@ -147,6 +147,38 @@ async fn the_gitea_session_is_refreshed_once_under_concurrency(gateway: OAuthGat
 }
 on_both_backends!(the_gitea_session_is_refreshed_once_under_concurrency);
 
+/// Issue 30: a Gitea that issues 20-second tokens. With a fixed 30-second
+/// lead every token counted as expired when issued, and every call renewed
+/// the session; the lead is now at most half the lifetime: calls in the
+/// first half renew nothing, the first call past it renews once.
+async fn short_lived_gitea_tokens_are_renewed_once_per_lifetime(gateway: OAuthGateway) {
+    gateway.fake.set_access_token_lifetime(20);
+    let client = gateway.public_client().await;
+    let tokens = gateway.tokens(&client, "alice").await;
+    let refreshes = || gateway.fake.token_requests("refresh_token");
+    let before = refreshes();
+    for _ in 0..5 {
+        let (status, envelope) = gateway
+            .call_tool(&tokens.access_token, "gitea_user_get_current", json!({}))
+            .await;
+        assert_eq!((status, &envelope["status"]), (StatusCode::OK, &json!(200)));
+    }
+    assert_eq!(refreshes() - before, 0, "within the first half: no renewal");
+    gateway.clock.advance(11);
+    for _ in 0..5 {
+        let (status, _) = gateway
+            .call_tool(&tokens.access_token, "gitea_user_get_current", json!({}))
+            .await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    assert_eq!(
+        refreshes() - before,
+        1,
+        "past half the lifetime: one renewal"
+    );
+}
+on_both_backends!(short_lived_gitea_tokens_are_renewed_once_per_lifetime);
+
 /// Gitea refusing the refresh revokes our grant: 401, sign in again.
 async fn gitea_refusing_the_refresh_revokes_the_grant(gateway: OAuthGateway) {
     let client = gateway.public_client().await;

@@ -231,6 +231,7 @@ pub fn leg(state: &str) -> UpstreamLeg {
 
 pub fn gitea_tokens(access: &str, refresh: Option<&str>, expires_at: Option<i64>) -> GiteaTokens {
     GiteaTokens {
+        issued_at: expires_at.map(|_| NOW),
         access_token: SecretString::from(access),
         refresh_token: refresh.map(SecretString::from),
         expires_at,

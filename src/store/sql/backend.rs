@@ -210,6 +210,15 @@ macro_rules! impl_backend {
                         "/0004_replicas.sql"
                     )),
                 ),
+                (
+                    5,
+                    "gitea token lifetime",
+                    include_str!(concat!(
+                        "../../../migrations/",
+                        $folder,
+                        "/0005_gitea_token_lifetime.sql"
+                    )),
+                ),
             ];
 
             fn bind(query: Query<Self>, param: Param<'_>) -> Query<Self> {

@@ -72,7 +72,8 @@ impl<DB: Backend> SqlStore<DB> {
         stmt::<DB>(
             "INSERT INTO grants (id, login, client_id, scope, resource, gitea_access_token_enc, \
              gitea_refresh_token_enc, gitea_expires_at, created_at, activated_at, last_used_at, \
-             revoked_at, gitea_subject) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+             revoked_at, gitea_subject, gitea_issued_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
         )
         .bind(&grant.id)
         .bind(&grant.login)
@@ -87,6 +88,7 @@ impl<DB: Backend> SqlStore<DB> {
         .bind(grant.last_used_at)
         .bind(grant.revoked_at)
         .bind(grant.gitea_subject.as_deref())
+        .bind(grant.gitea.issued_at)
         .execute(&mut *tx)
         .await?;
         // The client has been used: it is no longer an unused registration.
@@ -157,6 +159,7 @@ impl<DB: Backend> SqlStore<DB> {
                 access_token,
                 refresh_token,
                 expires_at: row.opt_int("gitea_expires_at")?,
+                issued_at: row.opt_int("gitea_issued_at")?,
             },
             gitea_subject: row.opt_text("gitea_subject")?,
             gitea_tokens_version: row.int("gitea_tokens_version")?,
@@ -198,7 +201,8 @@ impl<DB: Backend> GrantStore for SqlStore<DB> {
         let mut conn = self.conn().await?;
         let replaced = stmt::<DB>(
             "UPDATE grants SET gitea_access_token_enc = $2, gitea_refresh_token_enc = $3, \
-             gitea_expires_at = $4, gitea_tokens_version = gitea_tokens_version + 1 \
+             gitea_expires_at = $4, gitea_issued_at = $6, \
+             gitea_tokens_version = gitea_tokens_version + 1 \
              WHERE id = $1 AND gitea_tokens_version = $5 AND revoked_at IS NULL",
         )
         .bind(grant_id)
@@ -206,6 +210,7 @@ impl<DB: Backend> GrantStore for SqlStore<DB> {
         .bind(refresh.as_deref())
         .bind(tokens.expires_at)
         .bind(replaced_version)
+        .bind(tokens.issued_at)
         .execute(&mut conn)
         .await?;
         Ok(replaced == 1)
