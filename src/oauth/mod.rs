@@ -76,6 +76,9 @@ pub struct OAuthConfig {
     pub metadata_documents_on_private_addresses: bool,
     /// `ADMIN_LOGINS`: admins of the admin page besides Gitea site admins.
     pub admin_logins: Vec<String>,
+    /// `READ_ONLY`: every MCP URL only reads (what the pages say of a
+    /// connection).
+    pub server_read_only: bool,
 }
 
 impl OAuthConfig {
@@ -95,6 +98,7 @@ impl OAuthConfig {
             metadata_documents_on_private_addresses: settings
                 .oauth_metadata_documents_on_private_addresses,
             admin_logins: settings.admin_logins.clone(),
+            server_read_only: settings.exposure.read_only,
         }
     }
 
@@ -238,6 +242,7 @@ pub(crate) fn test_config() -> OAuthConfig {
         secure_cookies: true,
         metadata_documents_on_private_addresses: false,
         admin_logins: vec![],
+        server_read_only: false,
     }
 }
 

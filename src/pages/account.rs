@@ -2,6 +2,7 @@
 //! name, with Revoke and Revoke all) and how to connect a new one.
 
 use crate::oauth::grant_end::GrantEnding;
+use crate::oauth::scope_text::describe_gitea_scope;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -51,6 +52,8 @@ struct AccountPage {
     csrf_token: String,
     notice: Option<&'static str>,
     grants: Vec<GrantRow>,
+    /// What the Gitea session of every connection may do, in plain words.
+    gitea_access: Vec<String>,
     mcp_url: String,
     snippets: Vec<ConnectorSnippet>,
 }
@@ -110,7 +113,13 @@ pub async fn account(
             Some("revoked-all") => Some("Every client was revoked."),
             _ => None,
         },
-        grants: grant_rows(&grants, &clients),
+        grants: grant_rows(&grants, &clients, server.config().server_read_only),
+        gitea_access: server
+            .upstream()
+            .scopes()
+            .iter()
+            .map(|scope| describe_gitea_scope(scope))
+            .collect(),
         snippets: connector_snippets(&mcp_url),
         mcp_url,
     };

@@ -199,7 +199,7 @@ pub async fn admin(
             _ => None,
         },
         total_grants: matching.len(),
-        grants: grant_rows(&shown, &by_id),
+        grants: grant_rows(&shown, &by_id, server.config().server_read_only),
         prev_page: (page > 1).then(|| page - 1),
         next_page: (page < pages).then(|| page + 1),
         clients: client_rows(&clients, &grants),

@@ -1,6 +1,7 @@
 //! How grants and clients look on the pages: one row per grant with its
-//! client's name, redirect host and registration kind, and dates in UTC.
-//! Pure functions of store records.
+//! client's name, redirect host and registration kind, the MCP URL it
+//! works at and whether it may write there, and dates in UTC. Pure
+//! functions of store records.
 
 use std::collections::HashMap;
 
@@ -20,9 +21,33 @@ pub struct GrantRow {
     pub client_name: String,
     pub redirect_host: String,
     pub registration: &'static str,
-    pub scope: String,
+    /// The MCP URL's path the grant's tokens work at (`/mcp`,
+    /// `/mcp/x/issue/readonly`): two connections of one client differ here.
+    pub tools_at: String,
+    /// What the connection may do at that URL: `read only` or `read and write`.
+    pub may: &'static str,
     pub created: String,
     pub last_used: String,
+}
+
+/// What a connection may do at its MCP URL, in the pages' words.
+pub fn may_do(read_only: bool) -> &'static str {
+    if read_only {
+        "read only"
+    } else {
+        "read and write"
+    }
+}
+
+/// The path of a grant's resource (one of our MCP URLs), and whether that
+/// URL only reads (`/readonly`, or the server's `READ_ONLY`).
+pub fn connection_at(resource: &str, server_read_only: bool) -> (String, bool) {
+    let path = url::Url::parse(resource)
+        .map(|url| url.path().to_owned())
+        .unwrap_or_else(|_| resource.to_owned());
+    let read_only =
+        server_read_only || path.ends_with(&format!("/{}", crate::surface::READONLY_SUFFIX));
+    (path, read_only)
 }
 
 /// One registered client.
@@ -63,11 +88,13 @@ fn registration(client: Option<&ClientRecord>) -> &'static str {
 pub fn grant_rows(
     grants: &[GrantRecord],
     clients: &HashMap<String, ClientRecord>,
+    server_read_only: bool,
 ) -> Vec<GrantRow> {
     grants
         .iter()
         .map(|grant| {
             let client = clients.get(&grant.client_id);
+            let (tools_at, read_only) = connection_at(&grant.resource, server_read_only);
             GrantRow {
                 id: grant.id.clone(),
                 login: grant.login.clone(),
@@ -78,7 +105,8 @@ pub fn grant_rows(
                     .map(|u| host_of(u))
                     .unwrap_or_default(),
                 registration: registration(client),
-                scope: grant.scope.clone(),
+                tools_at,
+                may: may_do(read_only),
                 created: format_time(grant.created_at),
                 last_used: grant
                     .last_used_at
@@ -133,6 +161,25 @@ mod tests {
             "anysphere.cursor-retrieval"
         );
         assert_eq!(host_of("com.example.app:/cb"), "com.example.app:");
+    }
+
+    #[test]
+    fn a_connection_names_its_url_and_whether_it_may_write() {
+        let at = |resource, read_only| connection_at(resource, read_only);
+        assert_eq!(
+            at("https://gw.example/mcp", false),
+            ("/mcp".to_owned(), false)
+        );
+        assert_eq!(
+            at("https://gw.example/mcp/x/issue/readonly", false),
+            ("/mcp/x/issue/readonly".to_owned(), true)
+        );
+        assert_eq!(
+            at("https://gw.example/mcp/all", true),
+            ("/mcp/all".to_owned(), true),
+            "READ_ONLY holds for every URL"
+        );
+        assert_eq!(may_do(true), "read only");
     }
 
     #[test]

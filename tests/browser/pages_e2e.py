@@ -126,7 +126,11 @@ class Client:
         self.verifier = secrets.token_urlsafe(48)
         self.state = secrets.token_urlsafe(16)
 
-    def authorize_url(self):
+    def authorize_url(self, path="/mcp"):
+        """A new authorization request (fresh state and verifier) for the MCP URL `path`."""
+        self.verifier = secrets.token_urlsafe(48)
+        self.state = secrets.token_urlsafe(16)
+        self.captured.clear()
         challenge = base64.urlsafe_b64encode(hashlib.sha256(self.verifier.encode()).digest()).rstrip(b"=").decode()
         query = {
             "response_type": "code",
@@ -134,13 +138,13 @@ class Client:
             "redirect_uri": self.redirect_uri,
             "code_challenge": challenge,
             "code_challenge_method": "S256",
-            "resource": GATEWAY + "/mcp",
+            "resource": GATEWAY + path,
             "scope": "gitea",
             "state": self.state,
         }
         return GATEWAY + "/authorize?" + urllib.parse.urlencode(query)
 
-    def redeem(self, code):
+    def redeem(self, code, path="/mcp"):
         status, headers, answer = gateway_request(
             "POST",
             "/token",
@@ -150,7 +154,7 @@ class Client:
                 "redirect_uri": self.redirect_uri,
                 "client_id": self.client_id,
                 "code_verifier": self.verifier,
-                "resource": GATEWAY + "/mcp",
+                "resource": GATEWAY + path,
             },
         )
         check(status == 200, "/token answered %s: %s" % (status, answer))
@@ -259,6 +263,33 @@ def test_account_revoke(browser):
     assert_dead(token)
     step("  the revoked client's access token gets 401 at /mcp")
     STATE["alice_session"] = context.storage_state()
+    context.close()
+
+
+def test_account_tells_connections_apart(browser):
+    """4b. One client connected at /mcp, /mcp/x/issue and /mcp/readonly: three /account rows that differ in their URL and in what they may do."""
+    name = "Three URLs %s" % RUN
+    client = Client(name)
+    context = browser.context()
+    page = browser.page(context)
+    for path, label in (("/mcp", "three-default"), ("/mcp/x/issue", "three-issue"), ("/mcp/readonly", "three-readonly")):
+        consent_and_sign_in(browser, page, client.authorize_url(path), name, ALICE, label, client.listener)
+        check(client.captured.get("state") == client.state, "state came back: %s" % client.captured)
+        client.redeem(client.captured["code"], path)
+    page.close()
+    page, _ = sign_in_to_pages(browser, context, ALICE, "three-account", "/account")
+    rows = account_row(page, name)
+    check(rows.count() == 3, "three rows for one client at three URLs (%d)" % rows.count())
+    shown = sorted(
+        (rows.nth(i).locator("td[data-label='Tools at']").inner_text(), rows.nth(i).locator("td[data-label='May']").inner_text())
+        for i in range(3)
+    )
+    check(
+        shown == [("/mcp", "read and write"), ("/mcp/readonly", "read only"), ("/mcp/x/issue", "read and write")],
+        "each row names its URL and what it may do: %s" % shown,
+    )
+    browser.shot(page, "account-three-connections")
+    step("  /account tells the three connections apart: %s" % shown)
     context.close()
 
 
@@ -381,6 +412,7 @@ TESTS = [
     test_consent_deny,
     test_hostile_client_name,
     test_account_revoke,
+    test_account_tells_connections_apart,
     test_non_admin_forbidden,
     test_admin_revoke_all,
     test_security_headers,
