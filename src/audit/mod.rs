@@ -221,12 +221,6 @@ impl AuditLog {
         Ok(seq)
     }
 
-    /// The log takes entries: the last write (or fsync) succeeded. While it
-    /// does not, every tool call is refused with `audit_unavailable`.
-    pub fn is_writable(&self) -> bool {
-        !self.durable.writer().is_closed()
-    }
-
     /// Writable, or made writable now: a closed log is reopened (with its
     /// `log_reopened` entry) when the disk has room again. `/health` calls
     /// it, so a replica no balancer sends calls to still recovers.

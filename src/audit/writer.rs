@@ -170,12 +170,6 @@ impl Writer {
         }
     }
 
-    /// The last write or fsync failed and nothing has been written since:
-    /// the log cannot take entries right now.
-    pub fn is_closed(&self) -> bool {
-        self.file.is_none()
-    }
-
     /// Tries to reopen a closed log (its `log_reopened` entry is the
     /// attempt), without an entry of a caller's: how the log resumes when
     /// no call comes to try it (a balancer routes around an unhealthy
