@@ -143,20 +143,26 @@ on_both_backends!(
     ("RATE_LIMIT_PER_IP", "2")
 );
 
-async fn upstream_refresh_failures_and_admin_actions_are_audited(gateway: OAuthGateway) {
-    // Gitea refuses to refresh alice's session: the grant ends, audited.
-    let client = gateway.public_client().await;
-    let tokens = gateway.tokens(&client, "alice").await;
+/// The Gitea session behind `access_token` is due for renewal and Gitea
+/// refuses it: the call gets 401 and the grant ends.
+async fn gitea_refuses_the_session(gateway: &OAuthGateway, access_token: &str) {
     gateway.clock.advance(3600 - 10);
     gateway.fake.fail_next_refresh_with("invalid_grant");
     let (status, _) = gateway
         .call_tool(
-            &tokens.access_token,
+            access_token,
             "gitea_user_get_current",
             serde_json::json!({}),
         )
         .await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
+}
+
+async fn upstream_refresh_failures_and_admin_actions_are_audited(gateway: OAuthGateway) {
+    // Gitea refuses to refresh alice's session: the grant ends, audited.
+    let client = gateway.public_client().await;
+    let tokens = gateway.tokens(&client, "alice").await;
+    gitea_refuses_the_session(&gateway, &tokens.access_token).await;
 
     // An admin revokes every grant of bob's, audited with the admin's login.
     gateway.tokens(&client, "bob").await;
@@ -290,16 +296,7 @@ async fn every_way_a_grant_ends_writes_one_grant_ended_entry(gateway: OAuthGatew
 
     // Gitea refuses to renew alice's session.
     let t = gateway.tokens(&client, "alice").await;
-    gateway.clock.advance(3600 - 10);
-    gateway.fake.fail_next_refresh_with("invalid_grant");
-    let (status, _) = gateway
-        .call_tool(
-            &t.access_token,
-            "gitea_user_get_current",
-            serde_json::json!({}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    gitea_refuses_the_session(&gateway, &t.access_token).await;
     expected.push(expect("alice", "gateway", "upstream_refused"));
 
     // The renewed session's ID token does not verify.
