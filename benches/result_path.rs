@@ -71,6 +71,7 @@ fn bench_envelope(c: &mut Criterion) {
         token: SecretString::from(ADMIN_TOKEN),
         refresh_token: None,
         renewal: None,
+        access: aegis_gitea_mcp::gitea::Access::ReadWrite,
     };
     let call = GiteaCall {
         method: http::Method::GET,

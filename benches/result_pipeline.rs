@@ -97,6 +97,7 @@ fn identity() -> Identity {
         token: SecretString::from(ADMIN_TOKEN),
         refresh_token: None,
         renewal: None,
+        access: aegis_gitea_mcp::gitea::Access::ReadWrite,
     }
 }
 

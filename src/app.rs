@@ -270,6 +270,11 @@ async fn build_oauth(
     clock: Arc<dyn Clock>,
     audit: AuditLog,
 ) -> Result<Arc<OAuthServer>, BuildError> {
+    if !upstream.has_read_app() {
+        tracing::warn!(
+            "GITEA_OAUTH_READ_CLIENT_ID is not set: reading connections and page sign-ins hold Gitea sessions that could write, and only the gateway keeps them from it (docs/oauth.md, the two Gitea applications; `setup` creates both)"
+        );
+    }
     let cipher = TokenCipher::new(&settings.token_encryption_keys)?;
     let limits = StoreLimits {
         max_clients: settings.oauth_max_clients,

@@ -301,6 +301,7 @@ pub fn result_pipeline(data: &[u8]) {
         token: SecretString::from("fuzz-token-0123456789"),
         refresh_token: None,
         renewal: None,
+        access: crate::identity::Access::ReadWrite,
     };
     let call = GiteaCall {
         method: http::Method::GET,

@@ -48,6 +48,25 @@ pub struct Identity {
     /// How to get a fresh session when Gitea answers 401 to `token` (OAuth:
     /// the grant's upstream refresh); `None` for the admin token.
     pub renewal: Option<Arc<dyn SessionRenewal>>,
+    /// What the caller's grant lets it do: the admin token may write; an
+    /// OAuth token as its scope says (`gitea:read` alone only reads).
+    pub access: Access,
+}
+
+/// What a caller's authorization covers, whatever the URL would allow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Access {
+    /// Reads only (GET and HEAD): a write gets the step-up challenge.
+    Read,
+    /// Reads and writes.
+    ReadWrite,
+}
+
+impl Access {
+    pub fn may_write(self) -> bool {
+        self == Self::ReadWrite
+    }
 }
 
 /// A session that can be renewed once Gitea has refused its token: tokens

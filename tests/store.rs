@@ -75,6 +75,7 @@ spec!(
     grants::grants_per_login_cap_revokes_the_least_recently_used,
     grants::lists_show_activated_unrevoked_grants_newest_first,
     grants::gitea_tokens_can_be_replaced,
+    grants::a_grant_keeps_the_gitea_application_of_its_session,
     grants::an_older_token_pair_never_overwrites_a_newer_one,
     grants::a_revoked_grant_gets_no_new_gitea_tokens,
     grants::revocation_at_a_replaced_version_ends_nothing,

@@ -211,6 +211,10 @@ pub struct Settings {
     pub token_encryption_keys: Vec<SecretString>,
     pub gitea_oauth_client_id: Option<String>,
     pub gitea_oauth_client_secret: Option<SecretString>,
+    /// `GITEA_OAUTH_READ_CLIENT_ID` and `_SECRET`: the Gitea application
+    /// for reading sessions (and page sign-ins), asked only for `read:`
+    /// scopes. Without it, every session is at the read-write one.
+    pub gitea_oauth_read_client: Option<(String, SecretString)>,
     pub oauth_scopes: Vec<String>,
     pub oauth_redirect_allowlist: Vec<String>,
     /// Test setting (`OAUTH_CIMD_ALLOW_PRIVATE_ADDRESSES`): client metadata
@@ -274,6 +278,7 @@ impl Settings {
             token_encryption_keys,
             gitea_oauth_client_id,
             gitea_oauth_client_secret,
+            gitea_oauth_read_client,
             oauth_scopes,
         } = sections::oauth(&get)?;
 
@@ -303,6 +308,7 @@ impl Settings {
             token_encryption_keys,
             gitea_oauth_client_id,
             gitea_oauth_client_secret,
+            gitea_oauth_read_client,
             oauth_scopes,
             oauth_redirect_allowlist: parse_list(get("OAUTH_REDIRECT_ALLOWLIST")),
             oauth_metadata_documents_on_private_addresses: parse_bool(
@@ -423,6 +429,11 @@ impl Settings {
         .cloned()
         .collect();
         out.extend(self.token_encryption_keys.iter().cloned());
+        out.extend(
+            self.gitea_oauth_read_client
+                .as_ref()
+                .map(|(_, secret)| secret.clone()),
+        );
         out.extend(self.database_url.as_ref().and_then(database_password));
         out
     }

@@ -202,11 +202,14 @@ pub(super) struct OAuthSettings {
     pub token_encryption_keys: Vec<SecretString>,
     pub gitea_oauth_client_id: Option<String>,
     pub gitea_oauth_client_secret: Option<SecretString>,
+    pub gitea_oauth_read_client: Option<(String, SecretString)>,
     pub oauth_scopes: Vec<String>,
 }
 
 /// `TOKEN_ENCRYPTION_KEY`, `GITEA_OAUTH_CLIENT_ID` and `_SECRET` (set
-/// together, and then with a key), `OAUTH_SCOPES`.
+/// together, and then with a key), `GITEA_OAUTH_READ_CLIENT_ID` and
+/// `_SECRET` (together, another application, only with the first),
+/// `OAUTH_SCOPES`.
 pub(super) fn oauth<'a>(
     get: &impl Fn(&str) -> Option<&'a str>,
 ) -> Result<OAuthSettings, ConfigError> {
@@ -236,6 +239,36 @@ pub(super) fn oauth<'a>(
         ));
     }
 
+    let read_id = get("GITEA_OAUTH_READ_CLIENT_ID")
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned);
+    let read_secret = parse_secret(get("GITEA_OAUTH_READ_CLIENT_SECRET"));
+    let gitea_oauth_read_client = match (read_id, read_secret) {
+        (None, None) => None,
+        (Some(id), Some(secret)) if gitea_oauth_client_id.is_some() => {
+            if Some(&id) == gitea_oauth_client_id.as_ref() {
+                return Err(ConfigError::new(
+                    "GITEA_OAUTH_READ_CLIENT_ID",
+                    "must name another Gitea OAuth application than GITEA_OAUTH_CLIENT_ID",
+                ));
+            }
+            Some((id, secret))
+        }
+        (Some(_), Some(_)) => {
+            return Err(ConfigError::new(
+                "GITEA_OAUTH_READ_CLIENT_ID",
+                "needs GITEA_OAUTH_CLIENT_ID and GITEA_OAUTH_CLIENT_SECRET too",
+            ));
+        }
+        _ => {
+            return Err(ConfigError::new(
+                "GITEA_OAUTH_READ_CLIENT_ID",
+                "GITEA_OAUTH_READ_CLIENT_ID and GITEA_OAUTH_READ_CLIENT_SECRET must be set together",
+            ));
+        }
+    };
+
     let oauth_scopes = match get("OAUTH_SCOPES") {
         None => DEFAULT_OAUTH_SCOPES.iter().map(|s| s.to_string()).collect(),
         Some(v) => parse_scopes(v)?,
@@ -244,6 +277,7 @@ pub(super) fn oauth<'a>(
         token_encryption_keys,
         gitea_oauth_client_id,
         gitea_oauth_client_secret,
+        gitea_oauth_read_client,
         oauth_scopes,
     })
 }

@@ -197,6 +197,36 @@ fn oauth_client_needs_both_halves_and_a_key() {
 }
 
 #[test]
+fn the_read_application_needs_both_halves_and_its_own_id() {
+    let with = |extra: &[(&'static str, &'static str)]| {
+        let mut pairs = OAUTH.to_vec();
+        pairs.extend_from_slice(extra);
+        settings(&pairs)
+    };
+    let s = with(&[
+        ("GITEA_OAUTH_READ_CLIENT_ID", "read-id"),
+        ("GITEA_OAUTH_READ_CLIENT_SECRET", "read-secret"),
+    ])
+    .unwrap();
+    assert_eq!(s.gitea_oauth_read_client.unwrap().0, "read-id");
+    for bad in [
+        &[("GITEA_OAUTH_READ_CLIENT_ID", "read-id")][..],
+        &[
+            ("GITEA_OAUTH_READ_CLIENT_ID", "id"),
+            ("GITEA_OAUTH_READ_CLIENT_SECRET", "s"),
+        ],
+    ] {
+        assert_eq!(with(bad).unwrap_err().setting, "GITEA_OAUTH_READ_CLIENT_ID");
+    }
+    let alone = settings(&[
+        ("GITEA_OAUTH_READ_CLIENT_ID", "read-id"),
+        ("GITEA_OAUTH_READ_CLIENT_SECRET", "read-secret"),
+    ])
+    .unwrap_err();
+    assert_eq!(alone.setting, "GITEA_OAUTH_READ_CLIENT_ID");
+}
+
+#[test]
 fn numeric_bounds_are_range_checked() {
     assert_eq!(
         settings(&[("MAX_TOOL_RESPONSE_ITEMS", "0")])
@@ -244,14 +274,22 @@ fn forwarded_allow_ips_accepts_addresses_and_cidrs() {
 
 #[test]
 fn known_secrets_lists_every_configured_secret() {
-    let s = settings(&[("MCP_BEARER_TOKEN", BEARER), ("GITEA_TOKEN", "admin-tok")]).unwrap();
+    let mut pairs = OAUTH.to_vec();
+    pairs.extend_from_slice(&[
+        ("MCP_BEARER_TOKEN", BEARER),
+        ("GITEA_TOKEN", "admin-tok"),
+        ("GITEA_OAUTH_READ_CLIENT_ID", "read-id"),
+        ("GITEA_OAUTH_READ_CLIENT_SECRET", "read-app-secret"),
+    ]);
+    let s = settings(&pairs).unwrap();
     let secrets: Vec<String> = s
         .known_secrets()
         .iter()
         .map(|k| k.expose_secret().to_owned())
         .collect();
-    assert!(secrets.contains(&BEARER.to_owned()));
-    assert!(secrets.contains(&"admin-tok".to_owned()));
+    for secret in [BEARER, "admin-tok", "secret", "read-app-secret"] {
+        assert!(secrets.contains(&secret.to_owned()), "{secret}");
+    }
 }
 
 /// F9: the password of `DATABASE_URL` is redacted from results too.

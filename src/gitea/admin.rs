@@ -103,6 +103,7 @@ impl AdminAccount {
             token: self.token.clone(),
             refresh_token: None,
             renewal: None,
+            access: crate::identity::Access::ReadWrite,
         }
     }
 }

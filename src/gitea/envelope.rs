@@ -283,6 +283,7 @@ mod tests {
             token: SecretString::from("tok-abcdef"),
             refresh_token: None,
             renewal: None,
+            access: crate::identity::Access::ReadWrite,
         }
     }
 

@@ -29,5 +29,5 @@ pub use call::{GiteaCall, build_call};
 pub use error::{ErrorKind, ToolError};
 pub use executor::GiteaClient;
 // The benches and integration tests name these at their former paths.
-pub use crate::identity::{Identity, IdentityMode};
+pub use crate::identity::{Access, Identity, IdentityMode};
 pub use hygiene::{redaction, secrets};

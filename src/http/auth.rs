@@ -23,11 +23,13 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::app::App;
+use crate::identity::Access;
 use crate::identity::IdentityMode;
+use crate::oauth::OAuthServer;
 use crate::oauth::metadata::resource_metadata_url;
 use crate::oauth::resolver::{self, ResolveError};
+use crate::oauth::scopes::{MINIMAL_SCOPE, scope_of};
 use crate::oauth::tokens::TOKEN_PREFIX;
-use crate::oauth::{OAuthServer, SCOPE};
 use crate::surface::Surface;
 
 /// Compares the presented bearer with the configured one in constant time,
@@ -64,13 +66,22 @@ enum Refusal {
 }
 
 /// The `WWW-Authenticate` value: realm, and with OAuth the absolute
-/// `resource_metadata` URL of the MCP URL `path` (RFC 9728 §5.1) and our
-/// scope.
+/// `resource_metadata` URL of the MCP URL `path` (RFC 9728 §5.1) and the
+/// minimal scope.
 pub fn challenge(oauth: Option<&OAuthServer>, path: &str, error: Option<&str>) -> String {
+    scope_challenge(oauth, path, MINIMAL_SCOPE, error)
+}
+
+fn scope_challenge(
+    oauth: Option<&OAuthServer>,
+    path: &str,
+    scope: &str,
+    error: Option<&str>,
+) -> String {
     let mut value = String::from(r#"Bearer realm="aegis-gitea-mcp""#);
     if let Some(server) = oauth {
         value.push_str(&format!(
-            r#", resource_metadata="{}", scope="{SCOPE}""#,
+            r#", resource_metadata="{}", scope="{scope}""#,
             resource_metadata_url(server.config(), path)
         ));
     }
@@ -106,6 +117,33 @@ fn unauthorized(oauth: Option<&OAuthServer>, path: &str, refusal: Refusal) -> Re
         axum::Json(serde_json::json!({
             "error": error.unwrap_or("unauthorized"),
             "error_description": description,
+        })),
+    )
+        .into_response()
+}
+
+/// `403` for a write on a grant that only reads (RFC 6750 §3.1, MCP
+/// 2025-11-25 step-up): the challenge names every scope the call needs,
+/// the ones held included, since a client asks for what it names.
+pub fn insufficient_scope(oauth: Option<&OAuthServer>, path: &str) -> Response {
+    let value = scope_challenge(
+        oauth,
+        path,
+        scope_of(Access::ReadWrite),
+        Some("insufficient_scope"),
+    );
+    let description = "this call changes something on Gitea and the connection may only read: authorize again with scope gitea:write, and the person is asked";
+    (
+        StatusCode::FORBIDDEN,
+        [(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_str(&format!(r#"{value}, error_description="{description}""#))
+                .unwrap_or_else(|_| HeaderValue::from_static("Bearer")),
+        )],
+        axum::Json(serde_json::json!({
+            "error": "insufficient_scope",
+            "error_description": description,
+            "scope": scope_of(Access::ReadWrite),
         })),
     )
         .into_response()

@@ -4,6 +4,11 @@
 //! `400 Bad Request` and a JSON-RPC error object. It runs after
 //! authentication, so an unauthenticated caller learns nothing about its
 //! body.
+//!
+//! A `tools/call` that would write, from a caller whose grant only reads,
+//! is answered here too: `403` with the `insufficient_scope` challenge
+//! (MCP 2025-11-25, step-up), so that the client asks the person for
+//! more. A tool error would leave the model nothing it could act on.
 
 use std::sync::Arc;
 
@@ -15,12 +20,15 @@ use axum::response::{IntoResponse, Response};
 
 use rmcp::transport::common::http_header::HEADER_MCP_PROTOCOL_VERSION;
 
-use super::guards::McpGuard;
+use super::auth::insufficient_scope;
+use crate::app::App;
+use crate::identity::Identity;
 use crate::mcp::intake::check_message;
+use crate::surface::Surface;
 
 /// Middleware on the MCP URLs.
 pub async fn check_jsonrpc_body(
-    State(guard): State<Arc<McpGuard>>,
+    State(app): State<Arc<App>>,
     request: Request,
     next: Next,
 ) -> Response {
@@ -28,7 +36,8 @@ pub async fn check_jsonrpc_body(
         return next.run(request).await;
     }
     let (parts, body) = request.into_parts();
-    let bytes = match axum::body::to_bytes(body, guard.max_body_bytes).await {
+    let max_body_bytes = app.settings().limits.mcp_max_body_bytes;
+    let bytes = match axum::body::to_bytes(body, max_body_bytes).await {
         Ok(bytes) => bytes,
         Err(err) if is_over_limit(&err) => {
             return (StatusCode::PAYLOAD_TOO_LARGE, "request body too large").into_response();
@@ -45,14 +54,35 @@ pub async fn check_jsonrpc_body(
         .headers
         .get(HEADER_MCP_PROTOCOL_VERSION)
         .and_then(|v| v.to_str().ok());
-    if let Err(refusal) = check_message(&bytes, header_version) {
-        tracing::debug!(code = refusal.kind.code(), "/mcp body refused at intake");
-        return (
-            StatusCode::BAD_REQUEST,
-            [(header::CONTENT_TYPE, "application/json")],
-            refusal.response_body(),
-        )
-            .into_response();
+    let call = match check_message(&bytes, header_version) {
+        Ok(call) => call,
+        Err(refusal) => {
+            tracing::debug!(code = refusal.kind.code(), "/mcp body refused at intake");
+            return (
+                StatusCode::BAD_REQUEST,
+                [(header::CONTENT_TYPE, "application/json")],
+                refusal.response_body(),
+            )
+                .into_response();
+        }
+    };
+    if let (Some(call), Some(identity), Some(surface)) = (
+        call,
+        parts.extensions.get::<Identity>(),
+        parts.extensions.get::<Surface>(),
+    ) && !identity.access.may_write()
+    {
+        let args = call.arguments.unwrap_or_default();
+        if app.dispatcher().call_writes(surface, &call.name, &args) {
+            app.audit()
+                .record_best_effort(crate::mcp::server::refused_event(
+                    identity,
+                    &call.name,
+                    &crate::mcp::dispatcher::Refusal::ReadOnlyGrant,
+                ))
+                .await;
+            return insufficient_scope(app.oauth().map(Arc::as_ref), parts.uri.path());
+        }
     }
     next.run(Request::from_parts(parts, Body::from(bytes)))
         .await

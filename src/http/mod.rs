@@ -138,6 +138,7 @@ async fn oauth_callback(
     let ReceivedCallback {
         pending,
         signed_in,
+        app,
         now,
     } = crate::oauth::callback::receive(
         &server,
@@ -147,7 +148,7 @@ async fn oauth_callback(
     .await?;
     Ok(match &pending.flow {
         PendingSignIn::Client(request) => {
-            match complete_authorization(&server, request, signed_in, now).await {
+            match complete_authorization(&server, request, signed_in, app, now).await {
                 Ok(url) => with_page_headers(Redirect::to(&url).into_response()),
                 Err(refusal) => refusal.into_response(),
             }
@@ -226,7 +227,7 @@ pub fn router_with_limiters(
             routes.route_service(path, mcp.clone())
         })
         .layer(middleware::from_fn_with_state(
-            mcp_guard.clone(),
+            app.clone(),
             mcp_intake::check_jsonrpc_body,
         ))
         .layer(middleware::from_fn_with_state(

@@ -27,7 +27,7 @@ use crate::gitea::hygiene::redactor_cache::RedactorCache;
 use crate::gitea::hygiene::secrets::body_secrets;
 use crate::gitea::hygiene::{ResultPolicy, ResultView, tool_result};
 use crate::gitea::raw::{RAW_TOOL_NAME, RawRequestError, parse_raw_request};
-use crate::gitea::{ErrorKind, Identity, ToolError};
+use crate::gitea::{Access, ErrorKind, Identity, ToolError};
 use crate::surface::{Surface, SurfaceError};
 
 /// What a tool call produced, typed: the audit entry and the metrics read
@@ -83,6 +83,10 @@ impl ToolOutcome {
 pub enum Refusal {
     /// The URL's surface does not list the tool.
     UnknownTool,
+    /// The call writes and the caller's grant only reads. Over HTTP the
+    /// step-up challenge answers it before rmcp (`http::mcp_intake`); this
+    /// is the same rule again, for any path that gets here.
+    ReadOnlyGrant,
     /// The arguments do not fit the tool's schema.
     Invalid(ToolError),
 }
@@ -257,22 +261,48 @@ impl Dispatcher {
         }
     }
 
-    /// Whether `surface` lists `name` and `args` fit its schema for
-    /// `caller`: the checks made before anything is written or sent. A
-    /// refusal is final.
+    /// Whether `surface` lists `name`.
+    fn lists(&self, surface: &Surface, name: &str) -> bool {
+        match self.catalog().get(name) {
+            Some(op) => self.tools.lists_operation(surface, op),
+            None => self.tools.lists_fixed(surface, name),
+        }
+    }
+
+    /// Whether a call of `name` with `args` at `surface` would change
+    /// something on Gitea: a listed write operation, the write call tool,
+    /// or the raw tool with a method other than GET and HEAD. A tool the
+    /// surface does not list writes nothing (it is refused as unknown).
+    pub fn call_writes(&self, surface: &Surface, name: &str, args: &Map<String, Value>) -> bool {
+        if !self.lists(surface, name) {
+            return false;
+        }
+        match (name, self.catalog().get(name)) {
+            (_, Some(op)) => !op.is_read_only(),
+            (CALL_WRITE_TOOL_NAME, None) => true,
+            (RAW_TOOL_NAME, None) => args
+                .get("method")
+                .and_then(Value::as_str)
+                .is_some_and(|m| !m.eq_ignore_ascii_case("GET") && !m.eq_ignore_ascii_case("HEAD")),
+            _ => false,
+        }
+    }
+
+    /// Whether `surface` lists `name`, the caller's grant covers what the
+    /// call does (`access`), and `args` fit its schema for `caller`: the
+    /// checks made before anything is written or sent. A refusal is final.
     pub fn admit(
         &self,
         surface: &Surface,
-        caller: Caller,
+        (caller, access): (Caller, Access),
         name: &str,
         args: &Map<String, Value>,
     ) -> Result<(), Refusal> {
-        let listed = match self.catalog().get(name) {
-            Some(op) => self.tools.lists_operation(surface, op),
-            None => self.tools.lists_fixed(surface, name),
-        };
-        if !listed {
+        if !self.lists(surface, name) {
             return Err(Refusal::UnknownTool);
+        }
+        if !access.may_write() && self.call_writes(surface, name, args) {
+            return Err(Refusal::ReadOnlyGrant);
         }
         self.validator
             .validate(name, args, caller.may_sudo())

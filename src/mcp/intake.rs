@@ -9,7 +9,9 @@
 //! The messages are fixed texts: nothing of the input is echoed except a
 //! request's own `id`, and only a short one.
 
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetMeta, ProtocolVersion};
+use rmcp::model::{
+    CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, GetMeta, ProtocolVersion,
+};
 use serde_json::{Value, json};
 
 /// The longest `id` echoed in an error; a longer one is answered with
@@ -82,35 +84,41 @@ impl IntakeRefusal {
     }
 }
 
-/// Checks that `body` is one message rmcp will take. Parsing as rmcp's own
-/// type is the check, so what passes here is exactly what rmcp accepts;
-/// only a refusal pays for the second look that names why.
+/// Checks that `body` is one message rmcp will take, and returns the
+/// `tools/call` it carries, if it is one (the HTTP layer decides the
+/// step-up challenge with it). Parsing as rmcp's own type is the check, so
+/// what passes here is exactly what rmcp accepts; only a refusal pays for
+/// the second look that names why.
 ///
 /// `header_version` is the request's `MCP-Protocol-Version` header: with
 /// the body's `_meta` it says which wire the request is on, and so which
 /// methods exist.
-pub fn check_message(body: &[u8], header_version: Option<&str>) -> Result<(), IntakeRefusal> {
+pub fn check_message(
+    body: &[u8],
+    header_version: Option<&str>,
+) -> Result<Option<CallToolRequestParams>, IntakeRefusal> {
     let err = match serde_json::from_slice::<ClientJsonRpcMessage>(body) {
         Ok(ClientJsonRpcMessage::Request(request)) => {
             // rmcp takes a method it knows whose params do not fit (tools/call
             // with `"arguments": 5`) for a custom request, and answers
             // "method not found" naming the method: the caller would be told
             // `tools/call` does not exist.
-            return match &request.request {
-                ClientRequest::CustomRequest(custom)
-                    if served_methods(&request.request, header_version)
-                        .contains(&custom.method.as_str()) =>
-                {
-                    let id = serde_json::to_value(&request.id).unwrap_or(Value::Null);
-                    Err(IntakeRefusal {
-                        kind: RefusalKind::InvalidParams,
-                        id: echoable_id(&id),
-                    })
-                }
-                _ => Ok(()),
-            };
+            if let ClientRequest::CustomRequest(custom) = &request.request
+                && served_methods(&request.request, header_version)
+                    .contains(&custom.method.as_str())
+            {
+                let id = serde_json::to_value(&request.id).unwrap_or(Value::Null);
+                return Err(IntakeRefusal {
+                    kind: RefusalKind::InvalidParams,
+                    id: echoable_id(&id),
+                });
+            }
+            return Ok(match request.request {
+                ClientRequest::CallToolRequest(call) => Some(call.params),
+                _ => None,
+            });
         }
-        Ok(_) => return Ok(()),
+        Ok(_) => return Ok(None),
         Err(err) => err,
     };
     if err.is_syntax() || err.is_eof() {
@@ -189,8 +197,19 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":"a","result":{}}"#,
             r#"{"jsonrpc":"2.0","id":7,"method":"some/extension","params":{"x":1}}"#,
         ] {
-            assert_eq!(check_message(body.as_bytes(), None), Ok(()), "{body}");
+            assert!(
+                check_message(body.as_bytes(), None).is_ok_and(|call| call.is_none()),
+                "{body}"
+            );
         }
+    }
+
+    #[test]
+    fn a_tool_call_is_handed_back_with_its_name_and_arguments() {
+        let body = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":1}}}"#;
+        let call = check_message(body, None).unwrap().expect("a tools/call");
+        assert_eq!(call.name, "t");
+        assert_eq!(call.arguments.unwrap()["a"], json!(1));
     }
 
     #[test]
@@ -243,19 +262,21 @@ mod tests {
             let body = format!(
                 r#"{{"jsonrpc":"2.0","id":5,"method":"{method}","params":{{"_meta":{STATELESS_META}}}}}"#
             );
-            assert_eq!(
-                check_message(body.as_bytes(), Some("2026-07-28")),
-                Ok(()),
+            assert!(
+                check_message(body.as_bytes(), Some("2026-07-28")).is_ok_and(|call| call.is_none()),
                 "{body}"
             );
-            assert_eq!(check_message(body.as_bytes(), None), Ok(()), "{body}");
+            assert!(
+                check_message(body.as_bytes(), None).is_ok_and(|call| call.is_none()),
+                "{body}"
+            );
         }
     }
 
     #[test]
     fn the_header_alone_puts_a_request_on_the_stateless_wire() {
         let body = br#"{"jsonrpc":"2.0","id":5,"method":"initialize","params":{}}"#;
-        assert_eq!(check_message(body, Some("2026-07-28")), Ok(()));
+        assert!(check_message(body, Some("2026-07-28")).is_ok_and(|call| call.is_none()));
         assert_eq!(
             check_message(body, Some("2025-11-25")).unwrap_err().kind,
             RefusalKind::InvalidParams

@@ -122,7 +122,7 @@ impl ServerHandler for GatewayServer {
         // small entry, whatever it carried.
         if let Err(refusal) = self.service.dispatcher().admit(
             &surface,
-            Caller::of(identity.mode),
+            (Caller::of(identity.mode), identity.access),
             &request.name,
             &args,
         ) {
@@ -137,6 +137,15 @@ impl ServerHandler for GatewayServer {
                 Refusal::UnknownTool => Err(McpError::invalid_params("unknown tool", None)),
                 Refusal::Invalid(err) => Ok(CallToolResult::error(vec![ContentBlock::text(
                     err.to_json().to_string(),
+                )])
+                .into()),
+                Refusal::ReadOnlyGrant => Ok(CallToolResult::error(vec![ContentBlock::text(
+                    ToolError::new(
+                        ErrorKind::Forbidden,
+                        "this connection may only read; the person must connect again and allow read and write",
+                    )
+                    .to_json()
+                    .to_string(),
                 )])
                 .into()),
             };
@@ -221,7 +230,7 @@ const MAX_RECORDED_TOOL_NAME: usize = 128;
 /// `tool_call_refused`: identity, the tool name (cut to
 /// [`MAX_RECORDED_TOOL_NAME`] characters), and why (`unknown_tool`,
 /// `invalid_arguments`). No argument names: they did not fit the schema.
-fn refused_event(identity: &Identity, name: &str, refusal: &Refusal) -> Event {
+pub(crate) fn refused_event(identity: &Identity, name: &str, refusal: &Refusal) -> Event {
     let shown: String = if name.chars().count() > MAX_RECORDED_TOOL_NAME {
         name.chars()
             .take(MAX_RECORDED_TOOL_NAME)
@@ -238,6 +247,7 @@ fn refused_event(identity: &Identity, name: &str, refusal: &Refusal) -> Event {
         match refusal {
             Refusal::UnknownTool => "unknown_tool",
             Refusal::Invalid(_) => ErrorKind::InvalidArguments.as_str(),
+            Refusal::ReadOnlyGrant => "insufficient_scope",
         }
         .to_owned(),
     );

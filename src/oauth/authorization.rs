@@ -24,13 +24,15 @@ use super::params::OAuthParams;
 use super::redirect_uri::{
     is_allowlisted, matches_registered, redirects_errors_automatically, with_query,
 };
+use super::scopes::scope_of;
 use super::sign_in::{UpstreamOutcome, UpstreamStart, is_random_value};
 use super::tokens::{CODE_TTL, PENDING_TTL, new_token, random_value};
 use super::upstream::GiteaUser;
-use super::{OAuthConfig, OAuthServer, SCOPE};
+use super::{OAuthConfig, OAuthServer};
+use crate::identity::Access;
 use crate::page_kit::{PageError, host_of, visible_text};
 use crate::store::{
-    AuthCodeRecord, ClientAuthorization, ClientRecord, GiteaTokens, GrantRecord,
+    AuthCodeRecord, ClientAuthorization, ClientRecord, GiteaApp, GiteaTokens, GrantRecord,
     PendingAuthorization, PendingSignIn, Registration, StoreError, UnixTime, hash_secret,
 };
 
@@ -42,9 +44,13 @@ pub struct ConsentView {
     pub redirect_uri: String,
     pub redirect_host: String,
     pub registration: Registration,
-    /// The MCP URL the tokens will work at, and whether it only reads.
+    /// The MCP URL the tokens will work at, and whether it only reads
+    /// (the URL or the server's `READ_ONLY`): then there is no choice.
     pub mcp_url: String,
     pub read_only: bool,
+    /// What the client asked for: reading, or writing too (a step-up).
+    /// The page preselects it; without a scope, reading.
+    pub asked: Access,
     /// The parked request's id, carried by the consent form.
     pub request_id: String,
     /// The CSRF token of the form and its cookie (the browser's, reused).
@@ -81,9 +87,7 @@ pub async fn begin_authorization(
         .filter(|v| is_random_value(v))
         .map_or_else(random_value, str::to_owned);
     let request_id = park(server, &client, &redirect_uri, &request, &csrf_token).await?;
-    let read_only = request
-        .resource
-        .ends_with(&format!("/{}", crate::surface::READONLY_SUFFIX));
+    let read_only = !url_allows_writes(&server.config, &request.resource);
     Ok(ConsentView {
         client_name: client
             .client_name
@@ -94,6 +98,11 @@ pub async fn begin_authorization(
         registration: client.registration,
         mcp_url: request.resource,
         read_only,
+        asked: if read_only {
+            Access::Read
+        } else {
+            request.access
+        },
         request_id,
         csrf_token,
     })
@@ -117,7 +126,7 @@ async fn park(
             state: request.state.clone(),
             code_challenge: request.code_challenge.clone(),
             resource: request.resource.clone(),
-            scope: SCOPE.to_owned(),
+            scope: scope_of(request.access).to_owned(),
             csrf_hash: hash_secret(csrf_token),
         }),
         created_at: now,
@@ -126,6 +135,13 @@ async fn park(
     };
     server.store.insert_pending(&pending, now).await?;
     Ok(request_id)
+}
+
+/// Whether tokens for the MCP URL `resource` could ever write: not a
+/// `/readonly` URL, and not a server with `READ_ONLY`.
+pub fn url_allows_writes(config: &OAuthConfig, resource: &str) -> bool {
+    !config.server_read_only
+        && !resource.ends_with(&format!("/{}", crate::surface::READONLY_SUFFIX))
 }
 
 /// The client named by `client_id`: a registered one, or a metadata
@@ -204,6 +220,9 @@ pub struct ConsentForm {
     pub request_id: String,
     pub csrf_token: String,
     pub decision: Decision,
+    /// The person's choice: `access=write` for read and write. Anything
+    /// else, or nothing, is read only.
+    pub access: Access,
 }
 
 impl ConsentForm {
@@ -230,10 +249,15 @@ impl ConsentForm {
                 ));
             }
         };
+        let access = match params.get("access") {
+            Some("write") => Access::ReadWrite,
+            _ => Access::Read,
+        };
         Ok(Self {
             request_id: request_id.to_owned(),
             csrf_token: csrf_token.to_owned(),
             decision,
+            access,
         })
     }
 }
@@ -301,18 +325,27 @@ pub async fn decide_consent(
             )))
         }
         Decision::Approve => {
-            let start = UpstreamStart::new(server, binding_cookie);
+            // The person's choice, within what the URL allows: a read-only
+            // URL only ever grants reading, whatever the form says.
+            let granted = if url_allows_writes(&server.config, &request.resource) {
+                form.access
+            } else {
+                Access::Read
+            };
+            let app = server.upstream.app_for(granted);
+            let start = UpstreamStart::new(server, app, binding_cookie);
             if !server
                 .store
-                .approve_pending(&id_hash, &start.leg, now)
+                .approve_pending(&id_hash, &start.leg, scope_of(granted), now)
                 .await?
             {
                 return Err(PageError::Expired);
             }
-            tracing::info!(client_id = %request.client_id, "consent approved");
+            tracing::info!(client_id = %request.client_id, access = ?granted, "consent approved");
             server
                 .record(OAuthEvent::ConsentApproved {
                     client_id: &request.client_id,
+                    scope: scope_of(granted),
                 })
                 .await;
             Ok(ConsentOutcome::ToGitea(start))
@@ -326,6 +359,7 @@ pub async fn complete_authorization(
     server: &OAuthServer,
     request: &ClientAuthorization,
     signed_in: Result<(GiteaTokens, GiteaUser), UpstreamOutcome>,
+    app: GiteaApp,
     now: UnixTime,
 ) -> Result<String, AuthorizeRefusal> {
     let to_client = |code: ErrorCode, description: &str| {
@@ -357,7 +391,7 @@ pub async fn complete_authorization(
             )));
         }
     };
-    let (grant, record, code) = sign_in_records(request, &user, gitea, now);
+    let (grant, record, code) = sign_in_records(request, &user, (gitea, app), now);
     match server.store.store_authorization(&grant, &record, now).await {
         Ok(evicted) if !evicted.is_empty() => {
             tracing::info!(login = %user.login, evicted = evicted.len(), "grants over the per-user cap were revoked");
@@ -391,7 +425,7 @@ pub async fn complete_authorization(
 fn sign_in_records(
     request: &ClientAuthorization,
     user: &GiteaUser,
-    gitea: GiteaTokens,
+    (gitea, gitea_app): (GiteaTokens, GiteaApp),
     now: UnixTime,
 ) -> (GrantRecord, AuthCodeRecord, String) {
     let grant = GrantRecord {
@@ -402,6 +436,7 @@ fn sign_in_records(
         resource: request.resource.clone(),
         gitea,
         gitea_subject: Some(user.subject.clone()),
+        gitea_app,
         gitea_tokens_version: 0,
         created_at: now,
         activated_at: None,

@@ -81,7 +81,7 @@ fn a_foreign_resource_is_invalid_target() {
 }
 
 #[test]
-fn only_the_gitea_scope_and_only_the_code_response_type() {
+fn only_our_scopes_and_only_the_code_response_type() {
     let base = format!("code_challenge={CHALLENGE}&code_challenge_method=S256");
     assert_eq!(
         check(&format!("response_type=token&{base}")).unwrap_err().0,
@@ -114,16 +114,7 @@ async fn a_checked_request_is_parked_and_its_consent_view_shows_the_client() {
     assert_eq!(view.redirect_host, "app.example");
     assert_eq!(view.mcp_url, "https://mcp.example.com/mcp");
     assert!(!view.read_only);
-    let parked = t
-        .server
-        .store
-        .get_pending(&hash_secret(&view.request_id), t.server.now())
-        .await
-        .unwrap()
-        .unwrap();
-    let PendingSignIn::Client(request) = parked.flow else {
-        panic!("a client authorization");
-    };
+    let request = parked_request(&t, &view).await;
     assert_eq!(request.state.as_deref(), Some("client-state"));
     assert_eq!(request.csrf_hash, hash_secret(&view.csrf_token));
 }
@@ -223,7 +214,81 @@ fn form(view: &ConsentView, decision: Decision) -> ConsentForm {
         request_id: view.request_id.clone(),
         csrf_token: view.csrf_token.clone(),
         decision,
+        access: Access::Read,
     }
+}
+
+/// The client's request that `view` parked, as the store holds it.
+async fn parked_request(t: &TestServer, view: &ConsentView) -> ClientAuthorization {
+    let pending = t
+        .server
+        .store
+        .get_pending(&hash_secret(&view.request_id), t.server.now())
+        .await
+        .unwrap()
+        .unwrap();
+    match pending.flow {
+        PendingSignIn::Client(request) => request,
+        PendingSignIn::Page(_) => panic!("a client authorization"),
+    }
+}
+
+/// The scope the pending request holds after `form` was approved.
+async fn approved_scope(t: &TestServer, view: &ConsentView, form: &ConsentForm) -> String {
+    let outcome = decide_consent(&t.server, form, Some(&view.csrf_token), None).await;
+    assert!(matches!(outcome, Ok(ConsentOutcome::ToGitea(_))));
+    parked_request(t, view).await.scope
+}
+
+#[tokio::test]
+async fn without_a_scope_the_consent_page_preselects_read_only() {
+    let t = test_server().await;
+    let view = parked(&t).await;
+    assert_eq!((view.asked, view.read_only), (Access::Read, false));
+}
+
+#[tokio::test]
+async fn a_step_up_asks_for_write_and_the_page_preselects_it() {
+    let t = test_server().await;
+    let id = client(&t, LOOPBACK_CALLBACK).await;
+    let query = authorize(&id, LOOPBACK_CALLBACK, "&scope=gitea%3Aread+gitea%3Awrite");
+    let view = begin_authorization(&t.server, &query, None).await.unwrap();
+    assert_eq!(view.asked, Access::ReadWrite);
+}
+
+#[tokio::test]
+async fn the_person_grants_what_they_choose_read_by_default() {
+    let t = test_server().await;
+    let view = parked(&t).await;
+    let read = form(&view, Decision::Approve);
+    assert_eq!(approved_scope(&t, &view, &read).await, "gitea:read");
+    let view = parked(&t).await;
+    let write = ConsentForm {
+        access: Access::ReadWrite,
+        ..form(&view, Decision::Approve)
+    };
+    assert_eq!(
+        approved_scope(&t, &view, &write).await,
+        "gitea:read gitea:write"
+    );
+}
+
+#[tokio::test]
+async fn a_readonly_url_grants_reading_whatever_the_form_says() {
+    let t = test_server().await;
+    let id = client(&t, LOOPBACK_CALLBACK).await;
+    let query = authorize(
+        &id,
+        LOOPBACK_CALLBACK,
+        "&scope=gitea%3Awrite&resource=https%3A%2F%2Fmcp.example.com%2Fmcp%2Freadonly",
+    );
+    let view = begin_authorization(&t.server, &query, None).await.unwrap();
+    assert_eq!((view.read_only, view.asked), (true, Access::Read));
+    let forged = ConsentForm {
+        access: Access::ReadWrite,
+        ..form(&view, Decision::Approve)
+    };
+    assert_eq!(approved_scope(&t, &view, &forged).await, "gitea:read");
 }
 
 #[tokio::test]
@@ -296,8 +361,13 @@ fn the_consent_form_is_read_typed() {
             request_id: "r".into(),
             csrf_token: "c".into(),
             decision: Decision::Deny,
+            access: Access::Read,
         }
     );
+    let write = ConsentForm::parse(b"request_id=r&csrf_token=c&decision=approve&access=write");
+    assert_eq!(write.unwrap().access, Access::ReadWrite);
+    let odd = ConsentForm::parse(b"request_id=r&csrf_token=c&decision=approve&access=admin");
+    assert_eq!(odd.unwrap().access, Access::Read);
     for bad in [
         &b"request_id=r&csrf_token=c"[..],
         b"request_id=r&csrf_token=c&decision=maybe",

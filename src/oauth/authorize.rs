@@ -20,6 +20,7 @@ use super::authorization::{
 use super::scope_text::describe_gitea_scope;
 use super::sign_in::BINDING_COOKIE;
 use super::tokens::PENDING_TTL;
+use crate::identity::Access;
 use crate::page_kit::cookies::{read_cookie, set_cookie};
 use crate::page_kit::{PageError, form_origin_allowed, render_page, with_page_headers};
 use crate::store::Registration;
@@ -36,11 +37,18 @@ struct ConsentPage {
     registration: &'static str,
     /// The Gitea instance the application will act on (its base URL).
     gitea_url: String,
-    /// Each granular scope asked for, with what it allows.
-    gitea_scopes: Vec<(String, String)>,
-    /// The MCP URL the tokens will work at, and whether it only reads.
+    /// The Gitea scopes of a reading and of a writing session, each with
+    /// what it allows.
+    read_scopes: Vec<(String, String)>,
+    write_scopes: Vec<(String, String)>,
+    /// Whether reading sessions are held at a read-only Gitea application.
+    read_session_is_narrow: bool,
+    /// The MCP URL the tokens will work at, and whether it only reads
+    /// (then there is no choice to make).
     mcp_url: String,
     read_only: bool,
+    /// The client asked for writing: "read and write" is preselected.
+    write_asked: bool,
     request_id: String,
     csrf_token: String,
 }
@@ -106,17 +114,25 @@ fn consent_page(server: &OAuthServer, view: ConsentView) -> ConsentPage {
             Registration::MetadataDocument => "described by its own metadata document",
         },
         gitea_url: server.upstream.gitea_base_url().to_owned(),
-        gitea_scopes: server
-            .upstream
-            .scopes()
-            .iter()
-            .map(|scope| (scope.clone(), describe_gitea_scope(scope)))
-            .collect(),
+        read_scopes: described_scopes(server, Access::Read),
+        write_scopes: described_scopes(server, Access::ReadWrite),
+        read_session_is_narrow: server.upstream.has_read_app(),
         mcp_url: view.mcp_url,
         read_only: view.read_only,
+        write_asked: view.asked.may_write(),
         request_id: view.request_id,
         csrf_token: view.csrf_token,
     }
+}
+
+/// The Gitea scopes a session with `access` holds, each with its meaning.
+fn described_scopes(server: &OAuthServer, access: Access) -> Vec<(String, String)> {
+    server
+        .upstream
+        .scopes(server.upstream.app_for(access))
+        .iter()
+        .map(|scope| (scope.clone(), describe_gitea_scope(scope)))
+        .collect()
 }
 
 /// `POST /authorize/consent`: the person's decision.

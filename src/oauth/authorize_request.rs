@@ -4,11 +4,12 @@
 //! §4.1.2.1 error redirect for the client.
 
 use super::OAuthConfig;
-use super::SCOPE;
 use super::error::ErrorCode;
 use super::params::OAuthParams;
 use super::pkce::is_valid_challenge;
 use super::redirect_uri::with_query;
+use super::scopes::asked_access;
+use crate::identity::Access;
 use crate::page_kit::{PageError, host_of};
 use crate::store::StoreError;
 
@@ -82,6 +83,8 @@ impl AuthorizeQuery {
 /// and redirect URI are known.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthorizeRequest {
+    /// What the `scope` asks for: reading, or writing too (a step-up).
+    pub access: Access,
     pub code_challenge: String,
     /// The canonical resource: one of our MCP URLs.
     pub resource: String,
@@ -119,11 +122,12 @@ pub fn check_authorize_request(
     if !is_valid_challenge(challenge) {
         return Err((ErrorCode::InvalidRequest, "code_challenge is malformed"));
     }
-    if let Some(scope) = &query.scope
-        && scope.split_whitespace().any(|s| s != SCOPE)
-    {
-        return Err((ErrorCode::InvalidScope, "the only scope is gitea"));
-    }
+    let Ok(access) = asked_access(query.scope.as_deref()) else {
+        return Err((
+            ErrorCode::InvalidScope,
+            "the scopes are gitea:read and gitea:write",
+        ));
+    };
     let Some(resource) = config.canonical_resource(query.resource.as_deref()) else {
         return Err((
             ErrorCode::InvalidTarget,
@@ -134,6 +138,7 @@ pub fn check_authorize_request(
         return Err((ErrorCode::InvalidRequest, "state is too long"));
     }
     Ok(AuthorizeRequest {
+        access,
         code_challenge: challenge.to_owned(),
         resource,
         state: query.state.clone(),

@@ -9,11 +9,13 @@
 
 use super::OAuthServer;
 use super::params::OAuthParams;
+use super::scopes::granted_access;
 use super::sign_in::{self, UpstreamOutcome};
 use super::upstream::GiteaUser;
 use crate::page_kit::PageError;
 use crate::store::{
-    GiteaTokens, PendingAuthorization, PendingTake, UnixTime, UpstreamKey, hash_secret,
+    GiteaApp, GiteaTokens, PendingAuthorization, PendingSignIn, PendingTake, UnixTime, UpstreamKey,
+    hash_secret,
 };
 
 /// Gitea's redirect, received: the pending sign-in it completes and
@@ -21,6 +23,8 @@ use crate::store::{
 pub struct ReceivedCallback {
     pub pending: PendingAuthorization,
     pub signed_in: Result<(GiteaTokens, GiteaUser), UpstreamOutcome>,
+    /// The Gitea application the session is held at.
+    pub app: GiteaApp,
     pub now: UnixTime,
 }
 
@@ -53,10 +57,17 @@ pub async fn receive(
         return Err(PageError::Expired);
     }
     let leg = pending.upstream.as_ref().ok_or(PageError::Expired)?;
-    let signed_in = sign_in::finish(server, leg, &params, now).await;
+    // The application the sign-in went to, decided the same way as when
+    // it started: by the scope the person granted, or the page's.
+    let app = match &pending.flow {
+        PendingSignIn::Client(request) => server.upstream.app_for(granted_access(&request.scope)),
+        PendingSignIn::Page(_) => server.upstream.page_app(),
+    };
+    let signed_in = sign_in::finish(server, app, leg, &params, now).await;
     Ok(ReceivedCallback {
         pending,
         signed_in,
+        app,
         now,
     })
 }

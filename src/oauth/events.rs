@@ -14,8 +14,11 @@ pub enum OAuthEvent<'a> {
         client_id: &'a str,
         auth_method: &'a str,
     },
+    /// With the scope the person granted (`gitea:read`, or with
+    /// `gitea:write`).
     ConsentApproved {
         client_id: &'a str,
+        scope: &'a str,
     },
     ConsentDenied {
         client_id: &'a str,
@@ -67,8 +70,8 @@ impl OAuthEvent<'_> {
                 auth_method,
             } => with_client(EventKind::ClientRegistered, client_id)
                 .detail("auth_method", auth_method),
-            Self::ConsentApproved { client_id } => {
-                with_client(EventKind::ConsentApproved, client_id)
+            Self::ConsentApproved { client_id, scope } => {
+                with_client(EventKind::ConsentApproved, client_id).detail("scope", scope)
             }
             Self::ConsentDenied { client_id } => with_client(EventKind::ConsentDenied, client_id),
             Self::CodeIssued { login, client_id } => {

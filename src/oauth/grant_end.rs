@@ -10,6 +10,7 @@
 //! unredeemed and revoked grants after 30 days (`docs/oauth.md`, Limits).
 
 use super::OAuthServer;
+use super::scopes::granted_access;
 use crate::audit::{Event, EventKind};
 use crate::store::{GrantRecord, StoreError};
 
@@ -33,6 +34,9 @@ pub enum GrantEnding<'a> {
     /// The ID token of Gitea's renewed session did not verify, or named
     /// another user than the grant's.
     UpstreamIdTokenRefused,
+    /// The person gave the same client at the same URL read and write
+    /// (a step-up): the read-only grant it replaces ends.
+    Widened,
 }
 
 impl GrantEnding<'_> {
@@ -45,7 +49,8 @@ impl GrantEnding<'_> {
             Self::CodeMisused
             | Self::RefreshTokenReused
             | Self::UpstreamRefused
-            | Self::UpstreamIdTokenRefused => "gateway",
+            | Self::UpstreamIdTokenRefused
+            | Self::Widened => "gateway",
         }
     }
 
@@ -58,6 +63,7 @@ impl GrantEnding<'_> {
             Self::RefreshTokenReused => "refresh_token_reused",
             Self::UpstreamRefused => "upstream_refused",
             Self::UpstreamIdTokenRefused => "upstream_id_token_refused",
+            Self::Widened => "widened",
         }
     }
 
@@ -103,6 +109,29 @@ impl OAuthServer {
         let mut ended = 0;
         for grant in self.store.list_grants_for_login(login).await? {
             if grant.revoked_at.is_none() && self.end_grant(&grant.id, ending).await? {
+                ended += 1;
+            }
+        }
+        Ok(ended)
+    }
+
+    /// Once a read-write grant is in use, ends the read-only grants it
+    /// widens: the same person, client and MCP URL. How many ended.
+    pub async fn end_grants_widened_by(&self, grant_id: &str) -> Result<u64, StoreError> {
+        let Some(wide) = self.store.get_grant(grant_id).await? else {
+            return Ok(0);
+        };
+        if !granted_access(&wide.scope).may_write() {
+            return Ok(0);
+        }
+        let mut ended = 0;
+        for grant in self.store.list_grants_for_login(&wide.login).await? {
+            let widened = grant.id != wide.id
+                && grant.revoked_at.is_none()
+                && grant.client_id == wide.client_id
+                && grant.resource == wide.resource
+                && !granted_access(&grant.scope).may_write();
+            if widened && self.end_grant(&grant.id, GrantEnding::Widened).await? {
                 ended += 1;
             }
         }
@@ -166,6 +195,7 @@ mod tests {
                 "gateway",
                 "upstream_id_token_refused",
             ),
+            (GrantEnding::Widened, "gateway", "widened"),
         ];
         for (ending, by, reason) in all {
             assert_eq!((ending.by(), ending.reason()), (by, reason));

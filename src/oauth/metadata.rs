@@ -5,6 +5,7 @@
 use serde_json::{Value, json};
 
 use super::OAuthConfig;
+use super::scopes::{MINIMAL_SCOPE, SCOPES};
 
 /// The well-known prefix of the protected-resource documents (RFC 9728
 /// §3.1: the resource's path is appended to it).
@@ -15,7 +16,8 @@ pub fn protected_resource_metadata(config: &OAuthConfig, resource: &str) -> Valu
     json!({
         "resource": resource,
         "authorization_servers": [config.issuer],
-        "scopes_supported": config.scopes_supported,
+        // The minimum (MCP 2026-07-28): writing comes by step-up.
+        "scopes_supported": [MINIMAL_SCOPE],
         "bearer_methods_supported": ["header"],
         "resource_name": "Aegis Gitea MCP",
     })
@@ -30,7 +32,7 @@ pub fn authorization_server_metadata(config: &OAuthConfig) -> Value {
         "token_endpoint": format!("{issuer}/token"),
         "registration_endpoint": format!("{issuer}/register"),
         "revocation_endpoint": format!("{issuer}/revoke"),
-        "scopes_supported": config.scopes_supported,
+        "scopes_supported": SCOPES,
         "response_types_supported": ["code"],
         "response_modes_supported": ["query"],
         "grant_types_supported": ["authorization_code", "refresh_token"],

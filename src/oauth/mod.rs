@@ -30,6 +30,7 @@ pub(crate) mod register;
 pub(crate) mod resolver;
 pub(crate) mod revoke;
 pub(crate) mod scope_text;
+pub mod scopes;
 pub(crate) mod sign_in;
 pub(crate) mod token;
 pub(crate) mod tokens;
@@ -49,10 +50,6 @@ use crate::surface::{MCP_PATH, Surface, catalog_toolsets};
 use clock::Clock;
 use upstream::GiteaOAuth;
 
-/// The one scope our tokens carry: "act on Gitea as the signed-in user,
-/// within the Gitea scopes of `OAUTH_SCOPES`".
-pub const SCOPE: &str = "gitea";
-
 /// Body limit of the OAuth routes and the consent form (SEC-01).
 pub const OAUTH_BODY_LIMIT: usize = 64 * 1024;
 
@@ -67,7 +64,6 @@ pub struct OAuthConfig {
     pub resource: String,
     /// The catalog whose toolsets name the `/mcp/x/…` resources.
     pub catalog: Catalog,
-    pub scopes_supported: Vec<String>,
     pub redirect_allowlist: Vec<String>,
     /// https: cookies get `__Host-` and `Secure`.
     pub secure_cookies: bool,
@@ -93,7 +89,6 @@ impl OAuthConfig {
             catalog,
             secure_cookies: settings.public_base_url.scheme() == "https",
             issuer,
-            scopes_supported: vec![SCOPE.to_owned()],
             redirect_allowlist: settings.oauth_redirect_allowlist.clone(),
             metadata_documents_on_private_addresses: settings
                 .oauth_metadata_documents_on_private_addresses,
@@ -237,7 +232,6 @@ pub(crate) fn test_config() -> OAuthConfig {
         issuer: "https://mcp.example.com".into(),
         resource: "https://mcp.example.com/mcp".into(),
         catalog: Catalog::bundled(),
-        scopes_supported: vec![SCOPE.into()],
         redirect_allowlist: vec![],
         secure_cookies: true,
         metadata_documents_on_private_addresses: false,

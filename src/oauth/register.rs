@@ -13,11 +13,12 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::OAuthServer;
 use super::error::{ErrorCode, OAuthError, no_store_json};
 use super::events::OAuthEvent;
 use super::redirect_uri::check_registrable;
+use super::scopes::asked_access;
 use super::tokens::random_value;
-use super::{OAuthServer, SCOPE};
 use crate::client_address::ClientAddress;
 use crate::hidden_text::is_format_char;
 use crate::store::{
@@ -142,10 +143,8 @@ fn validate(
         &["code"],
         "response_types may contain only code",
     )?;
-    if let Some(scope) = &request.scope
-        && scope.split_whitespace().any(|s| s != SCOPE)
-    {
-        return Err(metadata_error(format!("the only scope is `{SCOPE}`")));
+    if let Err(unknown) = asked_access(request.scope.as_deref()) {
+        return Err(metadata_error(unknown.to_string()));
     }
     let client_name = request
         .client_name

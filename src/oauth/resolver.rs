@@ -15,8 +15,9 @@ use std::sync::{Arc, Mutex};
 use super::OAuthServer;
 use super::events::OAuthEvent;
 use super::id_token::{Expected, IdTokenError};
+use super::scopes::granted_access;
 use super::upstream::UpstreamAuthError;
-use crate::identity::{Identity, IdentityMode, SessionRenewal};
+use crate::identity::{Access, Identity, IdentityMode, SessionRenewal};
 use crate::store::{GrantRecord, hash_secret};
 
 /// Refresh up to this long before Gitea's expiry, so a call does not race
@@ -138,10 +139,11 @@ pub async fn resolve(
     {
         tracing::warn!(error = %err, "grant last-use could not be recorded");
     }
-    Ok(identity_of(server, &grant))
+    // The token's scope, not the grant's: a refresh may have narrowed it.
+    Ok(identity_of(server, &grant, granted_access(&resolved.scope)))
 }
 
-fn identity_of(server: &Arc<OAuthServer>, grant: &GrantRecord) -> Identity {
+fn identity_of(server: &Arc<OAuthServer>, grant: &GrantRecord, access: Access) -> Identity {
     Identity {
         login: Some(grant.login.clone()),
         mode: IdentityMode::Oauth,
@@ -150,7 +152,9 @@ fn identity_of(server: &Arc<OAuthServer>, grant: &GrantRecord) -> Identity {
         renewal: Some(Arc::new(GrantSession {
             server: server.clone(),
             grant: grant.clone(),
+            access,
         })),
+        access,
     }
 }
 
@@ -161,6 +165,8 @@ struct GrantSession {
     /// The grant as resolved: its `gitea_tokens_version` is the one Gitea
     /// refused.
     grant: GrantRecord,
+    /// What the token presented may do.
+    access: Access,
 }
 
 impl std::fmt::Debug for GrantSession {
@@ -179,7 +185,7 @@ impl SessionRenewal for GrantSession {
             .ok()?;
         // The same tokens again: a retry would only be refused again.
         (grant.gitea_tokens_version != self.grant.gitea_tokens_version)
-            .then(|| identity_of(&self.server, &grant))
+            .then(|| identity_of(&self.server, &grant, self.access))
     }
 }
 
@@ -304,7 +310,11 @@ async fn refresh_unless_superseded(
         .await?;
         return Err(ResolveError::InvalidToken);
     };
-    match server.upstream.refresh(&refresh_token, now).await {
+    match server
+        .upstream
+        .refresh(grant.gitea_app, &refresh_token, now)
+        .await
+    {
         Ok(answer) => {
             if let Err(err) =
                 check_refreshed_subject(server, &grant, answer.id_token.as_deref()).await
@@ -390,7 +400,7 @@ async fn check_refreshed_subject(
     let raw = id_token.ok_or(IdTokenError::Missing)?;
     server
         .upstream
-        .id_tokens()
+        .id_tokens(grant.gitea_app)
         .verify(raw, Expected::Subject(subject))
         .await
         .map(drop)

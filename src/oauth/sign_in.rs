@@ -17,7 +17,7 @@ use super::tokens::{PENDING_TTL, random_value};
 use super::upstream::{GiteaUser, UpstreamAuthError};
 use crate::page_kit::cookies::set_cookie;
 use crate::page_kit::with_page_headers;
-use crate::store::{GiteaTokens, SecretHash, UnixTime, UpstreamLeg, hash_secret};
+use crate::store::{GiteaApp, GiteaTokens, SecretHash, UnixTime, UpstreamLeg, hash_secret};
 
 /// Cookie binding a sign-in to the browser that started it.
 pub const BINDING_COOKIE: &str = "aegis_binding";
@@ -39,10 +39,10 @@ pub struct UpstreamStart {
 }
 
 impl UpstreamStart {
-    /// A fresh state and verifier; the browser's binding value
-    /// (`binding_cookie`) is reused when it has one, so concurrent sign-ins
-    /// in one browser coexist.
-    pub fn new(server: &OAuthServer, binding_cookie: Option<&str>) -> Self {
+    /// A fresh state and verifier for a sign-in at Gitea's application
+    /// `app`; the browser's binding value (`binding_cookie`) is reused when
+    /// it has one, so concurrent sign-ins in one browser coexist.
+    pub fn new(server: &OAuthServer, app: GiteaApp, binding_cookie: Option<&str>) -> Self {
         let state = random_value();
         let verifier = random_value();
         let nonce = random_value();
@@ -56,7 +56,9 @@ impl UpstreamStart {
                 binding_hash: hash_secret(&binding),
                 nonce_hash: hash_secret(&nonce),
             },
-            gitea_url: server.upstream.authorize_url(&state, &verifier, &nonce),
+            gitea_url: server
+                .upstream
+                .authorize_url(app, &state, &verifier, &nonce),
             binding,
         }
     }
@@ -102,11 +104,13 @@ pub enum UpstreamOutcome {
     IdTokenRefused(IdTokenError),
 }
 
-/// Gitea's answer at the callback: exchanges the code (client secret plus
-/// our verifier), verifies the ID token against the nonce we sent, and
-/// asks Gitea whether that user is an admin.
+/// Gitea's answer at the callback: exchanges the code at the application
+/// `app` the sign-in went to (client secret plus our verifier), verifies
+/// the ID token against the nonce we sent, and asks Gitea whether that
+/// user is an admin.
 pub async fn finish(
     server: &OAuthServer,
+    app: GiteaApp,
     leg: &UpstreamLeg,
     params: &OAuthParams,
     now: UnixTime,
@@ -121,7 +125,7 @@ pub async fn finish(
     let code = params.get("code").ok_or(UpstreamOutcome::Failed)?;
     let answer = server
         .upstream
-        .exchange_code(code, &leg.pkce_verifier, now)
+        .exchange_code(app, code, &leg.pkce_verifier, now)
         .await
         .map_err(|err| log_failure(err, "code exchange"))?;
     let raw = answer
@@ -130,7 +134,7 @@ pub async fn finish(
         .ok_or(UpstreamOutcome::IdTokenRefused(IdTokenError::Missing))?;
     let verified = server
         .upstream
-        .id_tokens()
+        .id_tokens(app)
         .verify(
             raw,
             Expected::Nonce {

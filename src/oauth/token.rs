@@ -18,6 +18,7 @@ use super::error::{ErrorCode, OAuthError, no_store_json};
 use super::events::OAuthEvent;
 use super::params::OAuthParams;
 use super::pkce::verifier_matches;
+use super::scopes::{asked_access, granted_access, scope_of};
 use super::tokens::{ACCESS_TOKEN_TTL, REFRESH_TOKEN_TTL, new_token};
 use crate::store::{
     ClientRecord, CodeRedemption, NewToken, RefreshOutcome, TokenKind, hash_secret,
@@ -222,7 +223,9 @@ async fn authorization_code(
             "resource does not match the authorization request",
         ));
     }
-    issue(server, client, &record.grant_id, &record.scope, now).await
+    let issued = issue(server, client, &record.grant_id, &record.scope, now).await?;
+    server.end_grants_widened_by(&record.grant_id).await?;
+    Ok(issued)
 }
 
 /// `redirect_uri` at `/token` must equal the authorize request's; it may be
@@ -251,16 +254,15 @@ async fn refresh_token(
     // RFC 6749 §6: a refresh may narrow the scope, never widen it.
     let scope = match asked_scope {
         None => grant.scope.clone(),
-        Some(asked) => {
-            let granted: Vec<&str> = grant.scope.split(' ').collect();
-            if asked.split(' ').any(|s| !granted.contains(&s)) {
+        Some(asked) => match asked_access(Some(asked)) {
+            Ok(access) if access <= granted_access(&grant.scope) => scope_of(access).to_owned(),
+            _ => {
                 return Err(OAuthError::new(
                     ErrorCode::InvalidScope,
                     "the scope asked exceeds the scope granted",
                 ));
             }
-            asked.to_owned()
-        }
+        },
     };
     let access = new_token();
     let refresh = new_token();

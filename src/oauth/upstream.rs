@@ -1,11 +1,19 @@
 //! The gateway as a confidential PKCE client of Gitea's OAuth2 provider
 //! (the `oauth2` crate over our reqwest client): the authorize URL with our
-//! own state and S256 challenge and the `OAUTH_SCOPES` granular scopes, the
+//! own state and S256 challenge and the application's granular scopes, the
 //! code exchange (client secret plus verifier), the refresh, and whether
 //! the signed-in user is a Gitea admin (`/api/v1/user`). Who signed in is
 //! the verified ID token's (`id_token`). Redirects are never followed
 //! and response bodies are bounded; errors are reduced to coarse kinds so
 //! nothing Gitea says (or any token) reaches a log or a client.
+//!
+//! Two applications (see `docs/oauth.md`): Gitea keeps the scopes of a
+//! person's first grant to an application and never widens them, so the
+//! read-write one (`GITEA_OAUTH_CLIENT_ID`, `OAUTH_SCOPES`) holds writing
+//! sessions and the read one (`GITEA_OAUTH_READ_CLIENT_ID`, the `read:`
+//! form of the same categories) holds reading sessions and page sign-ins.
+//! Each is always asked for the same scopes, so whichever sign-in comes
+//! first, its grant at Gitea is the one intended.
 
 use std::time::Duration;
 
@@ -23,7 +31,8 @@ use secrecy::{ExposeSecret, SecretString};
 
 use super::id_token::GiteaIdTokens;
 use crate::config::Settings;
-use crate::store::{GiteaTokens, UnixTime};
+use crate::identity::Access;
+use crate::store::{GiteaApp, GiteaTokens, UnixTime};
 
 /// Bound on any body Gitea's OAuth endpoints or `/api/v1/user` return.
 const MAX_UPSTREAM_BODY: usize = 64 * 1024;
@@ -89,16 +98,25 @@ pub struct GiteaUser {
     pub subject: String,
 }
 
-/// Our confidential client at Gitea.
+/// One of our applications at Gitea: its client and the scopes it asks.
+#[derive(Debug)]
+struct AppClient {
+    client: ConfiguredClient,
+    scopes: Vec<String>,
+    /// ID tokens name the application's client id as their audience.
+    id_tokens: GiteaIdTokens,
+}
+
+/// Our confidential client at Gitea: the read-write application and,
+/// when configured, the read one.
 #[derive(Debug)]
 pub struct GiteaOAuth {
-    client: ConfiguredClient,
+    read_write: AppClient,
+    read: Option<AppClient>,
     http: reqwest::Client,
     user_url: String,
-    scopes: Vec<String>,
     /// Gitea's base URL as people know it (no trailing `/`), for pages.
     gitea_base_url: String,
-    id_tokens: GiteaIdTokens,
 }
 
 impl GiteaOAuth {
@@ -115,16 +133,6 @@ impl GiteaOAuth {
         secret: &SecretString,
     ) -> Result<Self, UpstreamAuthError> {
         let gitea = settings.gitea_url.as_str().trim_end_matches('/');
-        let issuer = settings.public_base_url.as_str().trim_end_matches('/');
-        let bad = |_| UpstreamAuthError::Unavailable;
-        let client: ConfiguredClient = Client::new(ClientId::new(client_id.clone()))
-            .set_client_secret(ClientSecret::new(secret.expose_secret().to_owned()))
-            .set_auth_uri(AuthUrl::new(format!("{gitea}/login/oauth/authorize")).map_err(bad)?)
-            .set_token_uri(TokenUrl::new(format!("{gitea}/login/oauth/access_token")).map_err(bad)?)
-            .set_redirect_uri(RedirectUrl::new(format!("{issuer}/oauth/callback")).map_err(bad)?)
-            // Gitea reads credentials from the body or Basic; the body form
-            // avoids any disagreement on how Basic values are URL-encoded.
-            .set_auth_type(AuthType::RequestBody);
         // No proxy from the environment: the client secret and people's
         // tokens go to Gitea directly, as the tool calls do.
         let http = reqwest::Client::builder()
@@ -133,12 +141,22 @@ impl GiteaOAuth {
             .timeout(settings.limits.gitea_timeout.min(Duration::from_secs(30)))
             .build()
             .map_err(|_| UpstreamAuthError::Unavailable)?;
+        let app = |client_id: &str, secret: &SecretString, scopes: Vec<String>| {
+            Ok::<_, UpstreamAuthError>(AppClient {
+                client: configured_client(settings, client_id, secret)?,
+                scopes,
+                id_tokens: GiteaIdTokens::new(client_id, gitea, http.clone()),
+            })
+        };
+        let read = match &settings.gitea_oauth_read_client {
+            Some((id, secret)) => Some(app(id, secret, read_scopes(&settings.oauth_scopes))?),
+            None => None,
+        };
         Ok(Self {
-            client,
-            id_tokens: GiteaIdTokens::new(&client_id, gitea, http.clone()),
+            read_write: app(&client_id, secret, settings.oauth_scopes.clone())?,
+            read,
             http,
             user_url: format!("{}/user", settings.gitea_api_base()),
-            scopes: settings.oauth_scopes.clone(),
             gitea_base_url: gitea.to_owned(),
         })
     }
@@ -148,32 +166,64 @@ impl GiteaOAuth {
         &self.gitea_base_url
     }
 
-    /// The granular Gitea scopes requested.
-    pub fn scopes(&self) -> &[String] {
-        &self.scopes
+    /// The application a session with `access` is held at: the read one
+    /// for reading when it is configured, else the read-write one.
+    pub fn app_for(&self, access: Access) -> GiteaApp {
+        match (access, &self.read) {
+            (Access::Read, Some(_)) => GiteaApp::Read,
+            _ => GiteaApp::ReadWrite,
+        }
     }
 
-    /// Gitea's ID-token verifier.
-    pub fn id_tokens(&self) -> &GiteaIdTokens {
-        &self.id_tokens
+    /// The application of a page sign-in (`/account`, `/admin`): the
+    /// pages only need to know who you are and whether you are an admin.
+    pub fn page_app(&self) -> GiteaApp {
+        self.app_for(Access::Read)
     }
 
-    /// Gitea's authorize URL for one sign-in: our `state`, the S256
-    /// challenge of our `verifier`, the `nonce` the ID token must carry,
-    /// and the configured granular scopes (never empty: Gitea widens an
-    /// empty or OIDC-only scope to full access) plus [`OIDC_SCOPES`].
-    pub fn authorize_url(&self, state: &str, verifier: &str, nonce: &str) -> String {
+    /// Whether a read application is configured.
+    pub fn has_read_app(&self) -> bool {
+        self.read.is_some()
+    }
+
+    fn app(&self, app: GiteaApp) -> &AppClient {
+        match (app, &self.read) {
+            (GiteaApp::Read, Some(read)) => read,
+            // A grant of the read application after it was removed from
+            // the settings: its refresh fails at the other one, and the
+            // person signs in again.
+            _ => &self.read_write,
+        }
+    }
+
+    /// The granular Gitea scopes `app` asks for.
+    pub fn scopes(&self, app: GiteaApp) -> &[String] {
+        &self.app(app).scopes
+    }
+
+    /// Gitea's ID-token verifier for `app`'s tokens.
+    pub fn id_tokens(&self, app: GiteaApp) -> &GiteaIdTokens {
+        &self.app(app).id_tokens
+    }
+
+    /// Gitea's authorize URL for one sign-in at `app`: our `state`, the
+    /// S256 challenge of our `verifier`, the `nonce` the ID token must
+    /// carry, and the application's granular scopes (never empty: Gitea
+    /// widens an empty or OIDC-only scope to full access) plus
+    /// [`OIDC_SCOPES`].
+    pub fn authorize_url(&self, app: GiteaApp, state: &str, verifier: &str, nonce: &str) -> String {
+        let app = self.app(app);
         let challenge =
             PkceCodeChallenge::from_code_verifier_sha256(&PkceCodeVerifier::new(verifier.into()));
         let state = state.to_owned();
-        let (url, _) = self
+        let (url, _) = app
             .client
             .authorize_url(move || CsrfToken::new(state))
             .add_scopes(
                 OIDC_SCOPES
                     .iter()
                     .map(|s| (*s).to_owned())
-                    .chain(self.scopes.iter().cloned())
+                    .chain(app.scopes.iter().cloned())
                     .map(Scope::new),
             )
             .add_extra_param("nonce", nonce)
@@ -185,6 +235,7 @@ impl GiteaOAuth {
     /// Exchanges Gitea's code (confidential client: secret and verifier).
     pub async fn exchange_code(
         &self,
+        app: GiteaApp,
         code: &str,
         verifier: &SecretString,
         now: UnixTime,
@@ -192,6 +243,7 @@ impl GiteaOAuth {
         let http = self.http.clone();
         let send = move |request| send(http.clone(), request);
         let response = self
+            .app(app)
             .client
             .exchange_code(AuthorizationCode::new(code.to_owned()))
             .set_pkce_verifier(PkceCodeVerifier::new(verifier.expose_secret().to_owned()))
@@ -205,6 +257,7 @@ impl GiteaOAuth {
     /// token each time; if it did not, the old one is kept.
     pub async fn refresh(
         &self,
+        app: GiteaApp,
         refresh_token: &SecretString,
         now: UnixTime,
     ) -> Result<TokenAnswer, UpstreamAuthError> {
@@ -212,6 +265,7 @@ impl GiteaOAuth {
         let send = move |request| send(http.clone(), request);
         let presented = RefreshToken::new(refresh_token.expose_secret().to_owned());
         let response = self
+            .app(app)
             .client
             .exchange_refresh_token(&presented)
             .request_async(&send)
@@ -258,6 +312,44 @@ impl GiteaOAuth {
         }
         Ok(user.is_admin)
     }
+}
+
+/// The `oauth2` client of one application, redirected back to our
+/// callback.
+fn configured_client(
+    settings: &Settings,
+    client_id: &str,
+    secret: &SecretString,
+) -> Result<ConfiguredClient, UpstreamAuthError> {
+    let gitea = settings.gitea_url.as_str().trim_end_matches('/');
+    let issuer = settings.public_base_url.as_str().trim_end_matches('/');
+    let bad = |_| UpstreamAuthError::Unavailable;
+    Ok(Client::new(ClientId::new(client_id.to_owned()))
+        .set_client_secret(ClientSecret::new(secret.expose_secret().to_owned()))
+        .set_auth_uri(AuthUrl::new(format!("{gitea}/login/oauth/authorize")).map_err(bad)?)
+        .set_token_uri(TokenUrl::new(format!("{gitea}/login/oauth/access_token")).map_err(bad)?)
+        .set_redirect_uri(RedirectUrl::new(format!("{issuer}/oauth/callback")).map_err(bad)?)
+        // Gitea reads credentials from the body or Basic; the body form
+        // avoids any disagreement on how Basic values are URL-encoded.
+        .set_auth_type(AuthType::RequestBody))
+}
+
+/// The read application's scopes: `read:` of every category of
+/// `OAUTH_SCOPES` (in its order), and `read:user`, which telling who
+/// signed in and whether they are an admin needs.
+pub fn read_scopes(oauth_scopes: &[String]) -> Vec<String> {
+    let mut read: Vec<String> = Vec::new();
+    let categories = oauth_scopes
+        .iter()
+        .filter_map(|scope| scope.split_once(':').map(|(_, category)| category))
+        .chain(["user"]);
+    for category in categories {
+        let scope = format!("read:{category}");
+        if !read.contains(&scope) {
+            read.push(scope);
+        }
+    }
+    read
 }
 
 /// The `oauth2` crate's HTTP function, over our reqwest client. Takes the
@@ -334,5 +426,37 @@ fn answer_from(
     TokenAnswer {
         tokens,
         id_token: response.extra_fields().id_token.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn owned(scopes: &[&str]) -> Vec<String> {
+        scopes.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn the_read_application_asks_read_of_every_category_and_the_user() {
+        let default = owned(crate::config::DEFAULT_OAUTH_SCOPES);
+        let read = read_scopes(&default);
+        assert!(read.iter().all(|s| s.starts_with("read:")), "{read:?}");
+        assert_eq!(
+            read,
+            owned(&[
+                "read:user",
+                "read:repository",
+                "read:issue",
+                "read:organization",
+                "read:notification",
+                "read:package",
+                "read:misc",
+            ])
+        );
+        assert_eq!(
+            read_scopes(&owned(&["write:issue"])),
+            owned(&["read:issue", "read:user"])
+        );
     }
 }

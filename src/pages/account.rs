@@ -17,7 +17,7 @@ use super::session::{CheckedForm, ReturnTo, SignedIn, signed_in};
 use crate::connector_snippets::{ConnectorSnippet, connector_snippets};
 use crate::oauth::OAuthServer;
 use crate::page_kit::{PageError, render_page, with_page_headers};
-use crate::store::{ClientRecord, StoreError};
+use crate::store::{ClientRecord, GiteaApp, StoreError};
 
 #[derive(Template)]
 #[template(path = "sign_in.html")]
@@ -52,8 +52,10 @@ struct AccountPage {
     csrf_token: String,
     notice: Option<&'static str>,
     grants: Vec<GrantRow>,
-    /// What the Gitea session of every connection may do, in plain words.
-    gitea_access: Vec<String>,
+    /// What a reading and a writing connection's Gitea session may do, in
+    /// plain words.
+    gitea_read_access: Vec<String>,
+    gitea_write_access: Vec<String>,
     mcp_url: String,
     snippets: Vec<ConnectorSnippet>,
 }
@@ -114,16 +116,22 @@ pub async fn account(
             _ => None,
         },
         grants: grant_rows(&grants, &clients, server.config().server_read_only),
-        gitea_access: server
-            .upstream()
-            .scopes()
-            .iter()
-            .map(|scope| describe_gitea_scope(scope))
-            .collect(),
+        gitea_read_access: described_session(&server, GiteaApp::Read),
+        gitea_write_access: described_session(&server, GiteaApp::ReadWrite),
         snippets: connector_snippets(&mcp_url),
         mcp_url,
     };
     Ok(render_page(StatusCode::OK, &page))
+}
+
+/// What a Gitea session at `app` may do, one line per scope.
+fn described_session(server: &OAuthServer, app: GiteaApp) -> Vec<String> {
+    server
+        .upstream()
+        .scopes(app)
+        .iter()
+        .map(|scope| describe_gitea_scope(scope))
+        .collect()
 }
 
 /// `POST /account/grants/revoke`: one of the person's own grants.

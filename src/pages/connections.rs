@@ -1,12 +1,14 @@
 //! How grants and clients look on the pages: one row per grant with its
 //! client's name, redirect host and registration kind, the MCP URL it
-//! works at and whether it may write there, and dates in UTC. Pure
+//! works at, whether it may write there (the URL and the scope the person
+//! granted), which Gitea session it holds, and dates in UTC. Pure
 //! functions of store records.
 
 use std::collections::HashMap;
 
+use crate::oauth::scopes::granted_access;
 use crate::page_kit::{host_of, visible_text};
-use crate::store::{ClientRecord, GrantRecord, Registration, UnixTime};
+use crate::store::{ClientRecord, GiteaApp, GrantRecord, Registration, UnixTime};
 
 /// Longest client name shown (registration already bounds it; this keeps
 /// a page readable whatever the store holds).
@@ -24,8 +26,12 @@ pub struct GrantRow {
     /// The MCP URL's path the grant's tokens work at (`/mcp`,
     /// `/mcp/x/issue/readonly`): two connections of one client differ here.
     pub tools_at: String,
-    /// What the connection may do at that URL: `read only` or `read and write`.
+    /// What the connection may do at that URL: `read only` or `read and
+    /// write` (a read-only URL, or a grant of `gitea:read` alone, reads).
     pub may: &'static str,
+    /// The Gitea session it holds: `read scopes` (the read application)
+    /// or `read and write scopes`.
+    pub gitea_session: &'static str,
     pub created: String,
     pub last_used: String,
 }
@@ -94,7 +100,8 @@ pub fn grant_rows(
         .iter()
         .map(|grant| {
             let client = clients.get(&grant.client_id);
-            let (tools_at, read_only) = connection_at(&grant.resource, server_read_only);
+            let (tools_at, url_read_only) = connection_at(&grant.resource, server_read_only);
+            let read_only = url_read_only || !granted_access(&grant.scope).may_write();
             GrantRow {
                 id: grant.id.clone(),
                 login: grant.login.clone(),
@@ -107,6 +114,10 @@ pub fn grant_rows(
                 registration: registration(client),
                 tools_at,
                 may: may_do(read_only),
+                gitea_session: match grant.gitea_app {
+                    GiteaApp::Read => "read scopes",
+                    GiteaApp::ReadWrite => "read and write scopes",
+                },
                 created: format_time(grant.created_at),
                 last_used: grant
                     .last_used_at

@@ -163,7 +163,7 @@ pub async fn start_sign_in(
     let now = server.now();
     let secure = server.config().secure_cookies;
     let binding = read_cookie(&headers, BINDING_COOKIE, secure);
-    let start = UpstreamStart::new(&server, binding.as_deref());
+    let start = UpstreamStart::new(&server, server.upstream().page_app(), binding.as_deref());
     let pending = PendingAuthorization {
         id_hash: hash_secret(&random_value()),
         flow: PendingSignIn::Page(query.next.page()),

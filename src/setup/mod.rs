@@ -39,16 +39,42 @@ pub enum SetupError {
     Output(#[from] OutputError),
     #[error(transparent)]
     Gitea(#[from] GiteaError),
-    /// The OAuth2 application exists in Gitea, but the file that would
-    /// hold its secret was not written.
-    #[error(
-        "{cause}\nThe OAuth2 application \"{name}\" (id {id}) was created in Gitea but its secret was not saved: delete it in Gitea (Settings → Applications, or DELETE /api/v1/user/applications/oauth2/{id}) before running setup again"
-    )]
-    AfterApp {
+    /// OAuth2 applications exist in Gitea (name and id of each), but the
+    /// file that would hold their secrets was not written.
+    #[error("{cause}\n{}", deletion_advice(apps))]
+    AfterApps {
         cause: String,
-        name: String,
-        id: i64,
+        apps: Vec<(String, i64)>,
     },
+}
+
+/// What to delete in Gitea after a setup that stopped past creating `apps`.
+fn deletion_advice(apps: &[(String, i64)]) -> String {
+    apps.iter()
+        .map(|(name, id)| format!(
+            "The OAuth2 application \"{name}\" (id {id}) was created in Gitea but its secret was not saved: delete it in Gitea (Settings → Applications, or DELETE /api/v1/user/applications/oauth2/{id}) before running setup again"
+        ))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The two OAuth2 applications the gateway is at Gitea (`docs/oauth.md`):
+/// Gitea keeps the scopes of a person's first grant to an application, so
+/// reading and writing sessions need one each.
+struct OAuthApps {
+    /// `GITEA_OAUTH_CLIENT_ID`: writing sessions.
+    read_write: OAuthApp,
+    /// `GITEA_OAUTH_READ_CLIENT_ID`: reading sessions and page sign-ins.
+    read: OAuthApp,
+}
+
+impl OAuthApps {
+    fn created(&self) -> Vec<(String, i64)> {
+        [&self.read_write, &self.read]
+            .iter()
+            .map(|app| (app.name.clone(), app.id))
+            .collect()
+    }
 }
 
 impl From<AnswerError> for SetupError {
@@ -115,27 +141,16 @@ pub async fn run(args: SetupArgs) -> Result<(), SetupError> {
             }
         ),
     );
-    let app = match &answers.oauth_app_name {
+    let apps = match &answers.oauth_app_name {
         None => None,
-        Some(name) => {
-            let app = gitea.create_oauth_app(name, &plan.redirect_uri).await?;
-            say(
-                &mut out,
-                format!(
-                    "✓ created the confidential OAuth2 application \"{}\" in Gitea (id {}), redirect URI {}",
-                    app.name, app.id, plan.redirect_uri
-                ),
-            );
-            Some(app)
-        }
+        Some(name) => Some(create_apps(&gitea, name, &plan.redirect_uri, &mut out).await?),
     };
 
-    if let Err(err) = write_file(pending, &plan, &answers, &secrets, app.as_ref()) {
-        return Err(match app {
-            Some(app) => SetupError::AfterApp {
+    if let Err(err) = write_file(pending, &plan, &answers, &secrets, apps.as_ref()) {
+        return Err(match apps {
+            Some(apps) => SetupError::AfterApps {
                 cause: err.to_string(),
-                name: app.name,
-                id: app.id,
+                apps: apps.created(),
             },
             None => err,
         });
@@ -143,10 +158,39 @@ pub async fn run(args: SetupArgs) -> Result<(), SetupError> {
     let summary = Summary {
         plan: &plan,
         path: &answers.output,
-        oauth: app.is_some(),
+        oauth: apps.is_some(),
     };
     say(&mut out, summary.render());
     Ok(())
+}
+
+/// Creates the read-write application `name` and the read one
+/// `name (read only)`; if the second fails, the error names the first
+/// for deletion.
+async fn create_apps(
+    gitea: &Gitea,
+    name: &str,
+    redirect_uri: &str,
+    out: &mut impl Write,
+) -> Result<OAuthApps, SetupError> {
+    let read_write = gitea.create_oauth_app(name, redirect_uri).await?;
+    let read = gitea
+        .create_oauth_app(&format!("{name} (read only)"), redirect_uri)
+        .await
+        .map_err(|err| SetupError::AfterApps {
+            cause: err.to_string(),
+            apps: vec![(read_write.name.clone(), read_write.id)],
+        })?;
+    for (app, what) in [(&read_write, "reading and writing"), (&read, "reading")] {
+        say(
+            out,
+            format!(
+                "✓ created the confidential OAuth2 application \"{}\" in Gitea (id {}) for {what} sessions, redirect URI {redirect_uri}",
+                app.name, app.id
+            ),
+        );
+    }
+    Ok(OAuthApps { read_write, read })
 }
 
 /// Everything decided before Gitea is asked anything.
@@ -165,15 +209,20 @@ struct Plan {
 /// Stands in for the OAuth client id and secret until Gitea issues them,
 /// so the first validation already sees OAuth configured.
 const PLACEHOLDER_CLIENT: &str = "setup-placeholder";
+const PLACEHOLDER_READ_CLIENT: &str = "setup-placeholder-read";
 
 impl Plan {
     /// Validates the answers and secrets exactly as `serve` would read them.
     fn new(answers: &Answers, secrets: &Generated) -> Result<Self, SetupError> {
-        let placeholder = answers.oauth_app_name.as_ref().map(|_| OAuthApp {
+        let placeholder_app = |client: &str| OAuthApp {
             id: 0,
             name: String::new(),
-            client_id: PLACEHOLDER_CLIENT.to_owned(),
-            client_secret: SecretString::from(PLACEHOLDER_CLIENT.to_owned()),
+            client_id: client.to_owned(),
+            client_secret: SecretString::from(client.to_owned()),
+        };
+        let placeholder = answers.oauth_app_name.as_ref().map(|_| OAuthApps {
+            read_write: placeholder_app(PLACEHOLDER_CLIENT),
+            read: placeholder_app(PLACEHOLDER_READ_CLIENT),
         });
         let pairs = pairs(
             &answers.gitea_url,
@@ -220,7 +269,7 @@ fn pairs(
     public_base_url: &str,
     answers: &Answers,
     secrets: &Generated,
-    app: Option<&OAuthApp>,
+    apps: Option<&OAuthApps>,
 ) -> Vec<(&'static str, String)> {
     let secret = |s: &SecretString| s.expose_secret().to_owned();
     let mut pairs = vec![
@@ -236,9 +285,17 @@ fn pairs(
         ),
         ("AUDIT_HMAC_KEY", secret(&secrets.audit_hmac_key)),
     ];
-    if let Some(app) = app {
-        pairs.push(("GITEA_OAUTH_CLIENT_ID", app.client_id.clone()));
-        pairs.push(("GITEA_OAUTH_CLIENT_SECRET", secret(&app.client_secret)));
+    if let Some(OAuthApps { read_write, read }) = apps {
+        pairs.push(("GITEA_OAUTH_CLIENT_ID", read_write.client_id.clone()));
+        pairs.push((
+            "GITEA_OAUTH_CLIENT_SECRET",
+            secret(&read_write.client_secret),
+        ));
+        pairs.push(("GITEA_OAUTH_READ_CLIENT_ID", read.client_id.clone()));
+        pairs.push((
+            "GITEA_OAUTH_READ_CLIENT_SECRET",
+            secret(&read.client_secret),
+        ));
     }
     pairs
 }
@@ -259,16 +316,16 @@ fn write_file(
     plan: &Plan,
     answers: &Answers,
     secrets: &Generated,
-    app: Option<&OAuthApp>,
+    apps: Option<&OAuthApps>,
 ) -> Result<(), SetupError> {
     let pairs = pairs(
         &plan.gitea_url,
         &plan.public_base_url,
         answers,
         secrets,
-        app,
+        apps,
     );
-    let text = env_file::render(&header(plan, app), &pairs)?;
+    let text = env_file::render(&header(plan, apps), &pairs)?;
     let read_back = dotenvy::from_read_iter(text.as_bytes())
         .collect::<Result<Vec<(String, String)>, _>>()
         .map_err(|_| {
@@ -284,7 +341,7 @@ fn write_file(
     Ok(())
 }
 
-fn header(plan: &Plan, app: Option<&OAuthApp>) -> Vec<String> {
+fn header(plan: &Plan, apps: Option<&OAuthApps>) -> Vec<String> {
     let mut lines = vec![
         format!(
             "Written by `aegis-gitea-mcp setup` (version {}) at {}.",
@@ -293,10 +350,10 @@ fn header(plan: &Plan, app: Option<&OAuthApp>) -> Vec<String> {
         ),
         format!("Gitea: {}", plan.gitea_url),
     ];
-    if let Some(app) = app {
+    if let Some(OAuthApps { read_write, read }) = apps {
         lines.push(format!(
-            "OAuth2 application in Gitea: \"{}\" (id {}), redirect URI {}",
-            app.name, app.id, plan.redirect_uri
+            "OAuth2 applications in Gitea: \"{}\" (id {}, reading and writing) and \"{}\" (id {}, reading), redirect URI {}",
+            read_write.name, read_write.id, read.name, read.id, plan.redirect_uri
         ));
     }
     lines.push("This file holds secrets: keep it mode 0600 and out of version control.".to_owned());
@@ -327,7 +384,7 @@ impl Summary<'_> {
         line(format!(
             "✓ wrote {shown} (mode 0600) with GITEA_URL, GITEA_TOKEN, MCP_HOST, MCP_PORT, PUBLIC_BASE_URL{}, and a fresh MCP_BEARER_TOKEN, TOKEN_ENCRYPTION_KEY and AUDIT_HMAC_KEY",
             if self.oauth {
-                ", GITEA_OAUTH_CLIENT_ID, GITEA_OAUTH_CLIENT_SECRET"
+                ", GITEA_OAUTH_CLIENT_ID, GITEA_OAUTH_CLIENT_SECRET, GITEA_OAUTH_READ_CLIENT_ID, GITEA_OAUTH_READ_CLIENT_SECRET"
             } else {
                 ""
             }
@@ -453,19 +510,27 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_write_after_the_app_names_it_for_deletion() {
-        let err = SetupError::AfterApp {
+    fn a_failed_write_after_the_apps_names_each_for_deletion() {
+        let err = SetupError::AfterApps {
             cause: "/srv/.env could not be written: No space left on device".to_owned(),
-            name: "Aegis Gitea MCP".to_owned(),
-            id: 42,
+            apps: vec![
+                ("Aegis Gitea MCP".to_owned(), 42),
+                ("Aegis Gitea MCP (read only)".to_owned(), 43),
+            ],
         };
         let msg = err.to_string();
         assert!(msg.starts_with("/srv/.env could not be written"), "{msg}");
         assert!(msg.contains("\"Aegis Gitea MCP\" (id 42)"), "{msg}");
         assert!(
-            msg.contains("DELETE /api/v1/user/applications/oauth2/42"),
+            msg.contains("\"Aegis Gitea MCP (read only)\" (id 43)"),
             "{msg}"
         );
+        for id in [42, 43] {
+            assert!(
+                msg.contains(&format!("DELETE /api/v1/user/applications/oauth2/{id}")),
+                "{msg}"
+            );
+        }
     }
 
     #[test]

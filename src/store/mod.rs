@@ -117,12 +117,14 @@ pub trait PendingStore: Send + Sync {
         id_hash: &SecretHash,
         now: UnixTime,
     ) -> Result<Option<PendingAuthorization>, StoreError>;
-    /// Records the approval's upstream leg, once: false when the request is
-    /// unknown, expired or already approved.
+    /// Records the approval's upstream leg and the scope the person
+    /// granted (which replaces the one asked for), once: false when the
+    /// request is unknown, expired or already approved.
     async fn approve_pending(
         &self,
         id_hash: &SecretHash,
         upstream: &UpstreamLeg,
+        granted_scope: &str,
         now: UnixTime,
     ) -> Result<bool, StoreError>;
     /// Removes a pending authorization (denied). Returns whether it existed.

@@ -67,6 +67,34 @@ impl Registration {
     }
 }
 
+/// Which of the gateway's OAuth applications at Gitea a session is held
+/// at: Gitea keeps the scopes of a person's first grant to an
+/// application, so reading and writing sessions need one each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GiteaApp {
+    /// `GITEA_OAUTH_READ_CLIENT_ID`: `read:` scopes only.
+    Read,
+    /// `GITEA_OAUTH_CLIENT_ID`: `OAUTH_SCOPES`.
+    ReadWrite,
+}
+
+impl GiteaApp {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Read => "read",
+            Self::ReadWrite => "read_write",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "read" => Some(Self::Read),
+            "read_write" => Some(Self::ReadWrite),
+            _ => None,
+        }
+    }
+}
+
 /// A registered client.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClientRecord {
@@ -345,6 +373,8 @@ pub struct GrantRecord {
     /// Gitea's user id (the verified ID token's `sub`); every upstream
     /// refresh's ID token must name it. `None` for grants from before.
     pub gitea_subject: Option<String>,
+    /// The Gitea application that issued `gitea` (and renews it).
+    pub gitea_app: GiteaApp,
     /// Bumped by every replacement of `gitea` (an upstream refresh): the
     /// version a refresh read is the one it may replace.
     pub gitea_tokens_version: i64,

@@ -139,7 +139,7 @@ class Client:
             "code_challenge": challenge,
             "code_challenge_method": "S256",
             "resource": GATEWAY + path,
-            "scope": "gitea",
+            "scope": "gitea:read",
             "state": self.state,
         }
         return GATEWAY + "/authorize?" + urllib.parse.urlencode(query)
@@ -266,27 +266,45 @@ def test_account_revoke(browser):
     context.close()
 
 
+def choose_read_and_write(page):
+    """On our consent page: "read only" is preselected; the person picks "read and write"."""
+    check(page.is_checked("input[name=access][value=read]"), "read only is the default")
+    page.check("input[name=access][value=write]")
+    check(page.is_checked("input[name=access][value=write]"), "read and write chosen")
+
+
+def no_choice_on_a_readonly_url(page):
+    check(page.locator("input[name=access]").count() == 0, "a /readonly URL offers no write")
+
+
 def test_account_tells_connections_apart(browser):
-    """4b. One client connected at /mcp, /mcp/x/issue and /mcp/readonly: three /account rows that differ in their URL and in what they may do."""
+    """4b. One client connected at /mcp (read and write chosen), /mcp/x/issue (read only, the default) and /mcp/readonly: three /account rows that differ in their URL, what they may do and their Gitea session."""
     name = "Three URLs %s" % RUN
     client = Client(name)
     context = browser.context()
     page = browser.page(context)
-    for path, label in (("/mcp", "three-default"), ("/mcp/x/issue", "three-issue"), ("/mcp/readonly", "three-readonly")):
-        consent_and_sign_in(browser, page, client.authorize_url(path), name, ALICE, label, client.listener)
+    for path, label, on_consent in (
+        ("/mcp", "three-default", choose_read_and_write),
+        ("/mcp/x/issue", "three-issue", None),
+        ("/mcp/readonly", "three-readonly", no_choice_on_a_readonly_url),
+    ):
+        consent_and_sign_in(browser, page, client.authorize_url(path), name, ALICE, label, client.listener, on_consent)
         check(client.captured.get("state") == client.state, "state came back: %s" % client.captured)
         client.redeem(client.captured["code"], path)
     page.close()
     page, _ = sign_in_to_pages(browser, context, ALICE, "three-account", "/account")
     rows = account_row(page, name)
     check(rows.count() == 3, "three rows for one client at three URLs (%d)" % rows.count())
-    shown = sorted(
-        (rows.nth(i).locator("td[data-label='Tools at']").inner_text(), rows.nth(i).locator("td[data-label='May']").inner_text())
-        for i in range(3)
-    )
+    cell = lambda i, label: rows.nth(i).locator("td[data-label='%s']" % label).inner_text()  # noqa: E731
+    shown = sorted((cell(i, "Tools at"), cell(i, "May"), cell(i, "Gitea session")) for i in range(3))
     check(
-        shown == [("/mcp", "read and write"), ("/mcp/readonly", "read only"), ("/mcp/x/issue", "read and write")],
-        "each row names its URL and what it may do: %s" % shown,
+        shown
+        == [
+            ("/mcp", "read and write", "read and write scopes"),
+            ("/mcp/readonly", "read only", "read scopes"),
+            ("/mcp/x/issue", "read only", "read scopes"),
+        ],
+        "each row names its URL, what it may do and its Gitea session: %s" % shown,
     )
     browser.shot(page, "account-three-connections")
     step("  /account tells the three connections apart: %s" % shown)

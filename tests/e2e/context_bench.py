@@ -911,7 +911,7 @@ def hide_secrets(value, secrets_to_hide):
 
 def fixture_secrets(fixture):
     values = [fixture["admin"]["token"], fixture["user"]["token"], fixture["admin"]["password"], fixture["user"]["password"]]
-    values += [fixture["oauth"]["client_secret"], fixture["planted_secret"], fixture["actions_secret"]["value"]]
+    values += [fixture["oauth"]["client_secret"], fixture["oauth_read"]["client_secret"], fixture["planted_secret"], fixture["actions_secret"]["value"]]
     values.append(fixture["hook"]["authorization_header"])
     return [v for v in values if v and len(v) >= 4]
 

@@ -99,6 +99,8 @@ def start_gateway(fixture, data_dir, database_url=None, extra_env=None, max_open
         "DATA_DIR": data_dir,
         "GITEA_OAUTH_CLIENT_ID": fixture["oauth"]["client_id"],
         "GITEA_OAUTH_CLIENT_SECRET": fixture["oauth"]["client_secret"],
+        "GITEA_OAUTH_READ_CLIENT_ID": fixture["oauth_read"]["client_id"],
+        "GITEA_OAUTH_READ_CLIENT_SECRET": fixture["oauth_read"]["client_secret"],
         "TOKEN_ENCRYPTION_KEY": secrets.token_urlsafe(32),
         # A scripted person signs in far faster than a real one: the
         # default (20 a minute per IP) is not what these tests are about.
@@ -135,13 +137,14 @@ def start_gateway(fixture, data_dir, database_url=None, extra_env=None, max_open
     raise AssertionError("the gateway did not start")
 
 
-def run_against_gateway(fixture, prefix, step, main, extra_env=None):
-    """Runs the coroutine function `main` against a fresh gateway."""
+def run_against_gateway(fixture, prefix, step, main, extra_env=None, pass_data_dir=False):
+    """Runs the coroutine function `main` against a fresh gateway (with
+    `pass_data_dir`, `main(data_dir)`)."""
     data_dir = tempfile.mkdtemp(prefix=prefix)
     gateway = start_gateway(fixture, data_dir, database_url=os.environ.get("DATABASE_URL"), extra_env=extra_env)
     step("gateway up at %s (data in %s)" % (fixture["gateway_url"].rstrip("/"), data_dir))
     try:
-        asyncio.run(main())
+        asyncio.run(main(data_dir) if pass_data_dir else main())
         step("PASS")
     except BaseException:
         step("FAIL; gateway log follows")

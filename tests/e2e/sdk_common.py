@@ -144,7 +144,7 @@ def authorization_url(gateway, client, redirect_uri, **overrides):
         "code_challenge_method": "S256",
         "state": secrets.token_urlsafe(12),
         "resource": gateway + "/mcp",
-        "scope": "gitea",
+        "scope": "gitea:read",
         **overrides,
     }
     return gateway + "/authorize?" + urllib.parse.urlencode(params), verifier
@@ -186,6 +186,12 @@ class Forms(html.parser.HTMLParser):
         elif tag in ("input", "button") and self.forms and attrs.get("name"):
             if attrs.get("type") in ("checkbox",):
                 return
+            if attrs.get("type") == "radio":
+                # A browser sends the checked one only.
+                if "checked" in attrs:
+                    self.forms[-1]["fields"][attrs["name"]] = attrs.get("value") or ""
+                    self.forms[-1].setdefault("preselected", {})[attrs["name"]] = attrs.get("value") or ""
+                return
             self.forms[-1]["fields"].setdefault(attrs["name"], attrs.get("value") or "")
 
 
@@ -197,15 +203,20 @@ def forms_of(page):
 
 class Person:
     """A browser's worth of behaviour: follows redirects by hand, keeps
-    cookies, approves our consent page, signs in at Gitea and grants."""
+    cookies, approves our consent page, signs in at Gitea and grants.
+    `access` is the choice on our consent page ("read", "write"); None
+    keeps what the page preselects. Each consent page's preselection is
+    kept in `preselected`."""
 
-    def __init__(self, gateway, client_callback, login, password):
+    def __init__(self, gateway, client_callback, login, password, access=None):
         self.gateway = gateway.rstrip("/")
         self.client_callback = client_callback
         self.login = login
         self.password = password
+        self.access = access
         self.http = httpx2.Client(follow_redirects=False, timeout=30)
         self.pages = []
+        self.preselected = []
 
     def sign_in(self, authorization_url):
         """Walks from the client's authorization URL to the redirect back to
@@ -230,7 +241,10 @@ class Person:
             if action == self.gateway + "/authorize/consent":
                 check("csrf_token" in fields, "our consent form has a CSRF token")
                 self.pages.append("gateway consent")
+                self.preselected.append(form.get("preselected", {}).get("access"))
                 fields["decision"] = "approve"
+                if self.access and "access" in fields:
+                    fields["access"] = self.access
             elif urllib.parse.urlparse(action).path == "/user/login":
                 self.pages.append("gitea login")
                 fields.update({"user_name": self.login, "password": self.password})

@@ -262,19 +262,25 @@ def main():
     secret_value = "s3cr3t-" + secrets.token_hex(12)
     admin("PUT", R + "/actions/secrets/" + q(SECRET_NAME), {"data": secret_value, "description": "e2e"})
 
-    # --- OAuth2 application (confidential, owned by the admin) ---------------------------
+    # --- OAuth2 applications (confidential, owned by the admin), as `setup` makes them:
+    # one for reading and writing sessions, one for reading ones (docs/oauth.md) ---------
     redirect_uri = GATEWAY_URL + "/oauth/callback"
-    app = admin(
-        "POST",
-        "/user/applications/oauth2",
-        {
-            "name": "aegis-gateway-e2e",
-            "redirect_uris": [redirect_uri],
-            "confidential_client": True,
-            "skip_secondary_authorization": False,
-        },
-    )
-    step("release %r, hook %d, secret %s, oauth app %s" % (TAG, hook["id"], SECRET_NAME, app["client_id"]))
+
+    def oauth_app(name):
+        return admin(
+            "POST",
+            "/user/applications/oauth2",
+            {
+                "name": name,
+                "redirect_uris": [redirect_uri],
+                "confidential_client": True,
+                "skip_secondary_authorization": False,
+            },
+        )
+
+    app = oauth_app("aegis-gateway-e2e")
+    read_app = oauth_app("aegis-gateway-e2e (read only)")
+    step("release %r, hook %d, secret %s, oauth apps %s and %s" % (TAG, hook["id"], SECRET_NAME, app["client_id"], read_app["client_id"]))
 
     def repo_entry(r):
         return {
@@ -328,6 +334,12 @@ def main():
             "owner": ADMIN["login"],
             "authorize_url": GITEA_URL + "/login/oauth/authorize",
             "token_url": GITEA_URL + "/login/oauth/access_token",
+        },
+        "oauth_read": {
+            "app_id": read_app["id"],
+            "name": read_app["name"],
+            "client_id": read_app["client_id"],
+            "client_secret": read_app["client_secret"],
         },
         "seed_seconds": round(time.monotonic() - t0, 3),
         "boot_seconds": float(os.environ.get("AEGIS_E2E_BOOT_SECONDS") or 0) or None,

@@ -306,7 +306,7 @@ async def as_admin():
 
 
 async def as_alice():
-    person = Person(GATEWAY, CLIENT_CALLBACK, USER["login"], USER["password"])
+    person = Person(GATEWAY, CLIENT_CALLBACK, USER["login"], USER["password"], access="write")
     storage = MemoryStorage()
     provider = sdk_oauth_provider(GATEWAY + "/mcp/all", CLIENT_CALLBACK, person, storage, {}, step)
     async with httpx2.AsyncClient(auth=provider, timeout=60) as http:

@@ -47,6 +47,7 @@ pub async fn raw_answer(
         token: fx.admin_token().into(),
         refresh_token: None,
         renewal: None,
+        access: aegis_gitea_mcp::gitea::Access::ReadWrite,
     };
     let response = client.send(&identity, &call).await.expect("Gitea answers");
     let body = String::from_utf8_lossy(&response.body).into_owned();

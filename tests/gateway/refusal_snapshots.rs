@@ -168,4 +168,18 @@ async fn the_oauth_challenges_of_mcp() {
         "mcp_oauth_token_of_another_url",
         seen(&gateway.url, response).await
     );
+    // A write with a token the person allowed only to read: the step-up.
+    let reading = gateway.read_tokens_at(&client, "alice", "/mcp").await;
+    let response = post(&gateway.url, "/mcp")
+        .bearer_auth(&reading.access_token)
+        .body(
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"gitea_issue_create_issue","arguments":{"owner":"acme","repo":"widgets","title":"t"}}}"#,
+        )
+        .send()
+        .await
+        .unwrap();
+    insta::assert_snapshot!(
+        "mcp_oauth_write_on_a_read_grant",
+        seen(&gateway.url, response).await
+    );
 }

@@ -24,6 +24,9 @@ const READ_ONLY_TOKEN: &str = "fedcba9876543210fedcba9876543210fedcba98";
 const CLIENT_ID: &str = "3f9a6c2e-5b1d-4e8f-9a0b-7c6d5e4f3a2b";
 const CLIENT_SECRET: &str = "gto_7kq2xv9zm4wp8rn3ty6ub1sd5fg0hj2kl4zx7cv9bn3m";
 const APP_ID: i64 = 42;
+/// The second application created: the read one.
+const READ_CLIENT_ID: &str = "8c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f";
+const READ_CLIENT_SECRET: &str = "gto_read2xv9zm4wp8rn3ty6ub1sd5fg0hj2kl4zx7cv9bn3m";
 
 // ---------------------------------------------------------------- fake Gitea
 
@@ -125,14 +128,23 @@ async fn create_app(State(seen): State<Seen>, headers: HeaderMap, body: String) 
         _ => return unauthorized(),
     }
     let request: Value = serde_json::from_str(&body).unwrap();
-    seen.apps.lock().unwrap().push(request.clone());
+    let created = {
+        let mut apps = seen.apps.lock().unwrap();
+        apps.push(request.clone());
+        apps.len()
+    };
+    let (client_id, client_secret) = if created == 1 {
+        (CLIENT_ID, CLIENT_SECRET)
+    } else {
+        (READ_CLIENT_ID, READ_CLIENT_SECRET)
+    };
     (
         StatusCode::CREATED,
         axum::Json(json!({
-            "id": APP_ID,
+            "id": APP_ID + created as i64 - 1,
             "name": request["name"],
-            "client_id": CLIENT_ID,
-            "client_secret": CLIENT_SECRET,
+            "client_id": client_id,
+            "client_secret": client_secret,
             "redirect_uris": request["redirect_uris"],
             "confidential_client": request["confidential_client"],
             "skip_secondary_authorization": false,
@@ -214,13 +226,19 @@ fn mode_of(path: &Path) -> u32 {
 /// client secret.
 fn assert_no_secret_printed(out: &Output, values: &HashMap<String, String>) {
     let printed = format!("{}\n{}", stdout(out), stderr(out));
-    let mut secrets = vec![ADMIN_TOKEN, READ_ONLY_TOKEN, CLIENT_SECRET];
+    let mut secrets = vec![
+        ADMIN_TOKEN,
+        READ_ONLY_TOKEN,
+        CLIENT_SECRET,
+        READ_CLIENT_SECRET,
+    ];
     for key in [
         "GITEA_TOKEN",
         "MCP_BEARER_TOKEN",
         "TOKEN_ENCRYPTION_KEY",
         "AUDIT_HMAC_KEY",
         "GITEA_OAUTH_CLIENT_SECRET",
+        "GITEA_OAUTH_READ_CLIENT_SECRET",
     ] {
         if let Some(v) = values.get(key) {
             secrets.push(v);
@@ -275,6 +293,8 @@ async fn writes_a_valid_0600_file_and_creates_the_confidential_app() {
     assert_eq!(values["PUBLIC_BASE_URL"], "http://127.0.0.1:8080");
     assert_eq!(values["GITEA_OAUTH_CLIENT_ID"], CLIENT_ID);
     assert_eq!(values["GITEA_OAUTH_CLIENT_SECRET"], CLIENT_SECRET);
+    assert_eq!(values["GITEA_OAUTH_READ_CLIENT_ID"], READ_CLIENT_ID);
+    assert_eq!(values["GITEA_OAUTH_READ_CLIENT_SECRET"], READ_CLIENT_SECRET);
     let generated = [
         &values["MCP_BEARER_TOKEN"],
         &values["TOKEN_ENCRYPTION_KEY"],
@@ -293,11 +313,18 @@ async fn writes_a_valid_0600_file_and_creates_the_confidential_app() {
 
     assert_eq!(
         gitea.seen.apps(),
-        [json!({
-            "name": "Aegis Gitea MCP",
-            "redirect_uris": ["http://127.0.0.1:8080/oauth/callback"],
-            "confidential_client": true
-        })]
+        [
+            json!({
+                "name": "Aegis Gitea MCP",
+                "redirect_uris": ["http://127.0.0.1:8080/oauth/callback"],
+                "confidential_client": true
+            }),
+            json!({
+                "name": "Aegis Gitea MCP (read only)",
+                "redirect_uris": ["http://127.0.0.1:8080/oauth/callback"],
+                "confidential_client": true
+            })
+        ]
     );
 
     let printed = stdout(&out);
@@ -381,11 +408,18 @@ async fn flags_set_the_bind_port_public_url_and_app_name() {
     assert!(!settings.binds_loopback());
     assert_eq!(
         gitea.seen.apps(),
-        [json!({
-            "name": "Team MCP",
-            "redirect_uris": ["https://mcp.example.com/oauth/callback"],
-            "confidential_client": true
-        })]
+        [
+            json!({
+                "name": "Team MCP",
+                "redirect_uris": ["https://mcp.example.com/oauth/callback"],
+                "confidential_client": true
+            }),
+            json!({
+                "name": "Team MCP (read only)",
+                "redirect_uris": ["https://mcp.example.com/oauth/callback"],
+                "confidential_client": true
+            })
+        ]
     );
     assert!(stdout(&out).contains("https://mcp.example.com/mcp"));
     // The token came as a flag: still never echoed.

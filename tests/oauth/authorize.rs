@@ -7,6 +7,7 @@ use reqwest::header::{CONTENT_TYPE, LOCATION};
 use serde_json::json;
 
 use crate::consent::at_consent;
+use crate::support::fake_gitea::{OAUTH_CLIENT_ID, OAUTH_READ_CLIENT_ID};
 use crate::{OAuthGateway, Pkce, TestClient, location, on_both_backends, param};
 
 /// An error page: HTML, 4xx, and no redirect anywhere.
@@ -254,7 +255,7 @@ pub async fn restarted(
 /// Gitea never widens the grant), with S256, our state and a nonce.
 async fn gitea_is_asked_for_granular_scopes_with_pkce(gateway: OAuthGateway) {
     let (_, mut browser, form) = at_consent(&gateway).await;
-    let approval = gateway.decide(&mut browser, &form, "approve").await;
+    let approval = gateway.decide(&mut browser, &form, "approve-write").await;
     let to_gitea = location(&approval);
     assert!(to_gitea.starts_with(&format!("{}/login/oauth/authorize?", gateway.fake.url)));
     assert_eq!(
@@ -262,6 +263,10 @@ async fn gitea_is_asked_for_granular_scopes_with_pkce(gateway: OAuthGateway) {
         Some(
             "openid profile read:user write:repository write:issue write:organization write:notification write:package write:misc"
         )
+    );
+    assert_eq!(
+        param(&to_gitea, "client_id").as_deref(),
+        Some(OAUTH_CLIENT_ID)
     );
     assert_eq!(param(&to_gitea, "nonce").map(|n| n.len()), Some(43));
     assert_eq!(
@@ -276,6 +281,25 @@ async fn gitea_is_asked_for_granular_scopes_with_pkce(gateway: OAuthGateway) {
     );
 }
 on_both_backends!(gitea_is_asked_for_granular_scopes_with_pkce);
+
+/// Read only, the default: the read application, asked only `read:`
+/// scopes, so the Gitea session itself cannot write.
+async fn a_read_only_connection_asks_gitea_only_for_read_scopes(gateway: OAuthGateway) {
+    let (_, mut browser, form) = at_consent(&gateway).await;
+    let approval = gateway.decide(&mut browser, &form, "approve").await;
+    let to_gitea = location(&approval);
+    assert_eq!(
+        param(&to_gitea, "client_id").as_deref(),
+        Some(OAUTH_READ_CLIENT_ID)
+    );
+    assert_eq!(
+        param(&to_gitea, "scope").as_deref(),
+        Some(
+            "openid profile read:user read:repository read:issue read:organization read:notification read:package read:misc"
+        )
+    );
+}
+on_both_backends!(a_read_only_connection_asks_gitea_only_for_read_scopes);
 
 /// RFC 9700 §4.11.2: with open registration, an error for an https
 /// redirect URI is not sent there by itself (that would make `/authorize`

@@ -25,6 +25,7 @@ mod replicas;
 mod resolver;
 mod revoke;
 mod rotation;
+mod step_up;
 mod store_keys;
 mod token;
 

@@ -188,12 +188,12 @@ async fn refresh_never_widens_the_scope(gateway: OAuthGateway) {
             &[
                 ("grant_type", "refresh_token"),
                 ("refresh_token", &first.refresh_token),
-                ("scope", "gitea"),
+                ("scope", "gitea:read"),
             ],
         )
         .await;
     assert_eq!(same.status(), StatusCode::OK);
-    assert_eq!(tokens_from(same).await.body["scope"], "gitea");
+    assert_eq!(tokens_from(same).await.body["scope"], "gitea:read");
 }
 on_both_backends!(refresh_never_widens_the_scope);
 

@@ -8,7 +8,7 @@ pub async fn secrets_are_not_stored_in_plaintext(f: &Fixture) {
     let p = pending("p1", NOW, 60);
     store.insert_pending(&p, NOW).await.unwrap();
     store
-        .approve_pending(&p.id_hash, &leg("s1"), NOW)
+        .approve_pending(&p.id_hash, &leg("s1"), "gitea:read", NOW)
         .await
         .unwrap();
 
@@ -35,7 +35,7 @@ pub async fn rekey_moves_every_value_to_the_newest_key(f: &Fixture) {
     let p = pending("p1", NOW, 600);
     store.insert_pending(&p, NOW).await.unwrap();
     store
-        .approve_pending(&p.id_hash, &leg("s1"), NOW)
+        .approve_pending(&p.id_hash, &leg("s1"), "gitea:read", NOW)
         .await
         .unwrap();
     drop(store);

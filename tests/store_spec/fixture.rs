@@ -10,11 +10,11 @@ pub use std::sync::Arc;
 
 pub use aegis_gitea_mcp::store::cipher::TokenCipher;
 pub use aegis_gitea_mcp::store::{
-    AuthCodeRecord, ClientAuthorization, ClientRecord, CodeRedemption, GiteaTokens, GrantRecord,
-    NewToken, OAuthStore, PageSession, PendingAuthorization, PendingSignIn, PendingTake,
-    PruneCounts, RefreshOutcome, Registration, SecretHash, StoreError, StoreLimits, StoreLocation,
-    TokenEndpointAuthMethod, TokenKind, UNUSED_REGISTRATION_TTL, UpstreamKey, UpstreamLeg,
-    hash_secret, open_store,
+    AuthCodeRecord, ClientAuthorization, ClientRecord, CodeRedemption, GiteaApp, GiteaTokens,
+    GrantRecord, NewToken, OAuthStore, PageSession, PendingAuthorization, PendingSignIn,
+    PendingTake, PruneCounts, RefreshOutcome, Registration, SecretHash, StoreError, StoreLimits,
+    StoreLocation, TokenEndpointAuthMethod, TokenKind, UNUSED_REGISTRATION_TTL, UpstreamKey,
+    UpstreamLeg, hash_secret, open_store,
 };
 pub use secrecy::{ExposeSecret, SecretString};
 
@@ -253,6 +253,7 @@ pub fn grant(id: &str, login: &str, client_id: &str) -> GrantRecord {
             Some(NOW + 7200),
         ),
         gitea_subject: Some(format!("sub-{login}")),
+        gitea_app: GiteaApp::ReadWrite,
         gitea_tokens_version: 0,
         created_at: NOW,
         activated_at: None,

@@ -177,6 +177,27 @@ async fn with_grant_g1(f: &Fixture) -> Arc<dyn OAuthStore> {
     store
 }
 
+/// A read grant's session renews only at the read application, so the
+/// grant remembers which application holds it.
+pub async fn a_grant_keeps_the_gitea_application_of_its_session(f: &Fixture) {
+    let store = f.open().await;
+    let mut read = grant("g1", "alice", "c1");
+    read.scope = "gitea:read".into();
+    read.gitea_app = GiteaApp::Read;
+    store.insert_grant(&read, NOW).await.unwrap();
+    store
+        .insert_grant(&grant("g2", "alice", "c1"), NOW)
+        .await
+        .unwrap();
+    let g1 = store.get_grant("g1").await.unwrap().unwrap();
+    let g2 = store.get_grant("g2").await.unwrap().unwrap();
+    assert_eq!(
+        (g1.gitea_app, g1.scope.as_str()),
+        (GiteaApp::Read, "gitea:read")
+    );
+    assert_eq!(g2.gitea_app, GiteaApp::ReadWrite);
+}
+
 pub async fn gitea_tokens_can_be_replaced(f: &Fixture) {
     let store = with_grant_g1(f).await;
     assert!(

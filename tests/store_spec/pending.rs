@@ -82,23 +82,28 @@ pub async fn approve_pending_succeeds_only_once(f: &Fixture) {
     store.insert_pending(&p, NOW).await.unwrap();
     assert!(
         store
-            .approve_pending(&p.id_hash, &leg("s1"), NOW)
+            .approve_pending(&p.id_hash, &leg("s1"), "gitea:read gitea:write", NOW)
             .await
             .unwrap()
     );
     assert!(
         !store
-            .approve_pending(&p.id_hash, &leg("s2"), NOW)
+            .approve_pending(&p.id_hash, &leg("s2"), "gitea:read", NOW)
             .await
             .unwrap()
     );
     assert!(
         !store
-            .approve_pending(&hash_secret("nope"), &leg("s3"), NOW)
+            .approve_pending(&hash_secret("nope"), &leg("s3"), "gitea:read", NOW)
             .await
             .unwrap()
     );
     let got = store.get_pending(&p.id_hash, NOW).await.unwrap().unwrap();
+    // The scope the person granted replaces the one the client asked for.
+    match &got.flow {
+        PendingSignIn::Client(request) => assert_eq!(request.scope, "gitea:read gitea:write"),
+        PendingSignIn::Page(_) => panic!("a client's authorization"),
+    }
     let upstream = got.upstream.unwrap();
     assert_eq!(upstream.state_hash, hash_secret("s1"));
     assert_eq!(upstream.pkce_verifier.expose_secret(), "verifier-s1");
@@ -107,7 +112,7 @@ pub async fn approve_pending_succeeds_only_once(f: &Fixture) {
     store.insert_pending(&late, NOW).await.unwrap();
     assert!(
         !store
-            .approve_pending(&late.id_hash, &leg("s4"), NOW + 60)
+            .approve_pending(&late.id_hash, &leg("s4"), "gitea:read", NOW + 60)
             .await
             .unwrap()
     );
@@ -122,7 +127,7 @@ pub async fn concurrent_approvals_have_one_winner(f: &Fixture) {
         let id = p.id_hash.clone();
         async move {
             store
-                .approve_pending(&id, &leg(&format!("s{i}")), NOW)
+                .approve_pending(&id, &leg(&format!("s{i}")), "gitea:read", NOW)
                 .await
                 .unwrap()
         }
@@ -139,7 +144,7 @@ pub async fn take_pending_by_upstream_state_is_single_use(f: &Fixture) {
     let take = || store.take_pending_by_upstream_state(&key);
     assert!(matches!(take().await.unwrap(), PendingTake::Unknown));
     store
-        .approve_pending(&p.id_hash, &leg("s1"), NOW)
+        .approve_pending(&p.id_hash, &leg("s1"), "gitea:read", NOW)
         .await
         .unwrap();
     // Another browser's take leaves it in place.

@@ -17,7 +17,10 @@ use reqwest::header::{HeaderMap, LOCATION, SET_COOKIE};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::fake_gitea::{ADMIN_TOKEN, FakeGitea, OAUTH_CLIENT_ID, OAUTH_CLIENT_SECRET};
+use super::fake_gitea::{
+    ADMIN_TOKEN, FakeGitea, OAUTH_CLIENT_ID, OAUTH_CLIENT_SECRET, OAUTH_READ_CLIENT_ID,
+    OAUTH_READ_CLIENT_SECRET,
+};
 use super::{BEARER, postgres};
 
 pub const ENCRYPTION_KEY: &str = "test-encryption-key-0123456789abcdef-xyz";
@@ -182,6 +185,14 @@ impl OAuthGateway {
                 "GITEA_OAUTH_CLIENT_SECRET".into(),
                 OAUTH_CLIENT_SECRET.into(),
             ),
+            (
+                "GITEA_OAUTH_READ_CLIENT_ID".into(),
+                OAUTH_READ_CLIENT_ID.into(),
+            ),
+            (
+                "GITEA_OAUTH_READ_CLIENT_SECRET".into(),
+                OAUTH_READ_CLIENT_SECRET.into(),
+            ),
             ("TOKEN_ENCRYPTION_KEY".into(), ENCRYPTION_KEY.into()),
             // Tests sign in far faster than people; `tests/gateway/rate_limits.rs`
             // turns this limit on where it is the subject.
@@ -291,7 +302,7 @@ impl OAuthGateway {
             ("code_challenge_method".into(), "S256".into()),
             ("state".into(), state.into()),
             ("resource".into(), self.resource()),
-            ("scope".into(), "gitea".into()),
+            ("scope".into(), "gitea:read".into()),
         ]
     }
 
@@ -352,6 +363,8 @@ impl OAuthGateway {
 
     /// Posts the consent form with `decision` as a page at `origin` would
     /// (`null`: the browser hides it); the browser keeps its cookies.
+    /// `approve` approves reading only (the page's default),
+    /// `approve-write` approves with "read and write" chosen.
     pub async fn decide_from_origin(
         &self,
         browser: &Browser,
@@ -359,6 +372,10 @@ impl OAuthGateway {
         decision: &str,
         origin: &str,
     ) -> reqwest::Response {
+        let (decision, access) = match decision {
+            "approve-write" => ("approve", "write"),
+            other => (other, "read"),
+        };
         self.http
             .post(format!("{}/authorize/consent", self.url))
             .header(reqwest::header::COOKIE, browser.header())
@@ -367,6 +384,7 @@ impl OAuthGateway {
                 ("request_id", form.request_id.as_str()),
                 ("csrf_token", form.csrf_token.as_str()),
                 ("decision", decision),
+                ("access", access),
             ])
             .send()
             .await
@@ -407,16 +425,30 @@ impl OAuthGateway {
         self.sign_in_with(client, &params, login).await
     }
 
-    /// As [`Self::sign_in`], with exactly `params` at `/authorize`.
+    /// As [`Self::sign_in`], with exactly `params` at `/authorize`; the
+    /// person chooses "read and write".
     pub async fn sign_in_with(
         &self,
         client: &TestClient,
         params: &[(String, String)],
         login: &str,
     ) -> String {
+        self.sign_in_deciding(client, params, login, "approve-write")
+            .await
+    }
+
+    /// The browser leg with `decision` on the consent page (`approve`:
+    /// read only, `approve-write`: read and write).
+    pub async fn sign_in_deciding(
+        &self,
+        client: &TestClient,
+        params: &[(String, String)],
+        login: &str,
+        decision: &str,
+    ) -> String {
         let mut browser = Browser::default();
         let form = self.consent_page(&mut browser, params).await;
-        let approval = self.decide(&mut browser, &form, "approve").await;
+        let approval = self.decide(&mut browser, &form, decision).await;
         let callback_url = self.through_gitea(&approval, login).await;
         let done = self.callback(&mut browser, &callback_url).await;
         assert_eq!(done.status(), StatusCode::SEE_OTHER);
@@ -466,13 +498,31 @@ impl OAuthGateway {
     }
 
     /// The whole flow for the MCP URL `path` (`/mcp/x/issue`): tokens whose
-    /// resource is that URL.
+    /// resource is that URL, read and write chosen.
     pub async fn tokens_at(&self, client: &TestClient, login: &str, path: &str) -> Tokens {
+        self.tokens_deciding(client, login, path, "approve-write")
+            .await
+    }
+
+    /// As [`Self::tokens_at`], the person choosing "read only".
+    pub async fn read_tokens_at(&self, client: &TestClient, login: &str, path: &str) -> Tokens {
+        self.tokens_deciding(client, login, path, "approve").await
+    }
+
+    async fn tokens_deciding(
+        &self,
+        client: &TestClient,
+        login: &str,
+        path: &str,
+        decision: &str,
+    ) -> Tokens {
         let pkce = Pkce::new();
         let mut params = self.authorize_params(client, &pkce, "st-1");
         params.retain(|(name, _)| name != "resource");
         params.push(("resource".into(), format!("{}{path}", self.url)));
-        let to_client = self.sign_in_with(client, &params, login).await;
+        let to_client = self
+            .sign_in_deciding(client, &params, login, decision)
+            .await;
         let code = param(&to_client, "code").expect("code");
         let response = self.redeem(client, &code, &pkce).await;
         assert_eq!(response.status(), StatusCode::OK);
@@ -569,17 +619,17 @@ impl OAuthGateway {
             .await
     }
 
-    /// `tools/call` at `path` of the gateway (or replica) at `base`.
-    pub async fn call_tool_on(
+    /// The whole HTTP answer to a JSON-RPC `tools/call` at `path` of the
+    /// gateway (or replica) at `base`.
+    pub async fn tools_call_response(
         &self,
         base: &str,
         path: &str,
         token: &str,
         name: &str,
         args: Value,
-    ) -> (StatusCode, Value) {
-        let response = self
-            .http
+    ) -> reqwest::Response {
+        self.http
             .post(format!("{base}{path}"))
             .bearer_auth(token)
             .header(
@@ -593,7 +643,21 @@ impl OAuthGateway {
             }))
             .send()
             .await
-            .unwrap();
+            .unwrap()
+    }
+
+    /// `tools/call` at `path` of the gateway (or replica) at `base`.
+    pub async fn call_tool_on(
+        &self,
+        base: &str,
+        path: &str,
+        token: &str,
+        name: &str,
+        args: Value,
+    ) -> (StatusCode, Value) {
+        let response = self
+            .tools_call_response(base, path, token, name, args)
+            .await;
         let status = response.status();
         if status != StatusCode::OK {
             return (status, Value::Null);

@@ -50,6 +50,7 @@ fn answer(tool: &str, name: &str, full: bool) -> (Value, usize) {
         token: secrecy::SecretString::from("admin-token-for-the-test"),
         refresh_token: None,
         renewal: None,
+        access: crate::identity::Access::ReadWrite,
     };
     let view = match (&op.response, full) {
         (Some(root), false) => ResultView::Compact {

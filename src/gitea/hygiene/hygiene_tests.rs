@@ -24,6 +24,7 @@ fn identity() -> Identity {
         token: SecretString::from(TOKEN),
         refresh_token: None,
         renewal: None,
+        access: crate::identity::Access::ReadWrite,
     }
 }
 

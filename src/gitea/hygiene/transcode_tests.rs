@@ -251,6 +251,7 @@ fn identity(login: &str) -> Identity {
         token: SecretString::from(TOKEN),
         refresh_token: None,
         renewal: None,
+        access: crate::identity::Access::ReadWrite,
     }
 }
 

@@ -219,6 +219,15 @@ macro_rules! impl_backend {
                         "/0005_gitea_token_lifetime.sql"
                     )),
                 ),
+                (
+                    6,
+                    "gitea apps",
+                    include_str!(concat!(
+                        "../../../migrations/",
+                        $folder,
+                        "/0006_gitea_apps.sql"
+                    )),
+                ),
             ];
 
             fn bind(query: Query<Self>, param: Param<'_>) -> Query<Self> {

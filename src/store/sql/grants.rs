@@ -9,7 +9,7 @@ use super::backend::{SqlRow, stmt};
 use super::{Backend, SqlStore};
 use crate::store::GrantStore;
 use crate::store::{
-    AuthCodeRecord, GiteaTokens, GrantRecord, StoreError, UnixTime, UpstreamRefreshLock,
+    AuthCodeRecord, GiteaApp, GiteaTokens, GrantRecord, StoreError, UnixTime, UpstreamRefreshLock,
 };
 
 pub(super) const TABLE: &str = "grants";
@@ -72,8 +72,8 @@ impl<DB: Backend> SqlStore<DB> {
         stmt::<DB>(
             "INSERT INTO grants (id, login, client_id, scope, resource, gitea_access_token_enc, \
              gitea_refresh_token_enc, gitea_expires_at, created_at, activated_at, last_used_at, \
-             revoked_at, gitea_subject, gitea_issued_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+             revoked_at, gitea_subject, gitea_issued_at, gitea_app) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
         )
         .bind(&grant.id)
         .bind(&grant.login)
@@ -89,6 +89,7 @@ impl<DB: Backend> SqlStore<DB> {
         .bind(grant.revoked_at)
         .bind(grant.gitea_subject.as_deref())
         .bind(grant.gitea.issued_at)
+        .bind(grant.gitea_app.as_str())
         .execute(&mut *tx)
         .await?;
         // The client has been used: it is no longer an unused registration.
@@ -162,6 +163,10 @@ impl<DB: Backend> SqlStore<DB> {
                 issued_at: row.opt_int("gitea_issued_at")?,
             },
             gitea_subject: row.opt_text("gitea_subject")?,
+            gitea_app: match row.opt_text("gitea_app")? {
+                None => GiteaApp::ReadWrite,
+                Some(app) => GiteaApp::parse(&app).ok_or(StoreError::Corrupt("gitea_app"))?,
+            },
             gitea_tokens_version: row.int("gitea_tokens_version")?,
             created_at: row.int("created_at")?,
             activated_at: row.opt_int("activated_at")?,

@@ -151,6 +151,7 @@ impl<DB: Backend> PendingStore for SqlStore<DB> {
         &self,
         id_hash: &SecretHash,
         upstream: &UpstreamLeg,
+        granted_scope: &str,
         now: UnixTime,
     ) -> Result<bool, StoreError> {
         let verifier = self.seal(&upstream.pkce_verifier);
@@ -158,7 +159,7 @@ impl<DB: Backend> PendingStore for SqlStore<DB> {
         let updated = stmt::<DB>(
             "UPDATE pending_authorizations SET upstream_state_hash = $2, \
              upstream_pkce_verifier_enc = $3, upstream_binding_hash = $4, \
-             upstream_nonce_hash = $6 \
+             upstream_nonce_hash = $6, scope = $7 \
              WHERE id_hash = $1 AND expires_at > $5 AND upstream_state_hash IS NULL",
         )
         .bind(id_hash.as_str())
@@ -167,6 +168,7 @@ impl<DB: Backend> PendingStore for SqlStore<DB> {
         .bind(upstream.binding_hash.as_str())
         .bind(now)
         .bind(upstream.nonce_hash.as_str())
+        .bind(granted_scope)
         .execute(&mut conn)
         .await?;
         Ok(updated == 1)

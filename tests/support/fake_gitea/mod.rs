@@ -9,8 +9,9 @@
 //!
 //! It knows a few accounts ([`USERS`]): the site admin, whose personal
 //! access token is [`ADMIN_TOKEN`], and the non-admins `alice` and `bob`.
-//! It also plays Gitea's OAuth2 provider for one registered confidential
-//! application ([`OAUTH_CLIENT_ID`]): see the `oauth` module for the
+//! It also plays Gitea's OAuth2 provider for the gateway's two registered
+//! confidential applications ([`OAUTH_CLIENT_ID`], read and write, and
+//! [`OAUTH_READ_CLIENT_ID`]): see the `oauth` module for the
 //! endpoints and the test controls (`sign_in_as`, `expire_access_tokens`,
 //! …). An OAuth access token it minted acts on `/api/v1` as its owner:
 //! `GET /user` names that user, `/admin/…` answers 403 to a non-admin, and
@@ -30,8 +31,9 @@ use serde_json::{Value, json};
 
 #[allow(unused_imports)]
 pub use oauth::{
-    ACCESS_TOKEN_PREFIX, AUTHORIZATION_CODE_PREFIX, DEFAULT_ACCESS_TOKEN_LIFETIME, Forgery,
-    OAUTH_CLIENT_ID, OAUTH_CLIENT_SECRET, REFRESH_TOKEN_PREFIX, s256_challenge,
+    ACCESS_TOKEN_PREFIX, AUTHORIZATION_CODE_PREFIX, DEFAULT_ACCESS_TOKEN_LIFETIME, FakeApp,
+    Forgery, OAUTH_CLIENT_ID, OAUTH_CLIENT_SECRET, OAUTH_READ_CLIENT_ID, OAUTH_READ_CLIENT_SECRET,
+    REFRESH_TOKEN_PREFIX, s256_challenge,
 };
 
 pub const ADMIN_TOKEN: &str = "fake-admin-token-0123456789abcdef";
@@ -215,6 +217,21 @@ fn authenticate(state: &FakeState, headers: &HeaderMap) -> Option<&'static FakeU
     user(login)
 }
 
+/// Whether the request's OAuth access token (if it is one) holds a
+/// `write:` scope.
+fn token_may_write(state: &FakeState, headers: &HeaderMap) -> bool {
+    let credential = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .map_or("", |(_, credential)| credential);
+    state
+        .oauth
+        .lock()
+        .unwrap()
+        .access_token_may_write(credential)
+}
+
 async fn handle(State(state): State<FakeState>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let body = axum::body::to_bytes(body, 64 * 1024 * 1024)
@@ -246,6 +263,16 @@ async fn handle(State(state): State<FakeState>, request: Request) -> Response {
     let Some(caller) = authenticate(&state, &parts.headers) else {
         return message(StatusCode::UNAUTHORIZED, &base, "token is required");
     };
+    // Gitea's token scope check, coarsely: a change needs a `write:` scope.
+    if !matches!(parts.method, Method::GET | Method::HEAD)
+        && !token_may_write(&state, &parts.headers)
+    {
+        return message(
+            StatusCode::FORBIDDEN,
+            &base,
+            "token does not have at least one of required scope(s), required=[write:repository write:issue], token scope=read:repository,read:issue",
+        );
+    }
     let path = parts.uri.path();
     let query: Vec<(String, String)> =
         url::form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())

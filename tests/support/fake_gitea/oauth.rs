@@ -1,8 +1,11 @@
 //! The fake's OAuth2 provider, after Gitea 1.27's
-//! (`routers/web/auth/oauth2_provider.go`), for one registered confidential
-//! application: [`OAUTH_CLIENT_ID`] / [`OAUTH_CLIENT_SECRET`], whose
-//! redirect URI the test sets once it knows it
-//! (`FakeGitea::set_oauth_redirect_uri`).
+//! (`routers/web/auth/oauth2_provider.go`), for two registered confidential
+//! applications, the gateway's read-write one ([`OAUTH_CLIENT_ID`] /
+//! [`OAUTH_CLIENT_SECRET`]) and its read one ([`OAUTH_READ_CLIENT_ID`] /
+//! [`OAUTH_READ_CLIENT_SECRET`]), whose redirect URI the test sets once it
+//! knows it (`FakeGitea::set_oauth_redirect_uri`). Each user has one grant
+//! per application, with the scopes of the first authorize request (Gitea
+//! never widens them); codes and tokens belong to their application.
 //!
 //! * `GET /login/oauth/authorize` needs a browser session at Gitea. Nobody
 //!   signed in: 303 to `/user/login?redirect_to=…` (plus Gitea's
@@ -37,9 +40,13 @@
 //! OpenID Connect (discovery, the key set, signed ID tokens, and forged
 //! ones on demand) is in `oauth/oidc.rs`.
 //!
+//! Scopes are enforced coarsely: on `/api/v1`, a request other than GET or
+//! HEAD with an access token whose grant holds no `write:` scope gets
+//! Gitea's 403 "token does not have at least one of required scope(s)".
+//!
 //! Not modelled: the consent page (and so `POST /login/oauth/grant` only
 //! answers 400), userinfo, public clients, authorization code expiry, and
-//! scope enforcement (scopes are only recorded).
+//! per-category scope checks.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
@@ -65,6 +72,42 @@ use super::FakeUser;
 pub const OAUTH_CLIENT_ID: &str = "4c1f8a52-7d3e-4b9a-9f06-2e8d5c7b1a34";
 /// Its client secret, in Gitea's format (`gto_` + 52 base32 characters).
 pub const OAUTH_CLIENT_SECRET: &str = "gto_ujzdegxdncf32epf3dhodzdocis2jhtlgmxgedn73u55xtplpft7";
+/// The read application's client id.
+pub const OAUTH_READ_CLIENT_ID: &str = "9e2b7d41-3c6a-4f58-8b1e-5a7c9d0e2f63";
+/// The read application's client secret.
+pub const OAUTH_READ_CLIENT_SECRET: &str =
+    "gto_rdzdegxdncf32epf3dhodzdocis2jhtlgmxgedn73u55xtplpfr2";
+
+/// One of the two registered applications.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FakeApp {
+    ReadWrite,
+    Read,
+}
+
+impl FakeApp {
+    fn of(client_id: &str) -> Option<Self> {
+        match client_id {
+            OAUTH_CLIENT_ID => Some(Self::ReadWrite),
+            OAUTH_READ_CLIENT_ID => Some(Self::Read),
+            _ => None,
+        }
+    }
+
+    pub fn client_id(self) -> &'static str {
+        match self {
+            Self::ReadWrite => OAUTH_CLIENT_ID,
+            Self::Read => OAUTH_READ_CLIENT_ID,
+        }
+    }
+
+    fn secret(self) -> &'static str {
+        match self {
+            Self::ReadWrite => OAUTH_CLIENT_SECRET,
+            Self::Read => OAUTH_READ_CLIENT_SECRET,
+        }
+    }
+}
 /// Authorization codes: `gta_` + 52 base32 characters, as Gitea's.
 pub const AUTHORIZATION_CODE_PREFIX: &str = "gta_";
 /// Access tokens: `gtoa_<login>_<random>`.
@@ -94,6 +137,7 @@ struct Grant {
 }
 
 struct Code {
+    app: FakeApp,
     login: &'static str,
     redirect_uri: String,
     challenge: String,
@@ -101,6 +145,7 @@ struct Code {
 }
 
 struct AccessToken {
+    app: FakeApp,
     login: &'static str,
     /// Order of minting, for `latest_access_token`.
     serial: u64,
@@ -110,6 +155,7 @@ struct AccessToken {
 }
 
 struct RefreshToken {
+    app: FakeApp,
     login: &'static str,
     grant_id: u64,
     counter: u64,
@@ -123,7 +169,7 @@ pub(super) struct Provider {
     signed_in: Option<&'static FakeUser>,
     deny_next: bool,
     authorize_queries: Vec<BTreeMap<String, String>>,
-    grants: HashMap<&'static str, Grant>,
+    grants: HashMap<(FakeApp, &'static str), Grant>,
     next_grant_id: u64,
     codes: HashMap<String, Code>,
     access: HashMap<String, AccessToken>,
@@ -165,11 +211,28 @@ impl Default for Provider {
 impl Provider {
     /// The login an access token acts as, when it is live.
     pub(super) fn access_token_owner(&self, token: &str) -> Option<&'static str> {
+        self.live_grant(token).map(|(login, _)| login)
+    }
+
+    /// Whether a live access token's grant holds any `write:` scope (a
+    /// token that is not one of ours is not limited here).
+    pub(super) fn access_token_may_write(&self, token: &str) -> bool {
+        match self.live_grant(token) {
+            Some((_, grant)) => grant
+                .scope
+                .split([' ', ','])
+                .any(|s| s.starts_with("write:")),
+            None => true,
+        }
+    }
+
+    fn live_grant(&self, token: &str) -> Option<(&'static str, &Grant)> {
         let t = self.access.get(token)?;
-        let live = !t.expired
-            && Instant::now() < t.expires_at
-            && self.grants.get(t.login).is_some_and(|g| g.id == t.grant_id);
-        live.then_some(t.login)
+        let grant = self
+            .grants
+            .get(&(t.app, t.login))
+            .filter(|g| g.id == t.grant_id)?;
+        (!t.expired && Instant::now() < t.expires_at).then_some((t.login, grant))
     }
 
     /// Gitea compares redirect URIs case-insensitively.
@@ -179,16 +242,24 @@ impl Provider {
             .any(|u| u.eq_ignore_ascii_case(uri))
     }
 
-    /// The user's grant, created on first use (the consent already given).
-    fn grant_id(&mut self, login: &'static str) -> u64 {
-        self.grant_for(login, "", None)
+    /// The user's grant to `app`, created on first use (the consent
+    /// already given).
+    fn grant_id(&mut self, app: FakeApp, login: &'static str) -> u64 {
+        self.grant_for(app, login, "", None)
     }
 
-    /// The user's grant (created with `scope` on first consent); a
-    /// non-empty `nonce` replaces the grant's, as Gitea's `SetNonce` does.
-    fn grant_for(&mut self, login: &'static str, scope: &str, nonce: Option<&str>) -> u64 {
+    /// The user's grant to `app` (created with `scope` on first consent);
+    /// a non-empty `nonce` replaces the grant's, as Gitea's `SetNonce`
+    /// does.
+    fn grant_for(
+        &mut self,
+        app: FakeApp,
+        login: &'static str,
+        scope: &str,
+        nonce: Option<&str>,
+    ) -> u64 {
         let next = &mut self.next_grant_id;
-        let grant = self.grants.entry(login).or_insert_with(|| {
+        let grant = self.grants.entry((app, login)).or_insert_with(|| {
             *next += 1;
             Grant {
                 id: *next - 1,
@@ -214,9 +285,9 @@ impl Provider {
         };
         let get = |name: &str| query.get(name).map(String::as_str).unwrap_or("");
         let (redirect_uri, state) = (get("redirect_uri"), get("state"));
-        if get("client_id") != OAUTH_CLIENT_ID {
+        let Some(app) = FakeApp::of(get("client_id")) else {
             return grant_error_page("unauthorized_client", "Client ID not registered");
-        }
+        };
         if !self.contains_redirect_uri(redirect_uri) {
             return grant_error_page("invalid_request", "Unregistered Redirect URI");
         }
@@ -244,11 +315,12 @@ impl Provider {
         if std::mem::take(&mut self.deny_next) {
             return refuse("access_denied", "the request is denied");
         }
-        self.grant_for(account.login, get("scope"), Some(get("nonce")));
+        self.grant_for(app, account.login, get("scope"), Some(get("nonce")));
         let code = format!("{AUTHORIZATION_CODE_PREFIX}{}", random_base32());
         self.codes.insert(
             code.clone(),
             Code {
+                app,
                 login: account.login,
                 redirect_uri: redirect_uri.to_owned(),
                 challenge: get("code_challenge").to_owned(),
@@ -327,20 +399,20 @@ impl Provider {
     /// Gitea's `handleAuthorizationCode`, in its order of checks.
     fn exchange_code(&mut self, client: &Client, form: &HashMap<String, String>) -> Response {
         let field = |name: &str| form.get(name).map(String::as_str).unwrap_or("");
-        if client.id != OAUTH_CLIENT_ID {
+        let Some(app) = FakeApp::of(&client.id) else {
             return token_error(
                 "invalid_client",
                 &format!("cannot load client with client id: '{}'", client.id),
             );
-        }
-        if let Some(description) = client.secret_error() {
+        };
+        if let Some(description) = client.secret_error(app) {
             return token_error("unauthorized_client", description);
         }
         let redirect_uri = field("redirect_uri");
         if !redirect_uri.is_empty() && !self.contains_redirect_uri(redirect_uri) {
             return token_error("unauthorized_client", "unexpected redirect URI");
         }
-        let Some(code) = self.codes.get(field("code")) else {
+        let Some(code) = self.codes.get(field("code")).filter(|c| c.app == app) else {
             return token_error("unauthorized_client", "client is not authorized");
         };
         let verifier = field("code_verifier");
@@ -360,33 +432,35 @@ impl Provider {
         }
         let login = code.login;
         self.codes.remove(field("code"));
-        self.issue(login)
+        self.issue(app, login)
     }
 
     /// Gitea's `handleRefreshToken`, in its order of checks.
     fn refresh(&mut self, client: &Client, refresh_token: &str) -> Response {
-        if client.id != OAUTH_CLIENT_ID {
+        let Some(app) = FakeApp::of(&client.id) else {
             return token_error(
                 "invalid_client",
                 &format!("cannot load client with client id: {:?}", client.id),
             );
-        }
-        if let Some(description) = client.secret_error() {
+        };
+        if let Some(description) = client.secret_error(app) {
             return token_error("invalid_client", description);
         }
         if let Some(error) = self.fail_next_refresh.take() {
             return token_error(&error, "failure injected by the test");
         }
+        // A refresh token of the other application is one Gitea cannot
+        // find for this client.
         let Some(token) = self
             .refresh
             .get(refresh_token)
-            .filter(|t| Instant::now() < t.expires_at)
+            .filter(|t| Instant::now() < t.expires_at && t.app == app)
         else {
             return token_error("unauthorized_client", "unable to parse refresh token");
         };
         let grant = self
             .grants
-            .get(token.login)
+            .get(&(app, token.login))
             .filter(|g| g.id == token.grant_id);
         let Some(grant) = grant.filter(|_| !token.revoked) else {
             return token_error("invalid_grant", "grant does not exist");
@@ -395,14 +469,14 @@ impl Provider {
             return token_error("unauthorized_client", "token was already used");
         }
         let login = token.login;
-        self.issue(login)
+        self.issue(app, login)
     }
 
     /// Gitea's `NewAccessTokenResponse`: a new access and refresh token.
-    fn issue(&mut self, login: &'static str) -> Response {
-        let grant_id = self.grant_id(login);
+    fn issue(&mut self, app: FakeApp, login: &'static str) -> Response {
+        let grant_id = self.grant_id(app, login);
         let invalidate = self.invalidate_refresh_tokens;
-        let grant = self.grants.get_mut(login).expect("grant exists");
+        let grant = self.grants.get_mut(&(app, login)).expect("grant exists");
         if invalidate {
             grant.counter += 1;
         }
@@ -414,6 +488,7 @@ impl Provider {
         self.access.insert(
             access.clone(),
             AccessToken {
+                app,
                 login,
                 serial: self.minted,
                 grant_id,
@@ -424,6 +499,7 @@ impl Provider {
         self.refresh.insert(
             refresh.clone(),
             RefreshToken {
+                app,
                 login,
                 grant_id,
                 counter,
@@ -438,13 +514,14 @@ impl Provider {
             "refresh_token": refresh,
         });
         // Gitea adds an ID token when the grant's scope has `openid`.
-        let grant = &self.grants[login];
+        let grant = &self.grants[&(app, login)];
         let scopes: Vec<&str> = grant.scope.split([' ', ',']).collect();
         if scopes.contains(&"openid") {
             let user = super::user(login).expect("a fake user");
             let forgery = self.forge_next.take();
             if let Some(token) = oidc::id_token(
                 &self.base,
+                app.client_id(),
                 user,
                 grant.nonce.as_deref(),
                 scopes.contains(&"profile"),
@@ -465,10 +542,10 @@ struct Client {
 }
 
 impl Client {
-    fn secret_error(&self) -> Option<&'static str> {
+    fn secret_error(&self, app: FakeApp) -> Option<&'static str> {
         if self.secret.is_empty() {
             Some("invalid empty client secret")
-        } else if self.secret != OAUTH_CLIENT_SECRET {
+        } else if self.secret != app.secret() {
             Some("invalid client secret")
         } else {
             None

@@ -78,12 +78,24 @@ impl FakeGitea {
         }
     }
 
-    /// The user revoked the application in their Gitea settings: their
+    /// The user revoked the applications in their Gitea settings: their
     /// access tokens answer 401 and their refresh tokens `invalid_grant`
     /// from now on. Signing in again grants anew.
     pub fn revoke_grant(&self, login: &str) {
         let account = user(login).unwrap_or_else(|| panic!("the fake has no user {login:?}"));
-        self.provider().grants.remove(account.login);
+        self.provider()
+            .grants
+            .retain(|(_, holder), _| *holder != account.login);
+    }
+
+    /// The scopes of `login`'s grant to `app`, as Gitea stored them on
+    /// the first authorize request.
+    pub fn grant_scope(&self, app: super::FakeApp, login: &str) -> Option<String> {
+        let account = user(login)?;
+        self.provider()
+            .grants
+            .get(&(app, account.login))
+            .map(|grant| grant.scope.clone())
     }
 
     /// The next `refresh_token` grant from an authenticated client answers

@@ -20,7 +20,6 @@ use openidconnect::{JsonWebKeyId, PrivateSigningKey};
 use serde_json::{Value, json};
 
 use super::super::FakeUser;
-use super::OAUTH_CLIENT_ID;
 use super::OAUTH_CLIENT_SECRET;
 
 const SIGNING_KEY_PEM: &str = include_str!("../oidc_test_key.pem");
@@ -93,6 +92,7 @@ fn encode(value: &Value) -> String {
 /// The ID token for `user`, as Gitea makes it (or forged as `forgery` says).
 pub fn id_token(
     base: &str,
+    client_id: &str,
     user: &FakeUser,
     nonce: Option<&str>,
     profile: bool,
@@ -106,7 +106,7 @@ pub fn id_token(
     let mut claims = json!({
         "iss": base,
         "sub": user.id.to_string(),
-        "aud": [OAUTH_CLIENT_ID],
+        "aud": [client_id],
         "exp": now + lifetime as i64,
         "iat": now,
     });
