@@ -17,6 +17,7 @@ use crate::metrics::Metrics;
 use crate::oauth::clock::{Clock, SystemClock};
 use crate::oauth::upstream::{GiteaOAuth, UpstreamAuthError};
 use crate::oauth::{OAuthConfig, OAuthServer};
+use crate::policy::{ActivePolicy, FactSource, PolicyError};
 use crate::store::cipher::TokenCipher;
 use crate::store::{StoreError, StoreLimits, StoreLocation, open_store};
 
@@ -29,6 +30,8 @@ pub struct App {
     settings: Settings,
     tools: Arc<ToolService>,
     oauth: Option<Arc<OAuthServer>>,
+    /// `POLICY_FILE`'s rules and the facts they ask about.
+    policy: Option<Arc<ActivePolicy>>,
     audit: AuditLog,
     metrics: Arc<Metrics>,
 }
@@ -48,6 +51,8 @@ pub enum BuildError {
     Upstream(#[from] UpstreamAuthError),
     #[error(transparent)]
     Audit(#[from] AuditError),
+    #[error("POLICY_FILE {0}")]
+    Policy(#[from] PolicyError),
 }
 
 impl App {
@@ -83,6 +88,7 @@ impl App {
                 .await?,
             ),
         };
+        let policy = load_active_policy(&settings, &dispatcher, oauth.as_deref())?;
         let tools = Arc::new(ToolService::new(
             dispatcher,
             audit.clone(),
@@ -93,6 +99,7 @@ impl App {
             settings,
             tools,
             oauth,
+            policy,
             audit,
             metrics,
         }))
@@ -101,6 +108,11 @@ impl App {
     /// The authorization server, when OAuth is configured.
     pub fn oauth(&self) -> Option<&Arc<OAuthServer>> {
         self.oauth.as_ref()
+    }
+
+    /// The operator's policy, when `POLICY_FILE` is set.
+    pub fn policy(&self) -> Option<&Arc<ActivePolicy>> {
+        self.policy.as_ref()
     }
 
     pub fn settings(&self) -> &Settings {
@@ -205,6 +217,38 @@ async fn open_audit(settings: &Settings, metrics: Arc<Metrics>) -> Result<AuditL
         "audit log opened"
     );
     Ok(audit)
+}
+
+/// `POLICY_FILE`, read and checked against the catalog, with its fact
+/// lookups; nothing when it is not set. A policy narrows what each
+/// person's connections may do, so it needs OAuth.
+fn load_active_policy(
+    settings: &Settings,
+    dispatcher: &Dispatcher,
+    oauth: Option<&OAuthServer>,
+) -> Result<Option<Arc<ActivePolicy>>, BuildError> {
+    let Some(path) = &settings.policy_file else {
+        return Ok(None);
+    };
+    let Some(oauth) = oauth else {
+        return Err(ConfigError::new(
+            "POLICY_FILE",
+            "needs OAuth (GITEA_OAUTH_CLIENT_ID): a policy narrows what each person's connections may do",
+        )
+        .into());
+    };
+    let policy = crate::policy::load_for(path, dispatcher.catalog())?;
+    tracing::info!(
+        file = %path.display(),
+        rules = policy.rules.len(),
+        "policy loaded"
+    );
+    let facts = FactSource::new(
+        dispatcher.client().clone(),
+        oauth.store().clone(),
+        policy.needs(),
+    );
+    Ok(Some(Arc::new(ActivePolicy::new(policy, facts))))
 }
 
 /// The catalog the settings select (bundled, or the instance's own document

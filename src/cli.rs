@@ -55,6 +55,11 @@ enum Command {
         #[command(subcommand)]
         command: AuditCommand,
     },
+    /// The operator's policy (POLICY_FILE, docs/policy.md).
+    Policy {
+        #[command(subcommand)]
+        command: PolicyCommand,
+    },
     /// Ask a running gateway's /health (for container health checks): exit
     /// 0 when it answers 200, 1 otherwise. Reads no env file.
     Health {
@@ -73,6 +78,15 @@ enum AuditCommand {
     /// file PATHs are one chain, in the order given. Exits 1 when any chain
     /// fails, naming its first bad line.
     Verify { paths: Vec<PathBuf> },
+}
+
+#[derive(Debug, Subcommand)]
+enum PolicyCommand {
+    /// Read and check a policy file (default: POLICY_FILE) against the
+    /// configured catalog (the bundled one without GITEA_URL), as `serve`
+    /// would at startup: exit 0 and one line per rule, or exit 2 naming
+    /// the file, line and reason.
+    Check { path: Option<PathBuf> },
 }
 
 #[derive(Debug, Subcommand)]
@@ -110,6 +124,10 @@ pub fn run() -> ExitCode {
             eprintln!("error: {err}");
             ExitCode::from(2)
         }
+        Err(CliError::Policy(err)) => {
+            eprintln!("policy error: {err}");
+            ExitCode::from(2)
+        }
         Err(CliError::Other(err)) => {
             eprintln!("error: {}", error_text(err.as_ref()));
             ExitCode::FAILURE
@@ -141,6 +159,8 @@ enum CliError {
     /// Another process holds what this one needs (the audit log): exit 2,
     /// like a configuration error, since retrying cannot help.
     InUse(crate::audit::AuditError),
+    /// The policy file cannot be used: exit 2, naming the file and line.
+    Policy(crate::policy::PolicyError),
     Other(anyhow::Error),
 }
 
@@ -160,6 +180,7 @@ impl From<BuildError> for CliError {
     fn from(err: BuildError) -> Self {
         match err {
             BuildError::Config(c) => Self::Config(c),
+            BuildError::Policy(p) => Self::Policy(p),
             BuildError::Audit(err @ crate::audit::AuditError::Locked { .. }) => Self::InUse(err),
             other => Self::Other(other.into()),
         }
@@ -272,23 +293,47 @@ async fn run_command(cli: Cli) -> Result<(), CliError> {
                 .map_err(CliError::other)
         }
         Command::Catalog { json, toolsets } => {
-            // Without GITEA_URL (environment or env file) the bundled catalog
-            // is listed in full; with it, the configured source and exposure apply.
-            let catalog = match load_settings(cli.env_file.as_deref()) {
-                Err(err) if err.setting == "GITEA_URL" && err.rule == "is required" => {
-                    Catalog::bundled()
-                }
-                Err(err) => return Err(err.into()),
-                Ok(settings) => {
-                    // Only the catalog: no audit log, store or OAuth client.
-                    let client = GiteaClient::new(settings.gitea_api_base(), &settings.limits)
-                        .map_err(|_| BuildError::HttpClient)?;
-                    let (catalog, exposure) = crate::app::load_catalog(&settings, &client).await?;
-                    catalog.filtered(|op| exposure.exposes(op))
-                }
-            };
+            let (catalog, _) = configured_catalog(cli.env_file.as_deref()).await?;
             print_catalog(&catalog, json, toolsets);
             Ok(())
+        }
+        Command::Policy {
+            command: PolicyCommand::Check { path },
+        } => {
+            let (catalog, settings) = configured_catalog(cli.env_file.as_deref()).await?;
+            let Some(path) = path.or_else(|| settings.and_then(|s| s.policy_file)) else {
+                return Err(ConfigError::new(
+                    "POLICY_FILE",
+                    "is not set: name the file (`policy check FILE`) or set POLICY_FILE",
+                )
+                .into());
+            };
+            let policy = crate::policy::load_for(&path, &catalog).map_err(CliError::Policy)?;
+            println!("ok: {} ({} rules)", path.display(), policy.rules.len());
+            for rule in &policy.rules {
+                println!("  {}", rule.id);
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The catalog the settings select, filtered by their exposure (no audit
+/// log, store or OAuth client), and the settings. Without GITEA_URL
+/// (environment or env file): the bundled catalog in full, and no settings.
+async fn configured_catalog(
+    env_file: Option<&std::path::Path>,
+) -> Result<(Catalog, Option<Settings>), CliError> {
+    match load_settings(env_file) {
+        Err(err) if err.setting == "GITEA_URL" && err.rule == "is required" => {
+            Ok((Catalog::bundled(), None))
+        }
+        Err(err) => Err(err.into()),
+        Ok(settings) => {
+            let client = GiteaClient::new(settings.gitea_api_base(), &settings.limits)
+                .map_err(|_| BuildError::HttpClient)?;
+            let (catalog, exposure) = crate::app::load_catalog(&settings, &client).await?;
+            Ok((catalog.filtered(|op| exposure.exposes(op)), Some(settings)))
         }
     }
 }

@@ -53,6 +53,15 @@ pub struct Identity {
     pub access: Access,
 }
 
+/// Which OAuth connection a call comes through: the grant and its client.
+/// The HTTP layer puts it beside the [`Identity`] of an `agm_` token; the
+/// operator's policy asks about both.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Connection {
+    pub grant_id: String,
+    pub client_id: String,
+}
+
 /// What a caller's authorization covers, whatever the URL would allow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]

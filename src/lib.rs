@@ -33,6 +33,7 @@ pub(crate) mod metrics;
 pub mod oauth;
 pub(crate) mod page_kit;
 pub(crate) mod pages;
+pub mod policy;
 pub(crate) mod setup;
 pub mod store;
 pub(crate) mod surface;

@@ -15,6 +15,7 @@
 //! error and never an empty list.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use crate::catalog::Catalog;
 use crate::catalog::toolsets::{RAW_TOOLSET, unknown_toolset_hint};
@@ -42,12 +43,15 @@ pub enum Scope {
     Toolsets(BTreeSet<String>),
 }
 
-/// The surface of one MCP URL.
+/// The surface of one MCP URL, for one caller.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Surface {
     pub scope: Scope,
     /// `/readonly`: GET/HEAD operations only.
     pub read_only: bool,
+    /// What the operator's policy leaves of it for this caller (`None`:
+    /// no rule applies, or no policy).
+    pub narrowing: Option<Arc<Narrowing>>,
 }
 
 impl Default for Surface {
@@ -55,7 +59,43 @@ impl Default for Surface {
         Self {
             scope: Scope::Default,
             read_only: false,
+            narrowing: None,
         }
+    }
+}
+
+/// What an operator policy leaves of a surface for one caller. It only
+/// narrows: what the URL and the server settings do not serve, it never
+/// adds. Deny wins over allow.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Narrowing {
+    /// Only reads.
+    pub read_only: bool,
+    /// Only operations of these toolsets (and `raw` for the raw tool);
+    /// `None`: no such limit.
+    pub toolsets: Option<BTreeSet<String>>,
+    /// No operation of these toolsets.
+    pub deny_toolsets: BTreeSet<String>,
+    /// No tool of these names (operation tools and the fixed tools).
+    pub deny_tools: BTreeSet<String>,
+    /// Tools that need a person's confirmation before they run (recorded
+    /// for the confirmation step; not enforced here).
+    pub confirm_tools: BTreeSet<String>,
+    /// The ids of the rules that narrowed, in file order.
+    pub rules: Vec<String>,
+}
+
+impl Narrowing {
+    /// Whether a tool named `name`, of `toolsets`, that reads only when
+    /// `reads` is true, stays.
+    pub fn keeps(&self, name: &str, toolsets: &[String], reads: bool) -> bool {
+        !self.deny_tools.contains(name)
+            && (reads || !self.read_only)
+            && !toolsets.iter().any(|t| self.deny_toolsets.contains(t))
+            && self
+                .toolsets
+                .as_ref()
+                .is_none_or(|allowed| toolsets.iter().any(|t| allowed.contains(t)))
     }
 }
 
@@ -105,7 +145,11 @@ impl Surface {
             ["x", list] => Scope::Toolsets(parse_toolsets(list, &check)?),
             _ => return Err(SurfaceError::NotMcp),
         };
-        Ok(Surface { scope, read_only })
+        Ok(Surface {
+            scope,
+            read_only,
+            narrowing: None,
+        })
     }
 
     /// The canonical path: toolsets sorted and unique, `/readonly` last.

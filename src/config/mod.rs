@@ -249,6 +249,8 @@ pub struct Settings {
     pub replica_id: String,
     pub admin_logins: Vec<String>,
     pub expose_error_details: bool,
+    /// `POLICY_FILE`: the operator's policy (TOML), read at startup.
+    pub policy_file: Option<PathBuf>,
 }
 
 /// Minimum length of `MCP_BEARER_TOKEN`.
@@ -337,6 +339,10 @@ impl Settings {
                 get("EXPOSE_ERROR_DETAILS"),
                 false,
             )?,
+            policy_file: get("POLICY_FILE")
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from),
         })
     }
 

@@ -186,8 +186,9 @@ pub async fn authenticate(
             };
             let resource = server.config().resource_for(&surface);
             match resolver::resolve(server, token, &resource).await {
-                Ok(identity) => {
+                Ok((identity, connection)) => {
                     request.extensions_mut().insert(identity);
+                    request.extensions_mut().insert(connection);
                     return next.run(request).await;
                 }
                 Err(ResolveError::InvalidToken) => {

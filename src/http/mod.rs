@@ -20,6 +20,7 @@ pub(crate) mod health;
 pub(crate) mod layers;
 pub(crate) mod listener;
 pub(crate) mod mcp_intake;
+pub(crate) mod mcp_policy;
 pub(crate) mod mcp_url;
 pub(crate) mod metrics;
 pub(crate) mod rate_limit;
@@ -59,6 +60,7 @@ fn oauth_routes(
     limiter: Arc<RateLimiter>,
     sign_ins: Arc<RateLimiter>,
     policy: Arc<HostPolicy>,
+    page_policy: crate::policy::view::PagePolicy,
 ) -> Router {
     use crate::oauth::{authorize, register, revoke, token};
     use crate::pages::{account, admin, session};
@@ -115,6 +117,8 @@ fn oauth_routes(
         .route("/admin/confirm", get(admin::confirm))
         .route("/admin/actions", post(admin::perform))
         .with_state(server)
+        // The operator's policy, for what the pages say of each connection.
+        .layer(axum::Extension(page_policy))
         .layer(middleware::from_fn_with_state(limiter, rate_limit::limit))
         .layer(middleware::from_fn_with_state(
             policy,
@@ -232,6 +236,10 @@ pub fn router_with_limiters(
         ))
         .layer(middleware::from_fn_with_state(
             app.clone(),
+            mcp_policy::apply_policy,
+        ))
+        .layer(middleware::from_fn_with_state(
+            app.clone(),
             auth::authenticate,
         ))
         .layer(middleware::from_fn_with_state(
@@ -249,6 +257,7 @@ pub fn router_with_limiters(
         .layer(layers::timeout(mcp_timeout));
 
     let oauth = app.oauth().cloned();
+    let page_policy = crate::policy::view::PagePolicy(app.policy().cloned());
     let metrics = app.metrics().clone();
     let base = Router::new()
         .route("/static/aegis.css", get(crate::page_kit::stylesheet))
@@ -259,7 +268,13 @@ pub fn router_with_limiters(
 
     let mut router = base.merge(mcp_routes);
     if let Some(server) = oauth {
-        router = router.merge(oauth_routes(server, limiter, sign_ins, policy.clone()));
+        router = router.merge(oauth_routes(
+            server,
+            limiter,
+            sign_ins,
+            policy.clone(),
+            page_policy,
+        ));
     }
     // An explicit fallback: otherwise a merged group's layered default
     // fallback (say `/mcp`'s authentication) would answer unknown paths.

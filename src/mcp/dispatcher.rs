@@ -261,6 +261,18 @@ impl Dispatcher {
         }
     }
 
+    /// The operator policy's rules that hid `name` from `surface`, when
+    /// the URL alone would list it: what a refusal's audit entry names.
+    pub fn hidden_by_policy<'s>(&self, surface: &'s Surface, name: &str) -> Option<&'s [String]> {
+        let narrowing = surface.narrowing.as_ref()?;
+        let plain = Surface {
+            narrowing: None,
+            ..surface.clone()
+        };
+        self.lists(&plain, name)
+            .then_some(narrowing.rules.as_slice())
+    }
+
     /// Whether `surface` lists `name`.
     fn lists(&self, surface: &Surface, name: &str) -> bool {
         match self.catalog().get(name) {

@@ -127,10 +127,16 @@ impl ServerHandler for GatewayServer {
             &args,
         ) {
             metrics.observe_tool_call(&tool_label, CallOutcome::Error, None, Duration::ZERO);
-            if let Err(err) = audit
-                .record(refused_event(&identity, &request.name, &refusal))
-                .await
+            let mut event = refused_event(&identity, &request.name, &refusal);
+            if let Some(rules) = self
+                .service
+                .dispatcher()
+                .hidden_by_policy(&surface, &request.name)
             {
+                // Rule ids, never argument values.
+                event = event.detail("policy_rules", rules.join(","));
+            }
+            if let Err(err) = audit.record(event).await {
                 tracing::error!(error = %err, "the tool_call_refused entry could not be written");
             }
             return match refusal {

@@ -168,6 +168,7 @@ impl SurfaceTools {
                 let surface = Surface {
                     scope: scope.clone(),
                     read_only,
+                    narrowing: None,
                 };
                 let list = FixedList {
                     person: Arc::new(tools.build_list(&surface)),
@@ -195,18 +196,25 @@ impl SurfaceTools {
         }
     }
 
-    /// Writes can run here: neither `READ_ONLY` nor `/readonly`.
+    /// Writes can run here: neither `READ_ONLY`, nor `/readonly`, nor a
+    /// read-only policy.
     fn writes_allowed(&self, surface: &Surface) -> bool {
-        !surface.read_only && !self.exposure.settings().read_only
+        !surface.read_only
+            && !self.exposure.settings().read_only
+            && !surface.narrowing.as_ref().is_some_and(|n| n.read_only)
     }
 
-    /// The server exposes `op` and the URL keeps it.
+    /// The server exposes `op`, the URL keeps it, and so does the policy.
     pub fn callable(&self, surface: &Surface, op: &Operation) -> bool {
         self.exposure.exposes(op)
             && (!surface.read_only || op.is_read_only())
             && surface
                 .toolsets()
                 .is_none_or(|wanted| op.toolsets.iter().any(|t| wanted.contains(t)))
+            && surface
+                .narrowing
+                .as_ref()
+                .is_none_or(|n| n.keeps(&op.tool_name, &op.toolsets, op.is_read_only()))
     }
 
     /// `op` is listed as its own tool on this surface.
@@ -229,13 +237,22 @@ impl SurfaceTools {
             && surface
                 .toolsets()
                 .is_none_or(|wanted| wanted.contains(RAW_TOOLSET))
+            && surface
+                .narrowing
+                .as_ref()
+                .is_none_or(|n| n.keeps(RAW_TOOL_NAME, &[RAW_TOOLSET.to_owned()], true))
     }
 
     /// A fixed tool (`name` not an operation) is listed on this surface.
     /// `DISABLED_TOOLS` can hide each discovery tool (say, the write call
     /// tool, to leave writes to the typed tools a client confirms one by one).
     pub fn lists_fixed(&self, surface: &Surface, name: &str) -> bool {
-        if self.exposure.disabled(name) {
+        if self.exposure.disabled(name)
+            || surface
+                .narrowing
+                .as_ref()
+                .is_some_and(|n| n.deny_tools.contains(name))
+        {
             return false;
         }
         match name {

@@ -39,6 +39,7 @@ use crate::store::{
 /// What the consent page shows, and the request it answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConsentView {
+    pub client_id: String,
     /// The client's name, with characters that hide text shown.
     pub client_name: String,
     pub redirect_uri: String,
@@ -89,6 +90,7 @@ pub async fn begin_authorization(
     let request_id = park(server, &client, &redirect_uri, &request, &csrf_token).await?;
     let read_only = !url_allows_writes(&server.config, &request.resource);
     Ok(ConsentView {
+        client_id: client.client_id.clone(),
         client_name: client
             .client_name
             .as_deref()

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use askama::Template;
 use axum::body::Bytes;
-use axum::extract::{RawQuery, State};
+use axum::extract::{Extension, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use cookie::SameSite;
@@ -23,6 +23,7 @@ use super::tokens::PENDING_TTL;
 use crate::identity::Access;
 use crate::page_kit::cookies::{read_cookie, set_cookie};
 use crate::page_kit::{PageError, form_origin_allowed, render_page, with_page_headers};
+use crate::policy::view::{PagePolicy, before_sign_in};
 use crate::store::Registration;
 
 /// Cookie carrying the consent form's CSRF token (double submit).
@@ -49,6 +50,8 @@ struct ConsentPage {
     read_only: bool,
     /// The client asked for writing: "read and write" is preselected.
     write_asked: bool,
+    /// What the operator's policy is known to do to this connection.
+    policy: Option<String>,
     request_id: String,
     csrf_token: String,
 }
@@ -81,6 +84,7 @@ impl IntoResponse for AuthorizeRefusal {
 /// `GET /authorize`: the consent page, or why not.
 pub async fn authorize(
     State(server): State<Arc<OAuthServer>>,
+    Extension(policy): Extension<PagePolicy>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, AuthorizeRefusal> {
@@ -89,7 +93,8 @@ pub async fn authorize(
     let csrf_cookie = read_cookie(&headers, CSRF_COOKIE, secure);
     let view = begin_authorization(&server, &query, csrf_cookie.as_deref()).await?;
     let csrf_token = view.csrf_token.clone();
-    let mut response = render_page(StatusCode::OK, &consent_page(&server, view));
+    let policy = before_sign_in(&policy, &view.client_id, &view.mcp_url).await;
+    let mut response = render_page(StatusCode::OK, &consent_page(&server, view, policy));
     response.headers_mut().append(
         header::SET_COOKIE,
         set_cookie(
@@ -104,7 +109,7 @@ pub async fn authorize(
 }
 
 /// The consent page of a view: what the person approves, in words.
-fn consent_page(server: &OAuthServer, view: ConsentView) -> ConsentPage {
+fn consent_page(server: &OAuthServer, view: ConsentView, policy: Option<String>) -> ConsentPage {
     ConsentPage {
         client_name: view.client_name,
         redirect_uri: view.redirect_uri,
@@ -120,6 +125,7 @@ fn consent_page(server: &OAuthServer, view: ConsentView) -> ConsentPage {
         mcp_url: view.mcp_url,
         read_only: view.read_only,
         write_asked: view.asked.may_write(),
+        policy,
         request_id: view.request_id,
         csrf_token: view.csrf_token,
     }

@@ -17,7 +17,7 @@ use super::events::OAuthEvent;
 use super::id_token::{Expected, IdTokenError};
 use super::scopes::granted_access;
 use super::upstream::UpstreamAuthError;
-use crate::identity::{Access, Identity, IdentityMode, SessionRenewal};
+use crate::identity::{Access, Connection, Identity, IdentityMode, SessionRenewal};
 use crate::store::{GrantRecord, hash_secret};
 
 /// Refresh up to this long before Gitea's expiry, so a call does not race
@@ -115,7 +115,7 @@ pub async fn resolve(
     server: &Arc<OAuthServer>,
     token: &str,
     resource: &str,
-) -> Result<Identity, ResolveError> {
+) -> Result<(Identity, Connection), ResolveError> {
     let now = server.now();
     let resolved = server
         .store
@@ -140,7 +140,14 @@ pub async fn resolve(
         tracing::warn!(error = %err, "grant last-use could not be recorded");
     }
     // The token's scope, not the grant's: a refresh may have narrowed it.
-    Ok(identity_of(server, &grant, granted_access(&resolved.scope)))
+    let connection = Connection {
+        grant_id: grant.id.clone(),
+        client_id: grant.client_id.clone(),
+    };
+    Ok((
+        identity_of(server, &grant, granted_access(&resolved.scope)),
+        connection,
+    ))
 }
 
 fn identity_of(server: &Arc<OAuthServer>, grant: &GrantRecord, access: Access) -> Identity {

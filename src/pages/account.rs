@@ -7,16 +7,18 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use askama::Template;
-use axum::extract::{Query, State};
+use axum::extract::{Extension, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
 use super::connections::{GrantRow, grant_rows};
+use super::policy_view::policy_by_grant;
 use super::session::{CheckedForm, ReturnTo, SignedIn, signed_in};
 use crate::connector_snippets::{ConnectorSnippet, connector_snippets};
 use crate::oauth::OAuthServer;
 use crate::page_kit::{PageError, render_page, with_page_headers};
+use crate::policy::view::PagePolicy;
 use crate::store::{ClientRecord, GiteaApp, StoreError};
 
 #[derive(Template)]
@@ -94,6 +96,7 @@ pub fn may_administer(server: &OAuthServer, person: &SignedIn) -> bool {
 /// `GET /account`.
 pub async fn account(
     State(server): State<Arc<OAuthServer>>,
+    Extension(policy): Extension<PagePolicy>,
     Query(query): Query<AccountQuery>,
     headers: HeaderMap,
 ) -> Result<Response, PageError> {
@@ -105,6 +108,12 @@ pub async fn account(
     };
     let grants = server.store().list_grants_for_login(person.login()).await?;
     let clients = clients_by_id(&server, grants.iter().map(|g| g.client_id.as_str())).await?;
+    let policies = policy_by_grant(
+        policy.0.as_deref(),
+        &grants,
+        Some(&person.session.gitea_access_token),
+    )
+    .await;
     let mcp_url = server.config().resource.clone();
     let page = AccountPage {
         login: person.login().to_owned(),
@@ -115,7 +124,12 @@ pub async fn account(
             Some("revoked-all") => Some("Every client was revoked."),
             _ => None,
         },
-        grants: grant_rows(&grants, &clients, server.config().server_read_only),
+        grants: grant_rows(
+            &grants,
+            &clients,
+            server.config().server_read_only,
+            &policies,
+        ),
         gitea_read_access: described_session(&server, GiteaApp::Read),
         gitea_write_access: described_session(&server, GiteaApp::ReadWrite),
         snippets: connector_snippets(&mcp_url),

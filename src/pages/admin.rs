@@ -8,17 +8,19 @@ use crate::oauth::grant_end::GrantEnding;
 use std::sync::Arc;
 
 use askama::Template;
-use axum::extract::{Query, State};
+use axum::extract::{Extension, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
 use super::account::{SignInPage, may_administer};
 use super::connections::{ClientRow, GrantRow, client_rows, grant_rows};
+use super::policy_view::policy_by_grant;
 use super::session::{CheckedForm, ReturnTo, SignedIn, signed_in};
 use crate::oauth::OAuthServer;
 use crate::oauth::upstream::UpstreamAuthError;
 use crate::page_kit::{PageError, render_page, visible_text, with_page_headers};
+use crate::policy::view::PagePolicy;
 
 /// Grants per admin page.
 const PAGE_SIZE: usize = 50;
@@ -161,6 +163,7 @@ fn sign_in_page() -> Response {
 /// `GET /admin`.
 pub async fn admin(
     State(server): State<Arc<OAuthServer>>,
+    Extension(policy): Extension<PagePolicy>,
     Query(query): Query<AdminQuery>,
     headers: HeaderMap,
 ) -> Result<Response, PageError> {
@@ -189,6 +192,7 @@ pub async fn admin(
         .iter()
         .map(|c| (c.client_id.clone(), c.clone()))
         .collect();
+    let policies = policy_by_grant(policy.0.as_deref(), &shown, None).await;
     let view = AdminPage {
         login: person.login().to_owned(),
         csrf_token: person.csrf_token.clone(),
@@ -199,7 +203,7 @@ pub async fn admin(
             _ => None,
         },
         total_grants: matching.len(),
-        grants: grant_rows(&shown, &by_id, server.config().server_read_only),
+        grants: grant_rows(&shown, &by_id, server.config().server_read_only, &policies),
         prev_page: (page > 1).then(|| page - 1),
         next_page: (page < pages).then(|| page + 1),
         clients: client_rows(&clients, &grants),

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use crate::oauth::scopes::granted_access;
 use crate::page_kit::{host_of, visible_text};
+use crate::policy::view::PolicyView;
 use crate::store::{ClientRecord, GiteaApp, GrantRecord, Registration, UnixTime};
 
 /// Longest client name shown (registration already bounds it; this keeps
@@ -32,6 +33,8 @@ pub struct GrantRow {
     /// The Gitea session it holds: `read scopes` (the read application)
     /// or `read and write scopes`.
     pub gitea_session: &'static str,
+    /// What the operator's policy does to it, in words, with its rule ids.
+    pub policy: String,
     pub created: String,
     pub last_used: String,
 }
@@ -90,18 +93,25 @@ fn registration(client: Option<&ClientRecord>) -> &'static str {
     }
 }
 
-/// Rows for `grants`, looking their clients up in `clients`.
+/// Rows for `grants`, looking their clients up in `clients` and the
+/// policy on each in `policies` (none when it is not there).
 pub fn grant_rows(
     grants: &[GrantRecord],
     clients: &HashMap<String, ClientRecord>,
     server_read_only: bool,
+    policies: &HashMap<String, PolicyView>,
 ) -> Vec<GrantRow> {
     grants
         .iter()
         .map(|grant| {
             let client = clients.get(&grant.client_id);
             let (tools_at, url_read_only) = connection_at(&grant.resource, server_read_only);
-            let read_only = url_read_only || !granted_access(&grant.scope).may_write();
+            let policy = policies
+                .get(&grant.id)
+                .cloned()
+                .unwrap_or_else(PolicyView::none);
+            let read_only =
+                url_read_only || !granted_access(&grant.scope).may_write() || policy.read_only;
             GrantRow {
                 id: grant.id.clone(),
                 login: grant.login.clone(),
@@ -118,6 +128,7 @@ pub fn grant_rows(
                     GiteaApp::Read => "read scopes",
                     GiteaApp::ReadWrite => "read and write scopes",
                 },
+                policy: policy.text,
                 created: format_time(grant.created_at),
                 last_used: grant
                     .last_used_at

@@ -7,4 +7,5 @@
 pub mod account;
 pub mod admin;
 pub mod connections;
+pub mod policy_view;
 pub mod session;

@@ -2,7 +2,7 @@
 """Least privilege against the real Gitea (issue 27), with the official
 Python MCP SDK as the client.
 
-1. The SDK connects to `/mcp/readonly`. The Gitea session the gateway then
+1. The SDK connects to `/mcp/all/readonly`. The Gitea session the gateway then
    holds has only `read:` scopes: asked of Gitea's own introspection
    endpoint (`/login/oauth/introspect`, the read application's
    credentials), with the token taken from the store (decrypted with the
@@ -15,6 +15,10 @@ Python MCP SDK as the client.
    `insufficient_scope` challenge; the SDK asks again with the wider scope,
    the consent page now preselects "read and write", the person keeps it,
    and the SDK's retry of the same call creates the issue as the same user.
+4. Throughout, an operator policy (`POLICY_FILE`) whose rule asks about
+   the person's organisations and site-admin status, looked up at the real
+   Gitea with the person's own reading session, hides the admin toolset
+   from everyone outside the seeded organisation.
 
 Usage: tests/e2e/step_up.py (reads $AEGIS_E2E_DIR/fixture.json; the gateway
 binary is $AEGIS_BIN, default target/debug/aegis-gitea-mcp). Needs
@@ -26,6 +30,7 @@ import os
 import secrets
 import sqlite3
 import sys
+import tempfile
 import urllib.parse
 
 import httpx2
@@ -48,6 +53,13 @@ USER = FIXTURE["user"]
 READ_APP = FIXTURE["oauth_read"]
 CLIENT_CALLBACK = "http://127.0.0.1:53683/callback"
 KEY = secrets.token_urlsafe(32)
+POLICY = """
+[[rule]]
+id = "outsiders-no-admin"
+when = { site_admin = false }
+unless = { orgs = ["%s"] }
+deny_toolsets = ["admin"]
+""" % FIXTURE["org"]
 
 step = stepper("step-up")
 
@@ -103,17 +115,19 @@ async def connect(url, person, storage, captured):
 
 async def readonly_url_holds_a_read_only_gitea_session(data_dir):
     person = Person(GATEWAY, CLIENT_CALLBACK, USER["login"], USER["password"])
-    names = await connect(GATEWAY + "/mcp/readonly", person, MemoryStorage(), {})
-    check("gitea_issue_create_issue" not in names, "/mcp/readonly lists no write")
-    grants = [g for g in stored_gitea_tokens(data_dir) if g[0].endswith("/mcp/readonly")]
-    check(len(grants) == 1, "one grant at /mcp/readonly: %s" % [g[:2] for g in grants])
+    names = await connect(GATEWAY + "/mcp/all/readonly", person, MemoryStorage(), {})
+    check("gitea_issue_create_issue" not in names, "/mcp/all/readonly lists no write")
+    check(names and not any(n.startswith("gitea_admin_") for n in names), "the policy hides the admin toolset: %d tools" % len(names))
+    step("/mcp/all/readonly: %d tools, no write, no admin tool (the policy, from Gitea's memberships)" % len(names))
+    grants = [g for g in stored_gitea_tokens(data_dir) if g[0].endswith("/mcp/all/readonly")]
+    check(len(grants) == 1, "one grant at /mcp/all/readonly: %s" % [g[:2] for g in grants])
     resource, scope, token = grants[0]
     check(scope == "gitea:read", "our scope: %s" % scope)
     answer = introspect(token, READ_APP)
     check(answer.get("active") is True, "Gitea knows the token as the read application's: %s" % answer)
     held = granular(answer.get("scope", ""))
     check(held and all(s.startswith("read:") for s in held), "Gitea's scopes of the session: %s" % held)
-    step("/mcp/readonly: Gitea says the stored session holds only %s" % " ".join(held))
+    step("/mcp/all/readonly: Gitea says the stored session holds only %s" % " ".join(held))
     # Defence in depth: were the store and its key to leak, this session
     # still could not write.
     repo = FIXTURE["repos"]["user"]
@@ -157,11 +171,13 @@ async def a_write_steps_up_and_then_runs_as_the_same_user():
                     "gitea_issue_create_issue",
                     {"owner": repo["owner"], "repo": repo["name"], "body": {"title": title}},
                 )
+                hidden = envelope(await session.call_tool("gitea_call_read_operation", {"name": "gitea_admin_search_users"}))
     check(not result.is_error, "the write ran after the step-up: %s" % result.content)
     created = envelope(result)
     check(created["data"]["title"] == title, "the issue: %s" % created["data"].get("title"))
     check(created["data"]["user"] == USER["login"], "created by %s" % created["data"].get("user"))
     check(created["identity"]["login"] == USER["login"], "as the same user: %s" % created["identity"])
+    check(hidden["error"]["kind"] == "invalid_arguments", "the policy hides admin operations from the call tool: %s" % hidden)
     check(person.pages.count("gateway consent") == 2, "the person was asked twice: %s" % person.pages)
     check(person.preselected == ["read", "write"], "the step-up preselected read and write: %s" % person.preselected)
     check(set(storage.tokens.scope.split()) == {"gitea:read", "gitea:write"}, "the new token: %s" % storage.tokens.scope)
@@ -175,4 +191,8 @@ async def main(data_dir):
 
 
 if __name__ == "__main__":
-    run_against_gateway(FIXTURE, "aegis-step-up.", step, main, extra_env={"TOKEN_ENCRYPTION_KEY": KEY}, pass_data_dir=True)
+    with tempfile.NamedTemporaryFile("w", suffix=".toml", prefix="aegis-policy.") as policy:
+        policy.write(POLICY)
+        policy.flush()
+        env = {"TOKEN_ENCRYPTION_KEY": KEY, "POLICY_FILE": policy.name}
+        run_against_gateway(FIXTURE, "aegis-step-up.", step, main, extra_env=env, pass_data_dir=True)

@@ -101,6 +101,17 @@ fn the_oauth_server_knows_no_page_and_no_http_wiring() {
 }
 
 #[test]
+fn the_policy_knows_no_oauth_server_pages_or_http_wiring() {
+    let edges = imports();
+    for forbidden in ["oauth", "pages", "http", "app"] {
+        assert!(
+            !edges["policy"].contains(forbidden),
+            "policy imports {forbidden}"
+        );
+    }
+}
+
+#[test]
 fn the_pages_do_not_depend_on_the_setup_wizard() {
     let edges = imports();
     assert!(!edges["pages"].contains("setup"), "{:?}", edges["pages"]);

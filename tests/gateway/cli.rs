@@ -5,7 +5,7 @@ use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_aegis-gitea-mcp");
 
-fn gateway(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+pub(crate) fn gateway(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
     let dir = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(BIN);
     cmd.args(args).env_clear().current_dir(dir.path());
@@ -18,7 +18,7 @@ fn gateway(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
 /// Like [`gateway`], for a command that should exit by itself: killed and
 /// reported as a failure if it still runs after `limit` (a `serve` that
 /// started instead of refusing).
-fn gateway_within(
+pub(crate) fn gateway_within(
     limit: std::time::Duration,
     args: &[&str],
     env: &[(&str, &str)],

@@ -18,6 +18,7 @@ mod http_guards;
 mod jsonrpc_intake;
 mod mcp_http;
 mod metrics;
+mod policy_cli;
 mod rate_limits;
 mod refusal_snapshots;
 mod request_guards;

@@ -20,6 +20,7 @@ mod mcp_urls;
 mod oidc;
 mod page_snapshots;
 mod pages;
+mod policy;
 mod register;
 mod replicas;
 mod resolver;
@@ -46,21 +47,21 @@ where
 /// (a module of the same name holds them), optionally with extra settings.
 #[macro_export]
 macro_rules! on_both_backends {
-    ($test:ident $(, $extra:expr)?) => {
+    ($test:ident $(, $extra:expr)* $(,)?) => {
         mod $test {
             #[allow(unused_imports)]
             use super::*;
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn on_sqlite() {
-                let extra: &[(&str, &str)] = &[$($extra)?];
+                let extra: &[(&str, &str)] = &[$($extra),*];
                 $crate::run($crate::Backend::Sqlite, extra, super::$test).await;
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             #[ignore = "PostgreSQL: run with `cargo test -- --ignored` (a throwaway cluster of its own, or AEGIS_TEST_POSTGRES_URL)"]
             async fn on_postgres() {
-                let extra: &[(&str, &str)] = &[$($extra)?];
+                let extra: &[(&str, &str)] = &[$($extra),*];
                 $crate::run($crate::Backend::Postgres, extra, super::$test).await;
             }
         }

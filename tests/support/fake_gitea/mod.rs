@@ -77,6 +77,26 @@ pub const USERS: &[FakeUser] = &[
     },
 ];
 
+/// Who belongs to which organisation's team: alice to `acme/platform`,
+/// bob to `acme/support`.
+pub const MEMBERSHIPS: &[(&str, &str, &str)] = &[
+    (ALICE_LOGIN, "acme", "platform"),
+    (BOB_LOGIN, "acme", "support"),
+];
+
+/// `login`'s (organisation, team) pairs on `page` (all on the first).
+fn memberships(
+    login: &str,
+    page: Option<String>,
+) -> impl Iterator<Item = (&'static str, &'static str)> {
+    let first = page.as_deref().is_none_or(|p| p == "1");
+    let login = login.to_owned();
+    MEMBERSHIPS
+        .iter()
+        .filter(move |(member, _, _)| first && member.eq_ignore_ascii_case(&login))
+        .map(|(_, org, team)| (*org, *team))
+}
+
 /// The account named `login` (case-insensitive, as Gitea's user lookup).
 pub fn user(login: &str) -> Option<&'static FakeUser> {
     USERS.iter().find(|u| u.login.eq_ignore_ascii_case(login))
@@ -325,6 +345,24 @@ async fn handle(State(state): State<FakeState>, request: Request) -> Response {
                 }
             },
         },
+        // Memberships (`MEMBERSHIPS`), one page.
+        (Method::GET, ["user", "orgs"]) => {
+            let orgs: Vec<Value> = memberships(caller.login, q("page"))
+                .map(|(org, _)| org)
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .map(|org| json!({"id": 7, "name": org, "username": org}))
+                .collect();
+            axum::Json(orgs).into_response()
+        }
+        (Method::GET, ["user", "teams"]) => {
+            let teams: Vec<Value> = memberships(caller.login, q("page"))
+                .map(|(org, team)| {
+                    json!({"id": 11, "name": team, "organization": {"id": 7, "name": org, "username": org}})
+                })
+                .collect();
+            axum::Json(teams).into_response()
+        }
         (Method::GET, ["admin", "users"]) => {
             let users: Vec<Value> = USERS.iter().map(|u| u.json(&base)).collect();
             let mut response = axum::Json(users).into_response();
