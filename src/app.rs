@@ -11,6 +11,7 @@ use crate::config::{ConfigError, OpenApiSource, Settings};
 use crate::gitea::admin::{AdminAccount, AdminTokenState};
 use crate::gitea::executor::UpstreamError;
 use crate::gitea::{GiteaClient, Identity, IdentityMode};
+use crate::mcp::confirmation::{ConfirmationGate, ConfirmationRules};
 use crate::mcp::exposure::Exposure;
 use crate::mcp::{Dispatcher, ToolService};
 use crate::metrics::Metrics;
@@ -89,12 +90,16 @@ impl App {
             ),
         };
         let policy = load_active_policy(&settings, &dispatcher, oauth.as_deref())?;
-        let tools = Arc::new(ToolService::new(
-            dispatcher,
-            audit.clone(),
-            metrics.clone(),
-            admin,
-        ));
+        let mut tools = ToolService::new(dispatcher, audit.clone(), metrics.clone(), admin);
+        if let Some(server) = &oauth {
+            tools = tools.with_confirmations(ConfirmationGate::new(
+                ConfirmationRules::new(settings.confirm.clone()),
+                server.store().clone(),
+                server.clock().clone(),
+                server.config().issuer.clone(),
+            ));
+        }
+        let tools = Arc::new(tools);
         Ok(Arc::new(Self {
             settings,
             tools,
@@ -237,7 +242,8 @@ fn load_active_policy(
         )
         .into());
     };
-    let policy = crate::policy::load_for(path, dispatcher.catalog())?;
+    let policy =
+        crate::policy::load_for(path, dispatcher.catalog(), &crate::mcp::FIXED_TOOL_NAMES)?;
     tracing::info!(
         file = %path.display(),
         rules = policy.rules.len(),

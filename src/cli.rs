@@ -308,7 +308,8 @@ async fn run_command(cli: Cli) -> Result<(), CliError> {
                 )
                 .into());
             };
-            let policy = crate::policy::load_for(&path, &catalog).map_err(CliError::Policy)?;
+            let policy = crate::policy::load_for(&path, &catalog, &crate::mcp::FIXED_TOOL_NAMES)
+                .map_err(CliError::Policy)?;
             println!("ok: {} ({} rules)", path.display(), policy.rules.len());
             for rule in &policy.rules {
                 println!("  {}", rule.id);

@@ -94,6 +94,11 @@ spec!(
     page_sessions::rekey_covers_page_sessions,
     page_sessions::a_page_session_under_a_wrong_key_is_undecryptable,
     page_sessions::revoke_grants_for_login_revokes_only_that_login,
+    confirmations::only_its_person_decides_a_confirmation_and_only_once,
+    confirmations::an_approval_is_spent_exactly_once_under_concurrency,
+    confirmations::an_expired_confirmation_can_be_neither_decided_nor_spent,
+    confirmations::a_retry_finds_the_newest_open_request_of_its_grant_and_call,
+    confirmations::pending_confirmations_are_bounded_per_grant,
 );
 
 /// The two migration dialects against each other: PostgreSQL only (it

@@ -63,6 +63,14 @@ pub enum EventKind {
     /// A grant ended: revoked by its client, its person, an admin, or the
     /// gateway (reuse, replay, Gitea's refusal). One entry per grant.
     GrantEnded,
+    /// A call waits for its person's confirmation (`docs/confirmation.md`).
+    ConfirmationRequested,
+    /// The person approved it (`detail.by`).
+    ConfirmationApproved,
+    /// The person denied it.
+    ConfirmationDenied,
+    /// Nobody decided, or the approved call was not retried, in time.
+    ConfirmationExpired,
 }
 
 impl EventKind {
@@ -89,6 +97,10 @@ impl EventKind {
             Self::AdminAction => "admin_action",
             Self::RateLimited => "rate_limited",
             Self::GrantEnded => "grant_ended",
+            Self::ConfirmationRequested => "confirmation_requested",
+            Self::ConfirmationApproved => "confirmation_approved",
+            Self::ConfirmationDenied => "confirmation_denied",
+            Self::ConfirmationExpired => "confirmation_expired",
         }
     }
 }

@@ -16,7 +16,7 @@ use url::Url;
 
 pub use env_file::{EnvFileChoice, SettingsSource, select_env_file};
 pub use parse::is_loopback_url;
-use parse::{parse_base_url, parse_bool, parse_list, parse_secret};
+use parse::{parse_base_url, parse_bool, parse_choice, parse_list, parse_secret};
 
 /// A setting that failed validation. Carries the setting's name and the rule,
 /// never the offending value (it may be a secret).
@@ -65,6 +65,28 @@ pub enum SecretDetectionMode {
     Off,
     Mask,
     Block,
+}
+
+/// Which calls through an OAuth connection wait for their person
+/// (`CONFIRM`, `docs/confirmation.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfirmMode {
+    /// None (but `CONFIRM_TOOLS` and the policy's `confirm_tools`).
+    Off,
+    /// Calls whose effect is destructive (the default).
+    Destructive,
+    /// Every call that changes something.
+    Writes,
+}
+
+/// `CONFIRM`, `CONFIRM_TOOLS`, `CONFIRM_SKIP_TOOLS`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfirmSettings {
+    pub mode: ConfirmMode,
+    /// Tools that always wait for their person.
+    pub always: Vec<String>,
+    /// Tools that never do under `mode` (the policy may still ask).
+    pub never: Vec<String>,
 }
 
 /// Which Gitea operations are exposed as tools.
@@ -251,6 +273,7 @@ pub struct Settings {
     pub expose_error_details: bool,
     /// `POLICY_FILE`: the operator's policy (TOML), read at startup.
     pub policy_file: Option<PathBuf>,
+    pub confirm: ConfirmSettings,
 }
 
 /// Minimum length of `MCP_BEARER_TOKEN`.
@@ -339,6 +362,20 @@ impl Settings {
                 get("EXPOSE_ERROR_DETAILS"),
                 false,
             )?,
+            confirm: ConfirmSettings {
+                mode: parse_choice(
+                    "CONFIRM",
+                    get("CONFIRM"),
+                    &[
+                        ("off", ConfirmMode::Off),
+                        ("destructive", ConfirmMode::Destructive),
+                        ("writes", ConfirmMode::Writes),
+                    ],
+                    ConfirmMode::Destructive,
+                )?,
+                always: parse_list(get("CONFIRM_TOOLS")),
+                never: parse_list(get("CONFIRM_SKIP_TOOLS")),
+            },
             policy_file: get("POLICY_FILE")
                 .map(str::trim)
                 .filter(|v| !v.is_empty())

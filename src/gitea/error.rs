@@ -31,6 +31,14 @@ pub enum ErrorKind {
     SecretBlocked,
     /// The call's audit entry could not be written, so it was refused.
     AuditUnavailable,
+    /// The call waits for its person's confirmation (`docs/confirmation.md`).
+    ConfirmationRequired,
+    /// Its person has not decided yet.
+    ConfirmationPending,
+    /// Its person said no.
+    ConfirmationDenied,
+    /// Its person did not decide, or the approved call was not retried, in time.
+    ConfirmationExpired,
     InternalError,
 }
 
@@ -76,6 +84,10 @@ impl ErrorKind {
             Self::SensitivePath => "sensitive_path",
             Self::SecretBlocked => "secret_blocked",
             Self::AuditUnavailable => "audit_unavailable",
+            Self::ConfirmationRequired => "confirmation_required",
+            Self::ConfirmationPending => "confirmation_pending",
+            Self::ConfirmationDenied => "confirmation_denied",
+            Self::ConfirmationExpired => "confirmation_expired",
             Self::InternalError => "internal_error",
         }
     }

@@ -63,7 +63,7 @@ fn oauth_routes(
     page_policy: crate::policy::view::PagePolicy,
 ) -> Router {
     use crate::oauth::{authorize, register, revoke, token};
-    use crate::pages::{account, admin, session};
+    use crate::pages::{account, admin, confirm, session};
     let parks_state = middleware::from_fn_with_state(sign_ins, rate_limit::limit);
     let api = Router::new()
         .route(
@@ -113,6 +113,7 @@ fn oauth_routes(
         .route("/account/sign-out", post(session::sign_out))
         .route("/account/grants/revoke", post(account::revoke_grant))
         .route("/account/grants/revoke-all", post(account::revoke_all))
+        .route("/confirm/{id}", get(confirm::show).post(confirm::decide))
         .route("/admin", get(admin::admin))
         .route("/admin/confirm", get(admin::confirm))
         .route("/admin/actions", post(admin::perform))

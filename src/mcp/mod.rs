@@ -3,6 +3,7 @@
 //! tools), and the rmcp adapter for the stdio and Streamable HTTP transports.
 
 pub(crate) mod caller;
+pub(crate) mod confirmation;
 pub(crate) mod discover;
 pub(crate) mod dispatcher;
 pub(crate) mod exposure;
@@ -15,4 +16,13 @@ pub(crate) mod transport;
 pub mod validation;
 
 pub use dispatcher::{Dispatcher, ToolOutcome, UnknownTool};
+
+/// The tools that are no catalog operation: the discovery tools and the
+/// raw tool.
+pub const FIXED_TOOL_NAMES: [&str; 4] = [
+    discover::SEARCH_TOOL_NAME,
+    discover::CALL_READ_TOOL_NAME,
+    discover::CALL_WRITE_TOOL_NAME,
+    crate::gitea::raw::RAW_TOOL_NAME,
+];
 pub use service::ToolService;

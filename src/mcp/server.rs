@@ -14,8 +14,10 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 
 use super::ToolService;
+use super::confirmation::{GateOutcome, GatedCall};
 use crate::audit::{Event, EventKind, Outcome};
 use crate::gitea::{ErrorKind, Identity, IdentityMode, ToolError};
+use crate::identity::Connection;
 use crate::mcp::caller::Caller;
 use crate::mcp::dispatcher::{Refusal, ToolOutcome};
 use crate::metrics::{CallOutcome, UNKNOWN_TOOL};
@@ -58,6 +60,16 @@ impl GatewayServer {
                 .cloned()
                 .ok_or_else(|| McpError::internal_error("request is not authenticated", None)),
         }
+    }
+
+    /// The OAuth connection of the request (put there by the HTTP layer
+    /// beside an `agm_` token's identity).
+    fn connection(&self, context: &RequestContext<RoleServer>) -> Option<Connection> {
+        context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Connection>())
+            .cloned()
     }
 
     /// The surface of the request's URL (put there by the HTTP layer), or
@@ -156,9 +168,71 @@ impl ServerHandler for GatewayServer {
                 .into()),
             };
         }
+        // A call that needs its person stops here until they approve it.
+        let confirmation = match self.service.confirmations() {
+            None => None,
+            Some(gate) => {
+                let connection = self.connection(&context);
+                let call = GatedCall {
+                    tool: &request.name,
+                    args: &args,
+                    surface: &surface,
+                };
+                match gate
+                    .check(
+                        &identity,
+                        connection.as_ref(),
+                        call,
+                        self.service.dispatcher(),
+                    )
+                    .await
+                {
+                    Ok(GateOutcome::Proceed(confirmation)) => confirmation,
+                    Ok(GateOutcome::Stop { result, event }) => {
+                        metrics.observe_tool_call(
+                            &tool_label,
+                            CallOutcome::Refused,
+                            None,
+                            Duration::ZERO,
+                        );
+                        if let Some(event) = event {
+                            audit.record_best_effort(*event).await;
+                        }
+                        return Ok(CallToolResult::error(vec![ContentBlock::text(
+                            result.to_string(),
+                        )])
+                        .into());
+                    }
+                    Err(err) => {
+                        // Fail closed: without the store, nothing that
+                        // needs a person runs.
+                        tracing::error!(error = %err, "the confirmation store is unavailable");
+                        metrics.observe_tool_call(
+                            &tool_label,
+                            CallOutcome::Refused,
+                            None,
+                            Duration::ZERO,
+                        );
+                        return Ok(CallToolResult::error(vec![ContentBlock::text(
+                            ToolError::new(
+                                ErrorKind::InternalError,
+                                "the call could not be checked for confirmation; nothing was sent to Gitea, try again later",
+                            )
+                            .to_json()
+                            .to_string(),
+                        )])
+                        .into());
+                    }
+                }
+            }
+        };
         // Write-ahead entry: durable before anything goes upstream; a call
         // whose entry cannot be written is refused.
-        let started = tool_call_event(&self.service, &identity, &request.name, &args);
+        let mut started = tool_call_event(&self.service, &identity, &request.name, &args);
+        if let Some(confirmation) = &confirmation {
+            // The approval this call spends.
+            started = started.detail("confirmation", confirmation);
+        }
         let started_seq = match audit.record(started.clone()).await {
             Ok(seq) => seq,
             Err(err) => {

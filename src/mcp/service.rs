@@ -1,12 +1,14 @@
 //! The tool service: everything one MCP tool call needs, and nothing else.
 //! The dispatcher (tools and their rules), the audit log (the write-ahead
 //! entry and the result entry), the metrics, and the admin account (the
-//! identity of stdio and of the static bearer). The SDK adapter
+//! identity of stdio and of the static bearer), and with OAuth the
+//! confirmation gate (`confirmation`). The SDK adapter
 //! (`server`) is handed this, not the whole application.
 
 use std::sync::Arc;
 
 use super::Dispatcher;
+use super::confirmation::ConfirmationGate;
 use crate::audit::AuditLog;
 use crate::gitea::admin::AdminAccount;
 use crate::gitea::{Identity, IdentityMode};
@@ -18,6 +20,8 @@ pub struct ToolService {
     audit: AuditLog,
     metrics: Arc<Metrics>,
     admin: Option<AdminAccount>,
+    /// With OAuth: the calls that wait for their person.
+    confirmations: Option<ConfirmationGate>,
 }
 
 impl ToolService {
@@ -32,7 +36,18 @@ impl ToolService {
             audit,
             metrics,
             admin,
+            confirmations: None,
         }
+    }
+
+    /// With OAuth: `gate` holds calls that need their person.
+    pub fn with_confirmations(mut self, gate: ConfirmationGate) -> Self {
+        self.confirmations = Some(gate);
+        self
+    }
+
+    pub fn confirmations(&self) -> Option<&ConfirmationGate> {
+        self.confirmations.as_ref()
     }
 
     pub fn dispatcher(&self) -> &Dispatcher {

@@ -162,6 +162,11 @@ impl OAuthServer {
         &self.config
     }
 
+    /// The clock every expiry of the store is measured with.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
     /// The store, for the people's pages and the health check.
     pub fn store(&self) -> &Arc<dyn OAuthStore> {
         &self.store

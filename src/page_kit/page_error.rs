@@ -34,6 +34,9 @@ pub enum PageError {
     /// What the request names is not there (any more), or not theirs.
     #[error("what the request names no longer exists")]
     Gone,
+    /// A call's confirmation that was decided already, or ran out of time.
+    #[error("the confirmation was already decided or has expired")]
+    ConfirmationClosed,
     /// The store cannot serve right now, or is full.
     #[error("the server cannot do this right now")]
     Unavailable,
@@ -116,6 +119,11 @@ impl PageError {
                 "Already gone",
                 "That no longer exists. Nothing was changed.".into(),
             ),
+            Self::ConfirmationClosed => (
+                S::CONFLICT,
+                "Already decided",
+                "This call was already approved or denied, or its time ran out. Nothing was changed.".into(),
+            ),
             Self::Unavailable => (
                 S::SERVICE_UNAVAILABLE,
                 "Try again later",
@@ -182,6 +190,7 @@ mod tests {
             ("admins_only", PageError::AdminsOnly),
             ("sign_in_again", PageError::SignInAgain),
             ("gone", PageError::Gone),
+            ("confirmation_closed", PageError::ConfirmationClosed),
             ("unavailable", PageError::Unavailable),
             ("upstream_failed", PageError::UpstreamFailed),
             ("declined", PageError::Declined),

@@ -12,7 +12,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use super::connections::{GrantRow, grant_rows};
+use super::connections::{GrantRow, WaitingRow, grant_rows, waiting_rows};
 use super::policy_view::policy_by_grant;
 use super::session::{CheckedForm, ReturnTo, SignedIn, signed_in};
 use crate::connector_snippets::{ConnectorSnippet, connector_snippets};
@@ -54,6 +54,8 @@ struct AccountPage {
     csrf_token: String,
     notice: Option<&'static str>,
     grants: Vec<GrantRow>,
+    /// Calls that wait for this person's confirmation.
+    waiting: Vec<WaitingRow>,
     /// What a reading and a writing connection's Gitea session may do, in
     /// plain words.
     gitea_read_access: Vec<String>,
@@ -129,6 +131,12 @@ pub async fn account(
             &clients,
             server.config().server_read_only,
             &policies,
+        ),
+        waiting: waiting_rows(
+            &server
+                .store()
+                .list_pending_confirmations(Some(person.login()), server.now(), 50)
+                .await?,
         ),
         gitea_read_access: described_session(&server, GiteaApp::Read),
         gitea_write_access: described_session(&server, GiteaApp::ReadWrite),

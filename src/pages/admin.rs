@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
 use super::account::{SignInPage, may_administer};
-use super::connections::{ClientRow, GrantRow, client_rows, grant_rows};
+use super::connections::{ClientRow, GrantRow, WaitingRow, client_rows, grant_rows, waiting_rows};
 use super::policy_view::policy_by_grant;
 use super::session::{CheckedForm, ReturnTo, SignedIn, signed_in};
 use crate::oauth::OAuthServer;
@@ -107,6 +107,8 @@ struct AdminPage {
     prev_page: Option<usize>,
     next_page: Option<usize>,
     clients: Vec<ClientRow>,
+    /// Everyone's calls that wait for their person.
+    waiting: Vec<WaitingRow>,
 }
 
 #[derive(Template)]
@@ -207,6 +209,12 @@ pub async fn admin(
         prev_page: (page > 1).then(|| page - 1),
         next_page: (page < pages).then(|| page + 1),
         clients: client_rows(&clients, &grants),
+        waiting: waiting_rows(
+            &server
+                .store()
+                .list_pending_confirmations(None, server.now(), 50)
+                .await?,
+        ),
         filter_user: user,
         filter_client: client,
     };

@@ -59,6 +59,32 @@ pub fn connection_at(resource: &str, server_read_only: bool) -> (String, bool) {
     (path, read_only)
 }
 
+/// A call that waits for its person, as the pages list it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WaitingRow {
+    pub id: String,
+    pub login: String,
+    pub summary: String,
+    pub tool: String,
+    pub created: String,
+    pub expires: String,
+}
+
+/// Rows for `confirmations`.
+pub fn waiting_rows(confirmations: &[crate::store::Confirmation]) -> Vec<WaitingRow> {
+    confirmations
+        .iter()
+        .map(|c| WaitingRow {
+            id: c.id.clone(),
+            login: c.login.clone(),
+            summary: visible_text(&c.summary),
+            tool: c.tool.clone(),
+            created: format_time(c.created_at),
+            expires: format_time(c.expires_at),
+        })
+        .collect()
+}
+
 /// One registered client.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientRow {

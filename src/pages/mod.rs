@@ -6,6 +6,7 @@
 
 pub mod account;
 pub mod admin;
+pub mod confirm;
 pub mod connections;
 pub mod policy_view;
 pub mod session;

@@ -21,21 +21,22 @@ use secrecy::SecretString;
 
 use crate::catalog::Catalog;
 use crate::catalog::toolsets::RAW_TOOLSET;
-use crate::gitea::raw::RAW_TOOL_NAME;
 use crate::identity::{Connection, Identity};
-use crate::mcp::discover::DISCOVERY_TOOL_NAMES;
 use crate::surface::{Narrowing, Surface, catalog_toolsets};
 
 pub use facts::{FactSource, FactsError};
 pub use file::{PolicyError, load_policy, parse_policy};
 
 /// Reads and checks the policy file at `path` against `catalog`'s
-/// toolsets and tools (and the fixed tools every gateway has).
-pub fn load_for(path: &Path, catalog: &Catalog) -> Result<Policy, PolicyError> {
+/// toolsets and tools, and `fixed_tools` (the tools that are no operation:
+/// the MCP layer's `FIXED_TOOL_NAMES`).
+pub fn load_for(
+    path: &Path,
+    catalog: &Catalog,
+    fixed_tools: &[&str],
+) -> Result<Policy, PolicyError> {
     let toolset = |name: &str| name == RAW_TOOLSET || catalog.has_toolset(name);
-    let tool = |name: &str| {
-        catalog.get(name).is_some() || name == RAW_TOOL_NAME || DISCOVERY_TOOL_NAMES.contains(&name)
-    };
+    let tool = |name: &str| catalog.get(name).is_some() || fixed_tools.contains(&name);
     let url = |path: &str| {
         Surface::parse(path, catalog_toolsets(catalog))
             .ok()

@@ -31,6 +31,8 @@ pub struct StoreLimits {
     pub max_codes: u64,
     pub max_grants_per_login: u64,
     pub max_page_sessions_per_login: u64,
+    /// Pending confirmations one grant may have open at once.
+    pub max_pending_confirmations_per_grant: u64,
 }
 
 impl Default for StoreLimits {
@@ -41,6 +43,7 @@ impl Default for StoreLimits {
             max_codes: 1024,
             max_grants_per_login: 50,
             max_page_sessions_per_login: 50,
+            max_pending_confirmations_per_grant: 20,
         }
     }
 }

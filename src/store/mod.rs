@@ -291,6 +291,49 @@ pub trait PageSessionStore: Send + Sync {
     async fn delete_page_session(&self, id_hash: &SecretHash) -> Result<bool, StoreError>;
 }
 
+/// Calls waiting for their person's confirmation (`docs/confirmation.md`).
+#[async_trait]
+pub trait ConfirmationStore: Send + Sync {
+    /// Stores a pending confirmation; `StoreError::Full` when its grant
+    /// already has `max_pending_confirmations_per_grant` unexpired ones.
+    async fn insert_confirmation(
+        &self,
+        confirmation: &Confirmation,
+        now: UnixTime,
+    ) -> Result<(), StoreError>;
+    async fn get_confirmation(&self, id: &str) -> Result<Option<Confirmation>, StoreError>;
+    /// The newest confirmation of `grant_id` for the call `digest` that has
+    /// not run (pending, approved or denied, expired or not).
+    async fn open_confirmation(
+        &self,
+        grant_id: &str,
+        digest: &str,
+    ) -> Result<Option<Confirmation>, StoreError>;
+    /// The person `login` decides a pending, unexpired confirmation of
+    /// theirs, once; an approval then holds until `use_by`. False when it
+    /// is not theirs, not pending, or expired.
+    async fn decide_confirmation(
+        &self,
+        id: &str,
+        login: &str,
+        approve: bool,
+        use_by: UnixTime,
+        now: UnixTime,
+    ) -> Result<bool, StoreError>;
+    /// Spends an approval: true exactly once, while it is unexpired.
+    async fn use_approval(&self, id: &str, now: UnixTime) -> Result<bool, StoreError>;
+    /// Removes a confirmation (a denied or expired one, once reported).
+    async fn delete_confirmation(&self, id: &str) -> Result<bool, StoreError>;
+    /// Unexpired pending confirmations, of `login` or (`None`) everyone's,
+    /// newest first, at most `limit`.
+    async fn list_pending_confirmations(
+        &self,
+        login: Option<&str>,
+        now: UnixTime,
+        limit: u64,
+    ) -> Result<Vec<Confirmation>, StoreError>;
+}
+
 /// The whole OAuth store: every aggregate's trait. Implemented once over
 /// sqlx for SQLite and PostgreSQL (`sql`), each aggregate's methods in the
 /// file that holds its SQL.
@@ -303,6 +346,7 @@ pub trait OAuthStore:
     + CodeStore
     + TokenStore
     + PageSessionStore
+    + ConfirmationStore
     + std::fmt::Debug
 {
 }
@@ -316,6 +360,7 @@ impl<T> OAuthStore for T where
         + CodeStore
         + TokenStore
         + PageSessionStore
+        + ConfirmationStore
         + std::fmt::Debug
 {
 }

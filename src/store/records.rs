@@ -454,6 +454,70 @@ pub struct PruneCounts {
     pub tokens: u64,
     pub grants: u64,
     pub page_sessions: u64,
+    pub confirmations: u64,
+}
+
+/// Where a call that needs its person's confirmation stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfirmationState {
+    /// Waiting for the person.
+    Pending,
+    /// Approved: the same call may run once, until the record expires.
+    Approved,
+    /// The person said no.
+    Denied,
+    /// The approved call ran.
+    Used,
+}
+
+impl ConfirmationState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Approved => "approved",
+            Self::Denied => "denied",
+            Self::Used => "used",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "pending" => Some(Self::Pending),
+            "approved" => Some(Self::Approved),
+            "denied" => Some(Self::Denied),
+            "used" => Some(Self::Used),
+            _ => None,
+        }
+    }
+}
+
+/// A call through an OAuth connection that waits for its person: what it
+/// is, who may decide, and where it stands.
+#[derive(Debug, Clone)]
+pub struct Confirmation {
+    /// Random; in the confirmation page's URL.
+    pub id: String,
+    pub grant_id: String,
+    /// Who may decide: the grant's Gitea user.
+    pub login: String,
+    pub client_id: String,
+    pub tool: String,
+    /// SHA-256 hex of the tool name and its canonical arguments: the
+    /// approval holds for exactly this call.
+    pub digest: String,
+    /// What the call does, in a sentence.
+    pub summary: String,
+    pub method: String,
+    pub route: String,
+    /// The arguments as the page shows them (JSON; encrypted at rest).
+    pub arguments: SecretString,
+    pub state: ConfirmationState,
+    pub created_at: UnixTime,
+    /// Pending: until the person must decide. Approved: until the call
+    /// must be retried.
+    pub expires_at: UnixTime,
+    pub decided_at: Option<UnixTime>,
+    pub decided_by: Option<String>,
 }
 
 /// A person signed in to the gateway's own pages (`/account`, `/admin`).

@@ -138,13 +138,15 @@ def start_gateway(fixture, data_dir, database_url=None, extra_env=None, max_open
 
 
 def run_against_gateway(fixture, prefix, step, main, extra_env=None, pass_data_dir=False):
-    """Runs the coroutine function `main` against a fresh gateway (with
-    `pass_data_dir`, `main(data_dir)`)."""
+    """Runs `main` (a coroutine function, or a plain one) against a fresh
+    gateway (with `pass_data_dir`, `main(data_dir)`)."""
     data_dir = tempfile.mkdtemp(prefix=prefix)
     gateway = start_gateway(fixture, data_dir, database_url=os.environ.get("DATABASE_URL"), extra_env=extra_env)
     step("gateway up at %s (data in %s)" % (fixture["gateway_url"].rstrip("/"), data_dir))
     try:
-        asyncio.run(main(data_dir) if pass_data_dir else main())
+        done = main(data_dir) if pass_data_dir else main()
+        if asyncio.iscoroutine(done):
+            asyncio.run(done)
         step("PASS")
     except BaseException:
         step("FAIL; gateway log follows")

@@ -31,8 +31,10 @@ A scripted sign-in without the SDK (`tests/security/replay.py`,
 - `token_request(gateway, client, **form)`: a `/token` post as a public client.
 - `exchange(gateway, client, back, verifier, redirect_uri)`: the code of the
   redirect `back` for tokens.
-- `signed_in_tokens(gateway, client, redirect_uri, user)`: `user` signs in at
-  the real Gitea and approves; the tokens.
+- `signed_in_tokens(gateway, client, redirect_uri, user, access=None)`:
+  `user` signs in at the real Gitea and approves; the tokens.
+- `page_session(gateway, user)`: `user` signed in to `/account`; the
+  `Person` whose cookies hold the page session.
 """
 
 import asyncio
@@ -165,11 +167,21 @@ def exchange(gateway, client, back, verifier, redirect_uri):
     return response.json()
 
 
-def signed_in_tokens(gateway, client, redirect_uri, user):
-    """`user` signs in at the real Gitea (ID token verified) and approves."""
+def signed_in_tokens(gateway, client, redirect_uri, user, access=None):
+    """`user` signs in at the real Gitea (ID token verified) and approves
+    (`access`: "read" or "write" on the consent page; None keeps its
+    default)."""
     url, verifier = authorization_url(gateway, client, redirect_uri)
-    back = Person(gateway, redirect_uri, user["login"], user["password"]).sign_in(url)
+    back = Person(gateway, redirect_uri, user["login"], user["password"], access=access).sign_in(url)
     return exchange(gateway, client, back, verifier, redirect_uri)
+
+
+def page_session(gateway, user):
+    """`user` signed in to the gateway's pages (`/account`) through the real
+    Gitea: the `Person`, whose cookie jar holds the page session."""
+    person = Person(gateway, gateway.rstrip("/") + "/account", user["login"], user["password"])
+    person.sign_in(gateway.rstrip("/") + "/account/sign-in?next=account")
+    return person
 
 
 class Forms(html.parser.HTMLParser):

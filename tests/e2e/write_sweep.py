@@ -346,4 +346,6 @@ async def main():
 
 
 if __name__ == "__main__":
-    run_against_gateway(FIXTURE, "aegis-write-sweep.", step, main, extra_env={"MCP_BEARER_TOKEN": BEARER})
+    # CONFIRM=off: this sweep is about the writes themselves, dozens of
+    # destructive ones; a person's confirmation of each is tests/browser/confirm_e2e.py's.
+    run_against_gateway(FIXTURE, "aegis-write-sweep.", step, main, extra_env={"MCP_BEARER_TOKEN": BEARER, "CONFIRM": "off"})

@@ -14,6 +14,7 @@ mod support;
 mod audit_events;
 mod authorize;
 mod client_metadata;
+mod confirmation;
 mod consent;
 mod discovery;
 mod mcp_urls;

@@ -213,3 +213,46 @@ async fn every_refusal_of_the_peoples_pages() {
     })
     .await;
 }
+
+/// The confirmation page of a waiting call, `/account` listing it, and
+/// the page once approved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_confirmation_page_waiting_and_approved() {
+    sqlite(|gateway| async move {
+        let client = gateway.public_client().await;
+        let tokens = gateway.tokens(&client, "alice").await;
+        let (_, result) = gateway
+            .call_tool(
+                &tokens.access_token,
+                "gitea_call_write_operation",
+                serde_json::json!({
+                    "name": "gitea_repo_delete_branch",
+                    "arguments": {"owner": "alice", "repo": "r", "branch": "feature/x"},
+                }),
+            )
+            .await;
+        let url = result["error"]["confirm_url"].as_str().unwrap().to_owned();
+        let path = url.strip_prefix(&gateway.url).unwrap().to_owned();
+        let browser = gateway.page_sign_in("alice", "account").await;
+        let account = gateway.page(&browser, "/account").await;
+        insta::assert_snapshot!(
+            "page_account_with_a_waiting_call",
+            shown(&gateway, account).await
+        );
+        let page = gateway.page(&browser, &path).await;
+        insta::assert_snapshot!("page_confirmation_waiting", shown(&gateway, page).await);
+        let token = csrf(&gateway, &browser, &path).await;
+        gateway
+            .post_form(
+                &browser,
+                &path,
+                &[("csrf_token", token.as_str()), ("decision", "approve")],
+            )
+            .await;
+        let page = gateway
+            .page(&browser, &format!("{path}?done=approved"))
+            .await;
+        insta::assert_snapshot!("page_confirmation_approved", shown(&gateway, page).await);
+    })
+    .await;
+}

@@ -40,7 +40,7 @@ import httpx2
 sys.dont_write_bytecode = True  # no __pycache__ in the work tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
 from gateway import audit_verify, check, gateway_log, load_fixture, mcp_tool_call, start_gateway, stepper, stop_gateway  # noqa: E402
-from sdk_common import Person, authorization_url, exchange, forms_of, public_client, register_client, signed_in_tokens, token_request  # noqa: E402
+from sdk_common import Person, authorization_url, exchange, forms_of, page_session, public_client, register_client, signed_in_tokens, token_request  # noqa: E402
 
 FIXTURE = load_fixture()
 GATEWAY = FIXTURE["gateway_url"].rstrip("/")
@@ -404,6 +404,77 @@ def health():
             return response.status, json.load(response)["checks"]
     except urllib.error.HTTPError as err:
         return err.code, json.load(err)["checks"]
+
+
+def gitea_branch(method, name):
+    """Creates (POST) or looks up (GET) branch `name` of the user's
+    repository as the admin: the HTTP status."""
+    repo = FIXTURE["repos"]["user"]
+    base = "%s/repos/%s/%s/branches" % (GITEA_API, repo["owner"], repo["name"])
+    headers = {"Authorization": "token " + ADMIN["token"]}
+    if method == "POST":
+        body = {"new_branch_name": name, "old_branch_name": repo["default_branch"]}
+        return httpx2.post(base, json=body, headers=headers, timeout=30).status_code
+    return httpx2.get(base + "/" + name, headers=headers, timeout=30).status_code
+
+
+def delete_branch(access_token, name):
+    repo = FIXTURE["repos"]["user"]
+    arguments = {"owner": repo["owner"], "repo": repo["name"], "branch": name}
+    return mcp_tool_call(GATEWAY, access_token, "gitea_call_write_operation", {"name": "gitea_repo_delete_branch", "arguments": arguments})
+
+
+def confirmation_form(person, url):
+    """The page's CSRF token, as `person` sees the page: (status, token)."""
+    page = person.http.get(url)
+    forms = [f for f in forms_of(page.text) if f["action"].startswith("/confirm/")]
+    return page.status_code, (forms[0]["fields"]["csrf_token"] if forms else None)
+
+
+@attack("I28")
+def confirmations_resist_strangers_forgery_replay_altered_arguments_and_floods():
+    with gateway():
+        client = public_client(GATEWAY, CLIENT_CALLBACK, client_name="replay")
+        tokens = signed_in_tokens(GATEWAY, client, CLIENT_CALLBACK, USER, access="write")
+        name = "replay-" + secrets.token_hex(3)
+        check(gitea_branch("POST", name) == 201, "branch created")
+        status, result = delete_branch(tokens["access_token"], name)
+        check(status == 200 and result["error"]["kind"] == "confirmation_required", "the delete waits: %s" % (result,))
+        url = result["error"]["confirm_url"]
+        # Another person, signed in to the pages, sees nothing and decides nothing.
+        stranger = page_session(GATEWAY, ADMIN)
+        seen, _ = confirmation_form(stranger, url)
+        # The stranger's own, valid form token (from their sign-out form).
+        own = next(f["fields"]["csrf_token"] for f in forms_of(stranger.http.get(GATEWAY + "/account").text) if "csrf_token" in f["fields"])
+        stolen = stranger.http.post(url, data={"csrf_token": own, "decision": "approve"}, headers={"Origin": "null"})
+        check(seen == 404 and stolen.status_code == 404, "a stranger's view and approval: %s, %s" % (seen, stolen.status_code))
+        # The person's own session, without its token or from another site.
+        person = page_session(GATEWAY, USER)
+        _, token = confirmation_form(person, url)
+        forged = person.http.post(url, data={"csrf_token": "forged", "decision": "approve"}, headers={"Origin": "null"})
+        cross = person.http.post(url, data={"csrf_token": token, "decision": "approve"}, headers={"Origin": "https://evil.example"})
+        check(forged.status_code == 403 and cross.status_code == 403, "forged: %s, cross-site: %s" % (forged.status_code, cross.status_code))
+        check(delete_branch(tokens["access_token"], name)[1]["error"]["kind"] == "confirmation_pending", "still waiting")
+        check(gitea_branch("GET", name) == 200, "nothing reached Gitea")
+        step("a stranger's approval, a forged token and a cross-site form: refused; the branch stays")
+        approved = person.http.post(url, data={"csrf_token": token, "decision": "approve"}, headers={"Origin": "null"})
+        check(approved.status_code == 303, "the person approves: %s" % approved.status_code)
+        # Altered arguments are a new request; the approved call runs once.
+        other = name + "-other"
+        check(gitea_branch("POST", other) == 201, "second branch created")
+        check(delete_branch(tokens["access_token"], other)[1]["error"]["kind"] == "confirmation_required", "other arguments: a new request")
+        check(gitea_branch("GET", other) == 200, "the other branch stays")
+        status, ran = delete_branch(tokens["access_token"], name)
+        check(status == 200 and "error" not in ran, "the approved call runs: %s" % (ran,))
+        check(gitea_branch("GET", name) == 404, "the branch is gone")
+        replayed = delete_branch(tokens["access_token"], name)[1]
+        check(replayed["error"]["kind"] == "confirmation_required", "a replay is a new request: %s" % (replayed,))
+        step("altered arguments: a new request; the approved call ran once; its replay is a new request")
+        # A flood of requests is bounded per connection: 20 pending at most
+        # (two are already: the replay and the other branch).
+        kinds = [delete_branch(tokens["access_token"], "flood-%d" % n)[1]["error"]["kind"] for n in range(25)]
+        check(kinds == ["confirmation_required"] * 18 + ["confirmation_pending"] * 7, "the flood is bounded: %s" % kinds)
+        step("25 requests from one connection: %d stored, the rest refused" % kinds.count("confirmation_required"))
 
 
 @attack("I29")

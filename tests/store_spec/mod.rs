@@ -3,6 +3,7 @@
 pub mod at_rest;
 pub mod clients;
 pub mod codes;
+pub mod confirmations;
 pub mod dialects;
 pub mod fixture;
 pub mod grants;

@@ -228,6 +228,15 @@ macro_rules! impl_backend {
                         "/0006_gitea_apps.sql"
                     )),
                 ),
+                (
+                    7,
+                    "confirmations",
+                    include_str!(concat!(
+                        "../../../migrations/",
+                        $folder,
+                        "/0007_confirmations.sql"
+                    )),
+                ),
             ];
 
             fn bind(query: Query<Self>, param: Param<'_>) -> Query<Self> {

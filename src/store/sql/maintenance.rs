@@ -12,6 +12,8 @@ use crate::store::{PruneCounts, StoreError, UnixTime};
 /// Revoked grants are kept this long (for `grant_of_token` on a late
 /// revocation request and for the audit trail), then deleted.
 const REVOKED_GRANT_RETENTION: i64 = 30 * 24 * 60 * 60;
+/// How long a confirmation is kept past its expiry (or its use).
+const CONFIRMATION_RETENTION: i64 = 24 * 60 * 60;
 
 /// A never-activated grant younger than this is kept even without a code:
 /// the callback stores the grant first and its code right after, and a
@@ -164,6 +166,13 @@ impl<DB: Backend> StoreMaintenance for SqlStore<DB> {
             .bind(now)
             .execute(&mut conn)
             .await?;
+        // Kept a day past their expiry, so a late retry hears "expired".
+        let confirmations = stmt::<DB>(
+            "DELETE FROM confirmations WHERE expires_at <= $1 OR (state = 'used' AND decided_at <= $1)",
+        )
+        .bind(now - CONFIRMATION_RETENTION)
+        .execute(&mut conn)
+        .await?;
         stmt::<DB>("DELETE FROM rate_limit_hits WHERE minute < $1")
             .bind(now / 60 - super::rate_limits::KEPT_MINUTES)
             .execute(&mut conn)
@@ -175,6 +184,7 @@ impl<DB: Backend> StoreMaintenance for SqlStore<DB> {
             tokens,
             grants,
             page_sessions,
+            confirmations,
         })
     }
 

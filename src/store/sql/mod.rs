@@ -25,6 +25,7 @@ macro_rules! grant_columns {
 mod backend;
 mod clients;
 mod codes;
+mod confirmations;
 mod grants;
 mod maintenance;
 mod page_sessions;

@@ -1,0 +1,404 @@
+//! A person in the loop: calls through an OAuth connection that need their
+//! person's confirmation do not reach Gitea until the person approves them
+//! on the confirmation page (`/confirm/{id}`, `src/pages/confirm.rs`).
+//!
+//! Which calls: `CONFIRM` (`destructive` by default: the tool's effect is
+//! destructive, the write call tool running such an operation, the raw
+//! tool with a method other than GET and HEAD; `writes`: every call that
+//! changes something; `off`), plus `CONFIRM_TOOLS` and the policy's
+//! `confirm_tools`, minus `CONFIRM_SKIP_TOOLS` (which the policy cannot be
+//! overridden by). The admin token (static bearer, stdio) is the
+//! operator's own: never asked.
+//!
+//! How: the first call is stored as a pending request (bound to the grant
+//! and to a digest of the tool and its arguments) and answered with a
+//! `confirmation_required` error that names the page. The person approves
+//! there; the same call (same grant, tool and arguments) then runs exactly
+//! once within [`APPROVAL_WINDOW`]. A retry before the decision, after a
+//! denial, or too late gets a result that says so; none reaches Gitea.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use secrecy::SecretString;
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use super::discover::CALL_WRITE_TOOL_NAME;
+use super::dispatcher::{CallDescription, Dispatcher};
+use crate::audit::{Event, EventKind};
+use crate::catalog::Operation;
+use crate::config::{ConfirmMode, ConfirmSettings};
+use crate::gitea::raw::RAW_TOOL_NAME;
+use crate::gitea::{ErrorKind, Identity, IdentityMode};
+use crate::identity::Connection;
+use crate::oauth::clock::Clock;
+use crate::oauth::tokens::random_value;
+use crate::store::{Confirmation, ConfirmationState, OAuthStore, StoreError};
+use crate::surface::Surface;
+
+/// How long a person has to decide.
+pub const DECISION_WINDOW: i64 = 10 * 60;
+/// How long an approved call may be retried.
+pub const APPROVAL_WINDOW: i64 = 10 * 60;
+/// The longest argument value the page shows (characters).
+const MAX_SHOWN_VALUE: usize = 500;
+/// Argument names whose values the page does not show.
+const HIDDEN_NAMES: [&str; 6] = ["password", "token", "secret", "key", "data", "content"];
+
+/// Which calls need their person, from the settings.
+#[derive(Debug, Clone)]
+pub struct ConfirmationRules {
+    settings: ConfirmSettings,
+}
+
+impl ConfirmationRules {
+    pub fn new(settings: ConfirmSettings) -> Self {
+        Self { settings }
+    }
+
+    /// Whether a call of `tool` (running `operation`, or the raw tool with
+    /// `raw_method`) needs its person, with the policy's confirmations of
+    /// `surface`.
+    pub fn needs(
+        &self,
+        tool: &str,
+        operation: Option<&Operation>,
+        raw_method: Option<&str>,
+        surface: &Surface,
+    ) -> bool {
+        let named = |list: &[String]| {
+            list.iter()
+                .any(|t| t == tool || operation.is_some_and(|op| &op.tool_name == t))
+        };
+        let by_policy = surface.narrowing.as_ref().is_some_and(|n| {
+            n.confirm_tools.contains(tool)
+                || operation.is_some_and(|op| n.confirm_tools.contains(&op.tool_name))
+        });
+        if by_policy || named(&self.settings.always) {
+            return true;
+        }
+        if named(&self.settings.never) {
+            return false;
+        }
+        let writes = raw_method
+            .map(|m| !m.eq_ignore_ascii_case("GET") && !m.eq_ignore_ascii_case("HEAD"))
+            .or_else(|| operation.map(|op| !op.is_read_only()))
+            .unwrap_or(false);
+        // The raw tool has no operation to judge: any write of it counts
+        // as destructive (fail closed).
+        let destructive = raw_method.map_or_else(
+            || operation.is_some_and(Operation::is_destructive),
+            |_| writes,
+        );
+        match self.settings.mode {
+            ConfirmMode::Off => false,
+            ConfirmMode::Destructive => destructive,
+            ConfirmMode::Writes => writes,
+        }
+    }
+}
+
+/// SHA-256 hex of the tool name and its arguments in canonical form (keys
+/// sorted at every level): an approval holds for exactly this call.
+pub fn call_digest(tool: &str, args: &Map<String, Value>) -> String {
+    let canonical = json!({"tool": tool, "arguments": canonical(&Value::Object(args.clone()))});
+    Sha256::digest(canonical.to_string().as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn canonical(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let sorted: BTreeMap<&String, Value> =
+                map.iter().map(|(k, v)| (k, canonical(v))).collect();
+            Value::Object(sorted.into_iter().map(|(k, v)| (k.clone(), v)).collect())
+        }
+        Value::Array(items) => Value::Array(items.iter().map(canonical).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The arguments as the page shows them: values of secret-looking names
+/// hidden, long texts cut.
+pub fn shown_arguments(args: &Map<String, Value>) -> String {
+    fn shown(name: &str, value: &Value) -> Value {
+        let lower = name.to_ascii_lowercase();
+        if HIDDEN_NAMES.iter().any(|h| lower.contains(h)) && !value.is_object() {
+            return Value::from("[hidden]");
+        }
+        match value {
+            Value::Object(map) => {
+                Value::Object(map.iter().map(|(k, v)| (k.clone(), shown(k, v))).collect())
+            }
+            Value::Array(items) => Value::Array(items.iter().map(|v| shown(name, v)).collect()),
+            Value::String(text) if text.chars().count() > MAX_SHOWN_VALUE => Value::from(format!(
+                "{}…",
+                text.chars().take(MAX_SHOWN_VALUE).collect::<String>()
+            )),
+            other => other.clone(),
+        }
+    }
+    serde_json::to_string_pretty(&shown("", &Value::Object(args.clone()))).unwrap_or_default()
+}
+
+/// What the call does, in a sentence: the operation's summary and the
+/// values of its path parameters (`Delete a branch (owner: acme, repo:
+/// widgets, branch: feature/x)`).
+pub fn summary(operation: Option<&Operation>, route: &str, args: &Map<String, Value>) -> String {
+    let what = operation.map_or_else(|| "Call the Gitea API".to_owned(), |op| op.summary.clone());
+    let named: Vec<String> = route
+        .split('/')
+        .filter_map(|segment| segment.strip_prefix('{')?.strip_suffix('}'))
+        .filter_map(|name| {
+            let value = args.get(name)?;
+            let text = value
+                .as_str()
+                .map_or_else(|| value.to_string(), str::to_owned);
+            Some(format!("{name}: {text}"))
+        })
+        .collect();
+    let what = what.trim_end_matches('.');
+    if named.is_empty() {
+        what.to_owned()
+    } else {
+        format!("{what} ({})", named.join(", "))
+    }
+}
+
+/// What the gate decided for one call.
+#[derive(Debug)]
+pub enum GateOutcome {
+    /// Run it; with the id of the approval it spends, if any.
+    Proceed(Option<String>),
+    /// Do not run it: the `isError` result's JSON, and an audit entry.
+    Stop {
+        result: Value,
+        event: Option<Box<Event>>,
+    },
+}
+
+/// The confirmations of one gateway: rules, store, clock, and where the
+/// page is.
+pub struct ConfirmationGate {
+    rules: ConfirmationRules,
+    store: Arc<dyn OAuthStore>,
+    clock: Arc<dyn Clock>,
+    /// `PUBLIC_BASE_URL`, no trailing slash.
+    base_url: String,
+}
+
+impl std::fmt::Debug for ConfirmationGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConfirmationGate")
+            .field("rules", &self.rules)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The arguments of the call the gate looks at.
+pub struct GatedCall<'a> {
+    pub tool: &'a str,
+    pub args: &'a Map<String, Value>,
+    pub surface: &'a Surface,
+}
+
+impl ConfirmationGate {
+    pub fn new(
+        rules: ConfirmationRules,
+        store: Arc<dyn OAuthStore>,
+        clock: Arc<dyn Clock>,
+        base_url: String,
+    ) -> Self {
+        Self {
+            rules,
+            store,
+            clock,
+            base_url,
+        }
+    }
+
+    /// The page of confirmation `id`.
+    pub fn page_url(&self, id: &str) -> String {
+        format!("{}/confirm/{id}", self.base_url)
+    }
+
+    /// Whether `call` may run now, for `identity` on `connection`.
+    pub async fn check(
+        &self,
+        identity: &Identity,
+        connection: Option<&Connection>,
+        call: GatedCall<'_>,
+        dispatcher: &Dispatcher,
+    ) -> Result<GateOutcome, StoreError> {
+        let (IdentityMode::Oauth, Some(connection)) = (identity.mode, connection) else {
+            return Ok(GateOutcome::Proceed(None));
+        };
+        let description = dispatcher.describe_call(call.tool, call.args);
+        let operation = match call.tool {
+            CALL_WRITE_TOOL_NAME => description
+                .operation
+                .as_deref()
+                .and_then(|name| dispatcher.catalog().get(name)),
+            _ => dispatcher.catalog().get(call.tool),
+        };
+        let raw_method = (call.tool == RAW_TOOL_NAME)
+            .then_some(description.method.as_deref())
+            .flatten();
+        if !self
+            .rules
+            .needs(call.tool, operation, raw_method, call.surface)
+        {
+            return Ok(GateOutcome::Proceed(None));
+        }
+        let now = self.clock.now();
+        let digest = call_digest(call.tool, call.args);
+        let open = self
+            .store
+            .open_confirmation(&connection.grant_id, &digest)
+            .await?;
+        let Some(open) = open else {
+            return self
+                .request(identity, connection, call, operation, &description, digest)
+                .await;
+        };
+        let expired = open.expires_at <= now;
+        Ok(match (open.state, expired) {
+            (ConfirmationState::Approved, false) => {
+                if self.store.use_approval(&open.id, now).await? {
+                    GateOutcome::Proceed(Some(open.id))
+                } else {
+                    // Spent by a racing retry: this one is a new request.
+                    return self
+                        .request(identity, connection, call, operation, &description, digest)
+                        .await;
+                }
+            }
+            (ConfirmationState::Pending, false) => GateOutcome::Stop {
+                result: self.result(
+                    ErrorKind::ConfirmationPending,
+                    &format!(
+                        "The person has not decided yet. Ask them to open {} and approve or deny this call; retry it with the same arguments once they say they approved.",
+                        self.page_url(&open.id)
+                    ),
+                    Some(&open.id),
+                ),
+                event: None,
+            },
+            (ConfirmationState::Denied, _) => {
+                self.store.delete_confirmation(&open.id).await?;
+                GateOutcome::Stop {
+                    result: self.result(
+                        ErrorKind::ConfirmationDenied,
+                        "The person denied this call. Do not retry it unless they ask you to.",
+                        None,
+                    ),
+                    event: None,
+                }
+            }
+            (_, true) => {
+                self.store.delete_confirmation(&open.id).await?;
+                GateOutcome::Stop {
+                    result: self.result(
+                        ErrorKind::ConfirmationExpired,
+                        "This call's confirmation expired before it ran: the person did not decide in time, or the approved call was not retried within 10 minutes. Retrying asks the person again.",
+                        None,
+                    ),
+                    event: Some(Box::new(
+                        Event::new(EventKind::ConfirmationExpired)
+                            .identity(identity)
+                            .tool(call.tool)
+                            .detail("confirmation", &open.id),
+                    )),
+                }
+            }
+            (ConfirmationState::Used, false) => {
+                return self
+                    .request(identity, connection, call, operation, &description, digest)
+                    .await;
+            }
+        })
+    }
+
+    /// Stores a new pending request and says where the person decides.
+    async fn request(
+        &self,
+        identity: &Identity,
+        connection: &Connection,
+        call: GatedCall<'_>,
+        operation: Option<&Operation>,
+        description: &CallDescription,
+        digest: String,
+    ) -> Result<GateOutcome, StoreError> {
+        let now = self.clock.now();
+        let route = description.route.clone().unwrap_or_default();
+        let inner = match (call.tool, call.args.get("arguments")) {
+            (CALL_WRITE_TOOL_NAME, Some(Value::Object(inner))) => inner,
+            _ => call.args,
+        };
+        let confirmation = Confirmation {
+            id: random_value(),
+            grant_id: connection.grant_id.clone(),
+            login: identity.login.clone().unwrap_or_default(),
+            client_id: connection.client_id.clone(),
+            tool: call.tool.to_owned(),
+            digest,
+            summary: summary(operation, &route, inner),
+            method: description.method.clone().unwrap_or_default(),
+            route,
+            arguments: SecretString::from(shown_arguments(call.args)),
+            state: ConfirmationState::Pending,
+            created_at: now,
+            expires_at: now + DECISION_WINDOW,
+            decided_at: None,
+            decided_by: None,
+        };
+        match self.store.insert_confirmation(&confirmation, now).await {
+            Ok(()) => {}
+            Err(StoreError::Full { .. }) => {
+                return Ok(GateOutcome::Stop {
+                    result: self.result(
+                        ErrorKind::ConfirmationPending,
+                        "Too many calls of this connection wait for the person. Ask them to decide those first (their account page lists them).",
+                        None,
+                    ),
+                    event: None,
+                });
+            }
+            Err(err) => return Err(err),
+        }
+        Ok(GateOutcome::Stop {
+            result: self.result(
+                ErrorKind::ConfirmationRequired,
+                &format!(
+                    "This call needs the person's approval before it runs. Show them this link: {} . Once they say they approved it, retry the same call with the same arguments within 10 minutes.",
+                    self.page_url(&confirmation.id)
+                ),
+                Some(&confirmation.id),
+            ),
+            event: Some(Box::new(
+                Event::new(EventKind::ConfirmationRequested)
+                    .identity(identity)
+                    .tool(call.tool)
+                    .detail("confirmation", &confirmation.id)
+                    .detail("client_id", &connection.client_id),
+            )),
+        })
+    }
+
+    /// An `isError` result's JSON, as `ToolError` writes them, with the
+    /// page's URL when there is one.
+    fn result(&self, kind: ErrorKind, message: &str, id: Option<&str>) -> Value {
+        let mut error = json!({"status": null, "kind": kind.as_str(), "message": message});
+        if let Some(id) = id {
+            error["confirm_url"] = Value::from(self.page_url(id));
+        }
+        json!({ "error": error })
+    }
+}
+
+#[cfg(test)]
+#[path = "confirmation_tests.rs"]
+mod tests;

@@ -1,0 +1,122 @@
+//! Which calls need their person, and what binds an approval to a call.
+
+use super::*;
+use crate::catalog::Catalog;
+use crate::surface::Narrowing;
+
+fn rules(mode: ConfirmMode, always: &[&str], never: &[&str]) -> ConfirmationRules {
+    let list = |l: &[&str]| l.iter().map(|s| (*s).to_owned()).collect();
+    ConfirmationRules::new(ConfirmSettings {
+        mode,
+        always: list(always),
+        never: list(never),
+    })
+}
+
+fn op<'a>(catalog: &'a Catalog, name: &str) -> &'a Operation {
+    catalog.get(name).unwrap_or_else(|| panic!("{name}"))
+}
+
+fn args(value: Value) -> Map<String, Value> {
+    value.as_object().unwrap().clone()
+}
+
+#[test]
+fn by_default_destructive_calls_need_their_person() {
+    let catalog = Catalog::bundled();
+    let r = rules(ConfirmMode::Destructive, &[], &[]);
+    let s = Surface::default();
+    let delete = op(&catalog, "gitea_repo_delete_branch");
+    assert!(r.needs(&delete.tool_name, Some(delete), None, &s));
+    let create = op(&catalog, "gitea_issue_create_issue");
+    assert!(!r.needs(&create.tool_name, Some(create), None, &s));
+    // The write call tool running a delete, and the raw tool writing.
+    assert!(r.needs(CALL_WRITE_TOOL_NAME, Some(delete), None, &s));
+    assert!(r.needs(RAW_TOOL_NAME, None, Some("DELETE"), &s));
+    assert!(r.needs(RAW_TOOL_NAME, None, Some("post"), &s));
+    assert!(!r.needs(RAW_TOOL_NAME, None, Some("GET"), &s));
+}
+
+#[test]
+fn writes_mode_asks_for_every_change_and_off_for_none() {
+    let catalog = Catalog::bundled();
+    let s = Surface::default();
+    let create = op(&catalog, "gitea_issue_create_issue");
+    let read = op(&catalog, "gitea_issue_list_issues");
+    let writes = rules(ConfirmMode::Writes, &[], &[]);
+    assert!(writes.needs(&create.tool_name, Some(create), None, &s));
+    assert!(!writes.needs(&read.tool_name, Some(read), None, &s));
+    let delete = op(&catalog, "gitea_repo_delete_branch");
+    let off = rules(ConfirmMode::Off, &[], &[]);
+    assert!(!off.needs(&delete.tool_name, Some(delete), None, &s));
+}
+
+#[test]
+fn per_tool_settings_and_the_policy_add_and_remove() {
+    let catalog = Catalog::bundled();
+    let create = op(&catalog, "gitea_issue_create_issue");
+    let delete = op(&catalog, "gitea_repo_delete_branch");
+    let r = rules(
+        ConfirmMode::Destructive,
+        &["gitea_issue_create_issue"],
+        &["gitea_repo_delete_branch"],
+    );
+    let plain = Surface::default();
+    assert!(r.needs(&create.tool_name, Some(create), None, &plain));
+    assert!(!r.needs(&delete.tool_name, Some(delete), None, &plain));
+    // The policy's confirmations hold whatever the skip list says.
+    let narrowed = Surface {
+        narrowing: Some(Arc::new(Narrowing {
+            confirm_tools: ["gitea_repo_delete_branch".to_owned()].into(),
+            rules: vec!["r".into()],
+            ..Narrowing::default()
+        })),
+        ..Surface::default()
+    };
+    assert!(r.needs(&delete.tool_name, Some(delete), None, &narrowed));
+    assert!(r.needs(CALL_WRITE_TOOL_NAME, Some(delete), None, &narrowed));
+}
+
+#[test]
+fn the_digest_binds_tool_and_arguments_whatever_their_order() {
+    let a = args(json!({"owner": "acme", "repo": "w", "branch": "x"}));
+    let b = args(json!({"branch": "x", "repo": "w", "owner": "acme"}));
+    assert_eq!(call_digest("t", &a), call_digest("t", &b));
+    assert_ne!(call_digest("t", &a), call_digest("u", &a));
+    let other = args(json!({"owner": "acme", "repo": "w", "branch": "y"}));
+    assert_ne!(call_digest("t", &a), call_digest("t", &other));
+    let nested = |x: i64| args(json!({"body": {"a": 1, "b": [x, {"c": 2, "d": 3}]}}));
+    assert_ne!(call_digest("t", &nested(1)), call_digest("t", &nested(2)));
+    assert_eq!(call_digest("t", &a).len(), 64);
+}
+
+#[test]
+fn the_page_shows_values_but_not_secret_looking_ones() {
+    let shown = shown_arguments(&args(json!({
+        "owner": "acme",
+        "body": {"password": "hunter2", "title": "x".repeat(600)},
+        "token": "abc"
+    })));
+    assert!(shown.contains("\"owner\": \"acme\""), "{shown}");
+    assert!(
+        !shown.contains("hunter2") && !shown.contains("\"abc\""),
+        "{shown}"
+    );
+    assert!(shown.contains('…'), "{shown}");
+}
+
+#[test]
+fn the_summary_names_the_operation_and_its_path_values() {
+    let catalog = Catalog::bundled();
+    let delete = op(&catalog, "gitea_repo_delete_branch");
+    let text = summary(
+        Some(delete),
+        &delete.route,
+        &args(json!({"owner": "acme", "repo": "widgets", "branch": "feature/x"})),
+    );
+    assert!(
+        text.ends_with("(owner: acme, repo: widgets, branch: feature/x)"),
+        "{text}"
+    );
+    assert_eq!(summary(None, "/x", &Map::new()), "Call the Gitea API");
+}
