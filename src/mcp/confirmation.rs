@@ -25,7 +25,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use super::discover::CALL_WRITE_TOOL_NAME;
-use super::dispatcher::{CallDescription, Dispatcher};
+use super::dispatcher::Dispatcher;
 use crate::audit::{Event, EventKind};
 use crate::catalog::Operation;
 use crate::config::{ConfirmMode, ConfirmSettings};
@@ -236,16 +236,18 @@ impl ConfirmationGate {
         let (IdentityMode::Oauth, Some(connection)) = (identity.mode, connection) else {
             return Ok(GateOutcome::Proceed(None));
         };
-        let description = dispatcher.describe_call(call.tool, call.args);
+        // Judged from the arguments as they are: most calls need no one,
+        // and pay for nothing more than two lookups.
         let operation = match call.tool {
-            CALL_WRITE_TOOL_NAME => description
-                .operation
-                .as_deref()
+            CALL_WRITE_TOOL_NAME => call
+                .args
+                .get("name")
+                .and_then(Value::as_str)
                 .and_then(|name| dispatcher.catalog().get(name)),
             _ => dispatcher.catalog().get(call.tool),
         };
         let raw_method = (call.tool == RAW_TOOL_NAME)
-            .then_some(description.method.as_deref())
+            .then(|| call.args.get("method").and_then(Value::as_str))
             .flatten();
         if !self
             .rules
@@ -261,7 +263,7 @@ impl ConfirmationGate {
             .await?;
         let Some(open) = open else {
             return self
-                .request(identity, connection, call, operation, &description, digest)
+                .request(identity, connection, call, operation, dispatcher, digest)
                 .await;
         };
         let expired = open.expires_at <= now;
@@ -272,7 +274,7 @@ impl ConfirmationGate {
                 } else {
                     // Spent by a racing retry: this one is a new request.
                     return self
-                        .request(identity, connection, call, operation, &description, digest)
+                        .request(identity, connection, call, operation, dispatcher, digest)
                         .await;
                 }
             }
@@ -316,7 +318,7 @@ impl ConfirmationGate {
             }
             (ConfirmationState::Used, false) => {
                 return self
-                    .request(identity, connection, call, operation, &description, digest)
+                    .request(identity, connection, call, operation, dispatcher, digest)
                     .await;
             }
         })
@@ -329,10 +331,11 @@ impl ConfirmationGate {
         connection: &Connection,
         call: GatedCall<'_>,
         operation: Option<&Operation>,
-        description: &CallDescription,
+        dispatcher: &Dispatcher,
         digest: String,
     ) -> Result<GateOutcome, StoreError> {
         let now = self.clock.now();
+        let description = dispatcher.describe_call(call.tool, call.args);
         let route = description.route.clone().unwrap_or_default();
         let inner = match (call.tool, call.args.get("arguments")) {
             (CALL_WRITE_TOOL_NAME, Some(Value::Object(inner))) => inner,

@@ -62,6 +62,49 @@ impl GatewayServer {
         }
     }
 
+    /// Whether `call` may run now (`crate::mcp::confirmation`): with the
+    /// approval it spends, if any; or, when it waits for its person (or the
+    /// store cannot say), the `isError` result's JSON. Its audit entry is
+    /// written here.
+    async fn pass_confirmation(
+        &self,
+        identity: &Identity,
+        context: &RequestContext<RoleServer>,
+        call: GatedCall<'_>,
+    ) -> Result<Option<String>, serde_json::Value> {
+        let Some(gate) = self.service.confirmations() else {
+            return Ok(None);
+        };
+        let connection = self.connection(context);
+        match gate
+            .check(
+                identity,
+                connection.as_ref(),
+                call,
+                self.service.dispatcher(),
+            )
+            .await
+        {
+            Ok(GateOutcome::Proceed(confirmation)) => Ok(confirmation),
+            Ok(GateOutcome::Stop { result, event }) => {
+                if let Some(event) = event {
+                    self.service.audit().record_best_effort(*event).await;
+                }
+                Err(result)
+            }
+            Err(err) => {
+                // Fail closed: without the store, nothing that needs a
+                // person runs.
+                tracing::error!(error = %err, "the confirmation store is unavailable");
+                Err(ToolError::new(
+                    ErrorKind::InternalError,
+                    "the call could not be checked for confirmation; nothing was sent to Gitea, try again later",
+                )
+                .to_json())
+            }
+        }
+    }
+
     /// The OAuth connection of the request (put there by the HTTP layer
     /// beside an `agm_` token's identity).
     fn connection(&self, context: &RequestContext<RoleServer>) -> Option<Connection> {
@@ -169,61 +212,18 @@ impl ServerHandler for GatewayServer {
             };
         }
         // A call that needs its person stops here until they approve it.
-        let confirmation = match self.service.confirmations() {
-            None => None,
-            Some(gate) => {
-                let connection = self.connection(&context);
-                let call = GatedCall {
-                    tool: &request.name,
-                    args: &args,
-                    surface: &surface,
-                };
-                match gate
-                    .check(
-                        &identity,
-                        connection.as_ref(),
-                        call,
-                        self.service.dispatcher(),
-                    )
-                    .await
-                {
-                    Ok(GateOutcome::Proceed(confirmation)) => confirmation,
-                    Ok(GateOutcome::Stop { result, event }) => {
-                        metrics.observe_tool_call(
-                            &tool_label,
-                            CallOutcome::Refused,
-                            None,
-                            Duration::ZERO,
-                        );
-                        if let Some(event) = event {
-                            audit.record_best_effort(*event).await;
-                        }
-                        return Ok(CallToolResult::error(vec![ContentBlock::text(
-                            result.to_string(),
-                        )])
-                        .into());
-                    }
-                    Err(err) => {
-                        // Fail closed: without the store, nothing that
-                        // needs a person runs.
-                        tracing::error!(error = %err, "the confirmation store is unavailable");
-                        metrics.observe_tool_call(
-                            &tool_label,
-                            CallOutcome::Refused,
-                            None,
-                            Duration::ZERO,
-                        );
-                        return Ok(CallToolResult::error(vec![ContentBlock::text(
-                            ToolError::new(
-                                ErrorKind::InternalError,
-                                "the call could not be checked for confirmation; nothing was sent to Gitea, try again later",
-                            )
-                            .to_json()
-                            .to_string(),
-                        )])
-                        .into());
-                    }
-                }
+        let call = GatedCall {
+            tool: &request.name,
+            args: &args,
+            surface: &surface,
+        };
+        let confirmation = match self.pass_confirmation(&identity, &context, call).await {
+            Ok(confirmation) => confirmation,
+            Err(stopped) => {
+                metrics.observe_tool_call(&tool_label, CallOutcome::Refused, None, Duration::ZERO);
+                return Ok(
+                    CallToolResult::error(vec![ContentBlock::text(stopped.to_string())]).into(),
+                );
             }
         };
         // Write-ahead entry: durable before anything goes upstream; a call

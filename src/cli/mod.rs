@@ -1,5 +1,6 @@
-//! The command line: `serve` (HTTP), `stdio`, `catalog`, `setup` (in
-//! `crate::setup`), `store rekey`, `audit verify`. Builds the application from settings
+//! The command line: `serve` (HTTP), `stdio`, `catalog` and `policy
+//! check` (`catalog_listing`), `setup` (in `crate::setup`), `store rekey`,
+//! `audit verify`. Builds the application from settings
 //! exactly as the tests do. Configuration errors exit with code 2 and name
 //! the setting, never its value.
 
@@ -8,14 +9,15 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::http::listener::{self, ConnectionLimits, HEADER_READ_TIMEOUT};
+
+mod catalog_listing;
+use catalog_listing::{configured_catalog, print_catalog};
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 
 use crate::app::{App, BuildError};
-use crate::catalog::Catalog;
 use crate::config::{ConfigError, EnvFileChoice, Settings, SettingsSource, select_env_file};
-use crate::gitea::GiteaClient;
 
 #[derive(Debug, Parser)]
 #[command(name = "aegis-gitea-mcp", version, about = "An MCP gateway to Gitea")]
@@ -319,26 +321,6 @@ async fn run_command(cli: Cli) -> Result<(), CliError> {
     }
 }
 
-/// The catalog the settings select, filtered by their exposure (no audit
-/// log, store or OAuth client), and the settings. Without GITEA_URL
-/// (environment or env file): the bundled catalog in full, and no settings.
-async fn configured_catalog(
-    env_file: Option<&std::path::Path>,
-) -> Result<(Catalog, Option<Settings>), CliError> {
-    match load_settings(env_file) {
-        Err(err) if err.setting == "GITEA_URL" && err.rule == "is required" => {
-            Ok((Catalog::bundled(), None))
-        }
-        Err(err) => Err(err.into()),
-        Ok(settings) => {
-            let client = GiteaClient::new(settings.gitea_api_base(), &settings.limits)
-                .map_err(|_| BuildError::HttpClient)?;
-            let (catalog, exposure) = crate::app::load_catalog(&settings, &client).await?;
-            Ok((catalog.filtered(|op| exposure.exposes(op)), Some(settings)))
-        }
-    }
-}
-
 /// `audit verify`: needs `AUDIT_HMAC_KEY` and `DATA_DIR` only, never a Gitea.
 fn verify_audit(env_file: Option<&std::path::Path>, paths: Vec<PathBuf>) -> Result<(), CliError> {
     use crate::audit::verify::{ChainFiles, chains_of, default_files, verify_files};
@@ -496,68 +478,6 @@ async fn shutdown_signal() {
         () = terminate => {},
     }
     tracing::info!("shutting down");
-}
-
-fn print_catalog(catalog: &Catalog, json: bool, toolsets: bool) {
-    if toolsets {
-        let counts: Vec<(String, usize)> = catalog
-            .toolset_names()
-            .into_iter()
-            .map(|name| {
-                let count = catalog
-                    .operations()
-                    .iter()
-                    .filter(|op| op.toolsets.contains(&name))
-                    .count();
-                (name, count)
-            })
-            .collect();
-        if json {
-            let rows: Vec<serde_json::Value> = counts
-                .iter()
-                .map(|(name, tools)| serde_json::json!({"name": name, "tools": tools}))
-                .collect();
-            println!("{}", serde_json::Value::from(rows));
-        } else {
-            counts
-                .iter()
-                .for_each(|(name, tools)| println!("{name}\t{tools}"));
-        }
-        return;
-    }
-    if json {
-        let rows: Vec<serde_json::Value> = catalog
-            .operations()
-            .iter()
-            .map(|op| {
-                serde_json::json!({
-                    "name": op.tool_name,
-                    "operation_id": op.operation_id,
-                    "method": op.method.as_str(),
-                    "path": op.route,
-                    "toolset": op.toolset,
-                    "toolsets": op.toolsets,
-                    "summary": op.summary,
-                })
-            })
-            .collect();
-        println!("{}", serde_json::Value::from(rows));
-        return;
-    }
-    for op in catalog.operations() {
-        println!(
-            "{:<60} {:<7} {:<70} {}",
-            op.tool_name,
-            op.method.as_str(),
-            op.route,
-            op.toolset
-        );
-    }
-    println!(
-        "{} tools (Gitea API {})",
-        catalog.len(),
-        catalog.api_version()
-    );
 }
 
 #[cfg(test)]
