@@ -90,7 +90,8 @@ impl App {
             ),
         };
         let policy = load_active_policy(&settings, &dispatcher, oauth.as_deref())?;
-        let mut tools = ToolService::new(dispatcher, audit.clone(), metrics.clone(), admin);
+        let mut tools = ToolService::new(dispatcher, audit.clone(), metrics.clone(), admin)
+            .with_confirmation_rules(ConfirmationRules::new(settings.confirm.clone()));
         if let Some(server) = &oauth {
             tools = tools.with_confirmations(ConfirmationGate::new(
                 ConfirmationRules::new(settings.confirm.clone()),

@@ -79,7 +79,14 @@ pub enum ConfirmMode {
     Writes,
 }
 
-/// `CONFIRM`, `CONFIRM_TOOLS`, `CONFIRM_SKIP_TOOLS`.
+/// The words of `CONFIRM` and `CONFIRM_ADMIN`.
+const CONFIRM_MODES: [(&str, ConfirmMode); 3] = [
+    ("off", ConfirmMode::Off),
+    ("destructive", ConfirmMode::Destructive),
+    ("writes", ConfirmMode::Writes),
+];
+
+/// `CONFIRM`, `CONFIRM_TOOLS`, `CONFIRM_SKIP_TOOLS`, `CONFIRM_ADMIN`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfirmSettings {
     pub mode: ConfirmMode,
@@ -87,6 +94,9 @@ pub struct ConfirmSettings {
     pub always: Vec<String>,
     /// Tools that never do under `mode` (the policy may still ask).
     pub never: Vec<String>,
+    /// `CONFIRM_ADMIN`: the same for the admin token (stdio, the static
+    /// bearer, loopback); `off` by default.
+    pub admin: ConfirmMode,
 }
 
 /// Which Gitea operations are exposed as tools.
@@ -366,15 +376,17 @@ impl Settings {
                 mode: parse_choice(
                     "CONFIRM",
                     get("CONFIRM"),
-                    &[
-                        ("off", ConfirmMode::Off),
-                        ("destructive", ConfirmMode::Destructive),
-                        ("writes", ConfirmMode::Writes),
-                    ],
+                    &CONFIRM_MODES,
                     ConfirmMode::Destructive,
                 )?,
                 always: parse_list(get("CONFIRM_TOOLS")),
                 never: parse_list(get("CONFIRM_SKIP_TOOLS")),
+                admin: parse_choice(
+                    "CONFIRM_ADMIN",
+                    get("CONFIRM_ADMIN"),
+                    &CONFIRM_MODES,
+                    ConfirmMode::Off,
+                )?,
             },
             policy_file: get("POLICY_FILE")
                 .map(str::trim)

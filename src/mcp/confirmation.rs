@@ -81,21 +81,108 @@ impl ConfirmationRules {
         if named(&self.settings.never) {
             return false;
         }
-        let writes = raw_method
-            .map(|m| !m.eq_ignore_ascii_case("GET") && !m.eq_ignore_ascii_case("HEAD"))
-            .or_else(|| operation.map(|op| !op.is_read_only()))
-            .unwrap_or(false);
-        // The raw tool has no operation to judge: any write of it counts
-        // as destructive (fail closed).
-        let destructive = raw_method.map_or_else(
-            || operation.is_some_and(Operation::is_destructive),
-            |_| writes,
-        );
-        match self.settings.mode {
-            ConfirmMode::Off => false,
-            ConfirmMode::Destructive => destructive,
-            ConfirmMode::Writes => writes,
-        }
+        by_mode(self.settings.mode, operation, raw_method)
+    }
+
+    /// Whether a call of the admin token (stdio, the static bearer,
+    /// loopback) needs its person: `CONFIRM_ADMIN` alone.
+    pub fn admin_needs(&self, operation: Option<&Operation>, raw_method: Option<&str>) -> bool {
+        by_mode(self.settings.admin, operation, raw_method)
+    }
+}
+
+/// What `mode` says of a call running `operation` (or the raw tool with
+/// `raw_method`).
+fn by_mode(mode: ConfirmMode, operation: Option<&Operation>, raw_method: Option<&str>) -> bool {
+    let writes = raw_method
+        .map(|m| !m.eq_ignore_ascii_case("GET") && !m.eq_ignore_ascii_case("HEAD"))
+        .or_else(|| operation.map(|op| !op.is_read_only()))
+        .unwrap_or(false);
+    // The raw tool has no operation to judge: any write of it counts
+    // as destructive (fail closed).
+    let destructive = raw_method.map_or_else(
+        || operation.is_some_and(Operation::is_destructive),
+        |_| writes,
+    );
+    match mode {
+        ConfirmMode::Off => false,
+        ConfirmMode::Destructive => destructive,
+        ConfirmMode::Writes => writes,
+    }
+}
+
+/// The operation a call runs and, for the raw tool, its method: judged
+/// from the arguments as they are.
+pub fn call_target<'c>(
+    dispatcher: &'c Dispatcher,
+    tool: &str,
+    args: &'c Map<String, Value>,
+) -> (Option<&'c Operation>, Option<&'c str>) {
+    let operation = match tool {
+        CALL_WRITE_TOOL_NAME => args
+            .get("name")
+            .and_then(Value::as_str)
+            .and_then(|name| dispatcher.catalog().get(name)),
+        _ => dispatcher.catalog().get(tool),
+    };
+    let raw_method = (tool == RAW_TOOL_NAME)
+        .then(|| args.get("method").and_then(Value::as_str))
+        .flatten();
+    (operation, raw_method)
+}
+
+/// What the person must type to delete a repository, an organisation, a
+/// user or a team in an elicitation form (as GitHub asks for a
+/// repository's name): `owner/repo`, the organisation, the login, the
+/// team id. `None` for every other call.
+pub fn typed_name(operation: Option<&Operation>, args: &Map<String, Value>) -> Option<String> {
+    let op = operation?;
+    if op.method != http::Method::DELETE {
+        return None;
+    }
+    let arg = |name: &str| {
+        args.get(name)
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+    };
+    match op.route.as_str() {
+        "/repos/{owner}/{repo}" => Some(format!("{}/{}", arg("owner")?, arg("repo")?)),
+        "/orgs/{org}" => arg("org"),
+        "/admin/users/{username}" => arg("username"),
+        "/teams/{id}" => arg("id"),
+        _ => None,
+    }
+}
+
+/// The form elicitation that asks the person about a call: its message
+/// and its schema (a name to type, or an approval).
+pub fn elicitation_form(summary: &str, typed: Option<&str>) -> (String, Value) {
+    match typed {
+        Some(name) => (
+            format!("{summary}. This cannot be undone. To confirm, type {name}."),
+            json!({
+                "type": "object",
+                "properties": {"name": {"type": "string", "title": format!("Type {name} to confirm")}},
+                "required": ["name"],
+            }),
+        ),
+        None => (
+            format!("{summary}. Approve this call?"),
+            json!({
+                "type": "object",
+                "properties": {"approve": {"type": "boolean", "title": "Approve this call", "default": false}},
+                "required": ["approve"],
+            }),
+        ),
+    }
+}
+
+/// Whether the person's accepted answer to [`elicitation_form`] approves:
+/// the exact name typed, or `approve: true`.
+pub fn elicitation_approves(typed: Option<&str>, content: Option<&Value>) -> bool {
+    match (typed, content) {
+        (Some(name), Some(content)) => content.get("name").and_then(Value::as_str) == Some(name),
+        (None, Some(content)) => content.get("approve").and_then(Value::as_bool) == Some(true),
+        _ => false,
     }
 }
 
@@ -238,17 +325,7 @@ impl ConfirmationGate {
         };
         // Judged from the arguments as they are: most calls need no one,
         // and pay for nothing more than two lookups.
-        let operation = match call.tool {
-            CALL_WRITE_TOOL_NAME => call
-                .args
-                .get("name")
-                .and_then(Value::as_str)
-                .and_then(|name| dispatcher.catalog().get(name)),
-            _ => dispatcher.catalog().get(call.tool),
-        };
-        let raw_method = (call.tool == RAW_TOOL_NAME)
-            .then(|| call.args.get("method").and_then(Value::as_str))
-            .flatten();
+        let (operation, raw_method) = call_target(dispatcher, call.tool, call.args);
         if !self
             .rules
             .needs(call.tool, operation, raw_method, call.surface)

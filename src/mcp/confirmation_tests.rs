@@ -10,6 +10,7 @@ fn rules(mode: ConfirmMode, always: &[&str], never: &[&str]) -> ConfirmationRule
         mode,
         always: list(always),
         never: list(never),
+        admin: ConfirmMode::Off,
     })
 }
 
@@ -119,4 +120,52 @@ fn the_summary_names_the_operation_and_its_path_values() {
         "{text}"
     );
     assert_eq!(summary(None, "/x", &Map::new()), "Call the Gitea API");
+}
+
+#[test]
+fn deleting_a_repository_organisation_user_or_team_asks_for_its_name() {
+    let catalog = Catalog::bundled();
+    let named = |tool: &str, a: Value| typed_name(Some(op(&catalog, tool)), &args(a));
+    assert_eq!(
+        named(
+            "gitea_repo_delete",
+            json!({"owner": "acme", "repo": "widgets"})
+        )
+        .as_deref(),
+        Some("acme/widgets")
+    );
+    assert_eq!(
+        named("gitea_org_delete", json!({"org": "acme"})).as_deref(),
+        Some("acme")
+    );
+    assert_eq!(
+        named(
+            "gitea_repo_delete_branch",
+            json!({"owner": "a", "repo": "b", "branch": "c"})
+        ),
+        None
+    );
+}
+
+#[test]
+fn only_the_exact_name_or_an_explicit_approval_approves() {
+    let (message, schema) = elicitation_form("Delete a repository", Some("acme/widgets"));
+    assert!(message.contains("type acme/widgets"), "{message}");
+    assert_eq!(schema["required"], json!(["name"]));
+    let typed = Some("acme/widgets");
+    assert!(elicitation_approves(
+        typed,
+        Some(&json!({"name": "acme/widgets"}))
+    ));
+    assert!(!elicitation_approves(
+        typed,
+        Some(&json!({"name": "acme/widget"}))
+    ));
+    assert!(!elicitation_approves(typed, None));
+    assert!(elicitation_approves(None, Some(&json!({"approve": true}))));
+    assert!(!elicitation_approves(
+        None,
+        Some(&json!({"approve": "true"}))
+    ));
+    assert!(!elicitation_approves(None, Some(&json!({}))));
 }

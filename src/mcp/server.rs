@@ -7,14 +7,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
+    ElicitationAction, Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
+    ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 
 use super::ToolService;
-use super::confirmation::{GateOutcome, GatedCall};
+use super::confirmation::{
+    GateOutcome, GatedCall, call_target, elicitation_approves, elicitation_form, summary,
+    typed_name,
+};
+use super::discover::CALL_WRITE_TOOL_NAME;
 use crate::audit::{Event, EventKind, Outcome};
 use crate::gitea::{ErrorKind, Identity, IdentityMode, ToolError};
 use crate::identity::Connection;
@@ -72,6 +77,9 @@ impl GatewayServer {
         context: &RequestContext<RoleServer>,
         call: GatedCall<'_>,
     ) -> Result<Option<String>, serde_json::Value> {
+        if identity.mode != IdentityMode::Oauth {
+            return self.ask_over_the_session(identity, context, call).await;
+        }
         let Some(gate) = self.service.confirmations() else {
             return Ok(None);
         };
@@ -101,6 +109,102 @@ impl GatewayServer {
                     "the call could not be checked for confirmation; nothing was sent to Gitea, try again later",
                 )
                 .to_json())
+            }
+        }
+    }
+
+    /// The admin token's confirmation (`CONFIRM_ADMIN`, off by default):
+    /// over stdio, to a client that declares elicitation, a form asks the
+    /// person (the name to type for deleting a repository, an organisation,
+    /// a user or a team; else Approve). Any other client, and the
+    /// stateless HTTP wire, cannot be asked: the call is refused.
+    async fn ask_over_the_session(
+        &self,
+        identity: &Identity,
+        context: &RequestContext<RoleServer>,
+        call: GatedCall<'_>,
+    ) -> Result<Option<String>, serde_json::Value> {
+        let dispatcher = self.service.dispatcher();
+        let (operation, raw_method) = call_target(dispatcher, call.tool, call.args);
+        if !self
+            .service
+            .confirmation_rules()
+            .is_some_and(|rules| rules.admin_needs(operation, raw_method))
+        {
+            return Ok(None);
+        }
+        let inner = match (call.tool, call.args.get("arguments")) {
+            (CALL_WRITE_TOOL_NAME, Some(serde_json::Value::Object(inner))) => inner,
+            _ => call.args,
+        };
+        let route = dispatcher.describe_call(call.tool, call.args).route;
+        let what = summary(operation, route.as_deref().unwrap_or_default(), inner);
+        let typed = typed_name(operation, inner);
+        let can_ask = self.transport == Transport::Stdio
+            && context
+                .peer
+                .peer_info()
+                .is_some_and(|info| info.capabilities.elicitation.is_some());
+        let refusal = |kind: ErrorKind, message: &str| ToolError::new(kind, message).to_json();
+        if !can_ask {
+            return Err(refusal(
+                ErrorKind::ConfirmationRequired,
+                "This call needs a person's confirmation (CONFIRM_ADMIN), and this client cannot be asked: over stdio a client must support elicitation; over HTTP the admin token cannot be confirmed. Nothing was sent to Gitea.",
+            ));
+        }
+        let audit = self.service.audit();
+        let event = |kind| {
+            Event::new(kind)
+                .identity(identity)
+                .tool(call.tool)
+                .detail("confirmation", "elicitation")
+        };
+        audit
+            .record_best_effort(event(EventKind::ConfirmationRequested))
+            .await;
+        let (message, schema) = elicitation_form(&what, typed.as_deref());
+        let Ok(requested_schema) = serde_json::from_value(schema) else {
+            return Err(refusal(
+                ErrorKind::InternalError,
+                "the confirmation form could not be built",
+            ));
+        };
+        let asked = context
+            .peer
+            .create_elicitation(ElicitRequestParams::FormElicitationParams {
+                meta: None,
+                message,
+                requested_schema,
+            })
+            .await;
+        match asked {
+            Ok(answer)
+                if answer.action == ElicitationAction::Accept
+                    && elicitation_approves(typed.as_deref(), answer.content.as_ref()) =>
+            {
+                audit
+                    .record_best_effort(
+                        event(EventKind::ConfirmationApproved)
+                            .detail("by", identity.login.as_deref().unwrap_or("stdio")),
+                    )
+                    .await;
+                Ok(Some("elicitation".to_owned()))
+            }
+            Ok(_) => {
+                audit
+                    .record_best_effort(event(EventKind::ConfirmationDenied))
+                    .await;
+                Err(refusal(
+                    ErrorKind::ConfirmationDenied,
+                    "The person did not approve this call (declined, cancelled, or the typed name did not match). Nothing was sent to Gitea.",
+                ))
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, "the elicitation could not be sent");
+                Err(refusal(
+                    ErrorKind::ConfirmationRequired,
+                    "The person could not be asked to confirm this call. Nothing was sent to Gitea.",
+                ))
             }
         }
     }

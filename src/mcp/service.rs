@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use super::Dispatcher;
-use super::confirmation::ConfirmationGate;
+use super::confirmation::{ConfirmationGate, ConfirmationRules};
 use crate::audit::AuditLog;
 use crate::gitea::admin::AdminAccount;
 use crate::gitea::{Identity, IdentityMode};
@@ -22,6 +22,8 @@ pub struct ToolService {
     admin: Option<AdminAccount>,
     /// With OAuth: the calls that wait for their person.
     confirmations: Option<ConfirmationGate>,
+    /// Which calls need their person (the admin token's, `CONFIRM_ADMIN`).
+    confirmation_rules: Option<ConfirmationRules>,
 }
 
 impl ToolService {
@@ -37,7 +39,18 @@ impl ToolService {
             metrics,
             admin,
             confirmations: None,
+            confirmation_rules: None,
         }
+    }
+
+    /// Which calls need their person, for the admin token's confirmations.
+    pub fn with_confirmation_rules(mut self, rules: ConfirmationRules) -> Self {
+        self.confirmation_rules = Some(rules);
+        self
+    }
+
+    pub fn confirmation_rules(&self) -> Option<&ConfirmationRules> {
+        self.confirmation_rules.as_ref()
     }
 
     /// With OAuth: `gate` holds calls that need their person.

@@ -11,6 +11,9 @@ in as the same user, approves it on the confirmation page.
 3. The SDK's retry of the same call deletes the branch, once: Gitea's API
    answers 404 for it. A second retry is a new request. A call for another
    branch is a new request too, and that branch stays.
+4. Over stdio with `CONFIRM_ADMIN=destructive`, the SDK's elicitation
+   callback is asked; declining leaves the other branch in place, and
+   accepting deletes it.
 
 Usage: tests/browser/confirm_e2e.py (reads $AEGIS_E2E_DIR/fixture.json; the
 gateway binary is $AEGIS_BIN, default target/debug/aegis-gitea-mcp). Needs
@@ -22,6 +25,7 @@ import json
 import os
 import secrets
 import sys
+import tempfile
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -29,7 +33,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the work tree
 sys.path.insert(0, HERE)
 
 from common import ARTIFACTS, CHROMIUM, FIXTURE, GATEWAY, GITEA, Browser, prepare_artifacts, sign_in_to_pages, visible_text  # noqa: E402
-from gateway import check, run_against_gateway, stepper  # noqa: E402
+from gateway import check, gateway_binary, run_against_gateway, stepper  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 import httpx2  # noqa: E402
@@ -98,6 +102,41 @@ class Sdk:
         return result.is_error, envelope(result)
 
 
+async def stdio_delete(branch, answer):
+    """The gateway over stdio (the admin token, `CONFIRM_ADMIN=destructive`)
+    deletes `branch`; the SDK's elicitation callback answers `answer`
+    ("decline", or "accept" with approve). Returns (was asked, result)."""
+    from mcp import StdioServerParameters
+    from mcp.client.stdio import stdio_client
+    from mcp.types import ElicitResult
+
+    asked = []
+
+    async def on_elicitation(context, params):
+        asked.append(params.message)
+        if answer == "accept":
+            return ElicitResult(action="accept", content={"approve": True})
+        return ElicitResult(action="decline")
+
+    server = StdioServerParameters(
+        command=gateway_binary(),
+        args=["stdio"],
+        env={
+            "PATH": os.environ.get("PATH", ""),
+            "GITEA_URL": GITEA,
+            "GITEA_TOKEN": FIXTURE["admin"]["token"],
+            "CONFIRM_ADMIN": "destructive",
+            "DATA_DIR": tempfile.mkdtemp(prefix="aegis-confirm-stdio."),
+        },
+    )
+    async with stdio_client(server) as (read, write):
+        async with ClientSession(read, write, elicitation_callback=on_elicitation) as session:
+            await session.initialize()
+            args = {"name": "gitea_repo_delete_branch", "arguments": {"owner": REPO["owner"], "repo": REPO["name"], "branch": branch}}
+            result = await session.call_tool("gitea_call_write_operation", args)
+    return asked, result
+
+
 def confirmation_of(answer):
     is_error, body = answer
     check(is_error and body["error"]["kind"] == "confirmation_required", "confirmation_required: %s" % (body,))
@@ -158,6 +197,13 @@ def scenario():
     check(other not in (url, again), "another branch is a new request")
     check(branch_exists(OTHER_BRANCH), "the other branch stays")
     step("a second retry and another branch: each a new request; %s stays" % OTHER_BRANCH)
+    asked, result = asyncio.run(stdio_delete(OTHER_BRANCH, "decline"))
+    check(len(asked) == 1 and "branch: %s" % OTHER_BRANCH in asked[0], "stdio: the person was asked: %s" % asked)
+    check(result.is_error and envelope(result)["error"]["kind"] == "confirmation_denied", "declined: %s" % result.content)
+    check(branch_exists(OTHER_BRANCH), "declining leaves the branch")
+    asked, result = asyncio.run(stdio_delete(OTHER_BRANCH, "accept"))
+    check(not result.is_error and not branch_exists(OTHER_BRANCH), "accepted: the branch is gone")
+    step("stdio with CONFIRM_ADMIN: the SDK's elicitation callback is asked; declining keeps the branch, accepting deletes it")
 
 
 if __name__ == "__main__":

@@ -107,3 +107,108 @@ async fn stdout_carries_json_rpc_and_nothing_else() {
     assert!(!stderr.is_empty());
     assert!(!stderr.contains(ADMIN_TOKEN));
 }
+
+/// A raw stdio session of a gateway with `CONFIRM_ADMIN=destructive`: the
+/// client declares `capabilities`, calls a branch delete through the write
+/// call tool, and answers any `elicitation/create` with `answer`. Returns
+/// the elicitation's params (if one came) and the call's result.
+async fn delete_over_stdio(
+    fake: &FakeGitea,
+    capabilities: Value,
+    answer: Value,
+) -> (Option<Value>, Value) {
+    let mut child = gateway_command(&fake.url)
+        .env("CONFIRM_ADMIN", "destructive")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": capabilities,
+            "clientInfo": {"name": "raw", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "gitea_call_write_operation", "arguments": {
+                "name": "gitea_repo_delete_branch",
+                "arguments": {"owner": "acme", "repo": "app", "branch": "feature/x"}}}}),
+    ];
+    for r in &requests {
+        stdin.write_all(format!("{r}\n").as_bytes()).await.unwrap();
+    }
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut asked = None;
+    let result = loop {
+        let line = lines
+            .next_line()
+            .await
+            .unwrap()
+            .expect("the call is answered");
+        let msg: Value = serde_json::from_str(&line).unwrap();
+        if msg["method"] == "elicitation/create" {
+            asked = Some(msg["params"].clone());
+            let reply = json!({"jsonrpc": "2.0", "id": msg["id"], "result": answer});
+            stdin
+                .write_all(format!("{reply}\n").as_bytes())
+                .await
+                .unwrap();
+        } else if msg["id"] == 2 {
+            break msg["result"].clone();
+        }
+    };
+    drop(stdin);
+    child.wait().await.unwrap();
+    (asked, result)
+}
+
+fn kind_of(result: &Value) -> Value {
+    let text = result["content"][0]["text"].as_str().unwrap_or("{}");
+    serde_json::from_str::<Value>(text).unwrap()["error"]["kind"].clone()
+}
+
+fn deletes(fake: &FakeGitea) -> usize {
+    fake.requests()
+        .iter()
+        .filter(|r| r.method == axum::http::Method::DELETE)
+        .count()
+}
+
+#[tokio::test]
+async fn with_confirm_admin_a_stdio_client_is_asked_and_declining_sends_nothing() {
+    let fake = FakeGitea::start().await;
+    let capabilities = json!({"elicitation": {"form": {}}});
+    let (asked, result) =
+        delete_over_stdio(&fake, capabilities.clone(), json!({"action": "decline"})).await;
+    let asked = asked.expect("the person was asked");
+    assert_eq!(asked["mode"], "form");
+    assert!(
+        asked["message"]
+            .as_str()
+            .unwrap()
+            .contains("branch: feature/x"),
+        "{asked}"
+    );
+    assert_eq!(result["isError"], true);
+    assert_eq!(kind_of(&result), "confirmation_denied");
+    assert_eq!(deletes(&fake), 0);
+    // Accepted with approve: the call runs.
+    let (_, result) = delete_over_stdio(
+        &fake,
+        capabilities,
+        json!({"action": "accept", "content": {"approve": true}}),
+    )
+    .await;
+    assert_ne!(kind_of(&result), "confirmation_denied", "{result}");
+    assert_eq!(deletes(&fake), 1);
+}
+
+#[tokio::test]
+async fn with_confirm_admin_a_client_that_cannot_be_asked_is_refused() {
+    let fake = FakeGitea::start().await;
+    let (asked, result) = delete_over_stdio(&fake, json!({}), json!({})).await;
+    assert!(asked.is_none());
+    assert_eq!(kind_of(&result), "confirmation_required");
+    assert_eq!(deletes(&fake), 0);
+}
