@@ -48,15 +48,6 @@ fn deletes_seen(gateway: &OAuthGateway) -> usize {
         .count()
 }
 
-fn audit_events(gateway: &OAuthGateway, event: &str) -> Vec<Value> {
-    std::fs::read_to_string(gateway.data_dir.path().join("audit.log"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|e| e["event"] == event)
-        .collect()
-}
-
 /// `login` decides confirmation `id` on its page; the response.
 async fn decide(
     gateway: &OAuthGateway,
@@ -95,8 +86,8 @@ async fn a_destructive_call_waits_for_its_person_and_reaches_nothing(gateway: OA
         "{result}"
     );
     assert!(gateway.fake.requests().is_empty(), "nothing reached Gitea");
-    assert_eq!(audit_events(&gateway, "confirmation_requested").len(), 1);
-    assert!(audit_events(&gateway, "tool_call_started").is_empty());
+    assert_eq!(gateway.audit_events("confirmation_requested").len(), 1);
+    assert!(gateway.audit_events("tool_call_started").is_empty());
     // The page shows the call to its person, and /account lists it.
     let page = gateway
         .page(&browser, &format!("/confirm/{id}"))
@@ -136,7 +127,7 @@ async fn an_approved_call_runs_exactly_once_and_only_with_its_arguments(gateway:
     let approved = decide(&gateway, &browser, &id, "approve").await;
     assert_eq!(approved.status(), StatusCode::SEE_OTHER);
     assert_eq!(
-        audit_events(&gateway, "confirmation_approved")[0]["detail"]["by"],
+        gateway.audit_events("confirmation_approved")[0]["detail"]["by"],
         "alice"
     );
     gateway.fake.clear();
@@ -151,7 +142,7 @@ async fn an_approved_call_runs_exactly_once_and_only_with_its_arguments(gateway:
         "{ran}"
     );
     assert_eq!(deletes_seen(&gateway), 1);
-    let started = audit_events(&gateway, "tool_call_started");
+    let started = gateway.audit_events("tool_call_started");
     assert_eq!(
         started.last().unwrap()["detail"]["confirmation"],
         id.as_str()
@@ -194,7 +185,7 @@ async fn a_denied_call_says_so_and_never_runs(gateway: OAuthGateway) {
     let denied = delete(&gateway, &tokens, "feature/x").await;
     assert_eq!(denied["error"]["kind"], "confirmation_denied", "{denied}");
     assert_eq!(deletes_seen(&gateway), 0);
-    assert_eq!(audit_events(&gateway, "confirmation_denied").len(), 1);
+    assert_eq!(gateway.audit_events("confirmation_denied").len(), 1);
     // Asking again is a new request.
     id_of(&delete(&gateway, &tokens, "feature/x").await);
 }
@@ -249,7 +240,7 @@ async fn undecided_or_unused_confirmations_expire(gateway: OAuthGateway) {
         expired["error"]["kind"], "confirmation_expired",
         "{expired}"
     );
-    assert_eq!(audit_events(&gateway, "confirmation_expired").len(), 1);
+    assert_eq!(gateway.audit_events("confirmation_expired").len(), 1);
     // Approved, but not retried in time.
     let id = id_of(&delete(&gateway, &tokens, "feature/x").await);
     decide(&gateway, &browser, &id, "approve").await;

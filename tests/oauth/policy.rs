@@ -103,15 +103,6 @@ async fn unknown_there(
     body["error"]["code"] == -32602
 }
 
-fn refusals(gateway: &OAuthGateway) -> Vec<Value> {
-    std::fs::read_to_string(gateway.data_dir.path().join("audit.log"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|e| e["event"] == "tool_call_refused")
-        .collect()
-}
-
 const WRITE: &str = "gitea_issue_create_issue";
 
 fn issue() -> Value {
@@ -131,7 +122,7 @@ async fn a_connector_only_reads_unless_its_person_is_in_the_platform_team(gatewa
     gateway.fake.clear();
     assert!(unknown_there(&gateway, "/mcp", &bob.access_token, WRITE, issue()).await);
     assert!(gateway.fake.requests().is_empty(), "nothing reached Gitea");
-    let refused = refusals(&gateway);
+    let refused = gateway.audit_events("tool_call_refused");
     assert_eq!(refused.len(), 1);
     assert_eq!(
         refused[0]["detail"]["policy_rules"],

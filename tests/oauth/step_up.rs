@@ -50,14 +50,6 @@ async fn call_raw_at(
     )
 }
 
-fn audit_entries(gateway: &OAuthGateway) -> Vec<Value> {
-    std::fs::read_to_string(gateway.data_dir.path().join("audit.log"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 /// The person authorizes `client` again, at `/mcp`, asked for `scope`,
 /// and decides `decision`; the consent page's HTML and the new tokens.
 async fn authorize_again(
@@ -132,9 +124,10 @@ async fn every_kind_of_write_on_a_reading_connection_gets_the_step_up_challenge(
         assert_eq!(body["error"], "insufficient_scope");
     }
     assert!(gateway.fake.requests().is_empty(), "nothing reached Gitea");
-    let refused = audit_entries(&gateway)
+    let refused = gateway
+        .audit_events("tool_call_refused")
         .into_iter()
-        .filter(|e| e["event"] == "tool_call_refused" && e["error_kind"] == "insufficient_scope")
+        .filter(|e| e["error_kind"] == "insufficient_scope")
         .count();
     assert_eq!(refused, 3);
     // Reading still works on the same connection.
@@ -178,9 +171,10 @@ async fn after_the_step_up_the_same_call_runs_as_the_same_user(gateway: OAuthGat
     // The reading connection it widened is over, with one entry saying so.
     let (status, _) = gateway.whoami_on(&gateway.url, &reading.access_token).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
-    let widened = audit_entries(&gateway)
+    let widened = gateway
+        .audit_events("grant_ended")
         .into_iter()
-        .filter(|e| e["event"] == "grant_ended" && e["detail"]["reason"] == "widened")
+        .filter(|e| e["detail"]["reason"] == "widened")
         .count();
     assert_eq!(widened, 1);
 }

@@ -161,6 +161,16 @@ pub fn hidden_field(html: &str, name: &str) -> String {
 }
 
 impl OAuthGateway {
+    /// The audit log's entries named `event`, in log order.
+    pub fn audit_events(&self, event: &str) -> Vec<Value> {
+        std::fs::read_to_string(self.data_dir.path().join("audit.log"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|e| e["event"] == event)
+            .collect()
+    }
+
     /// Starts the fake Gitea and a gateway with OAuth on `backend`, plus
     /// `extra` settings (an empty value removes a setting).
     pub async fn start(backend: Backend, extra: &[(&str, &str)]) -> Self {
