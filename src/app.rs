@@ -11,7 +11,7 @@ use crate::config::{ConfigError, OpenApiSource, Settings};
 use crate::gitea::admin::{AdminAccount, AdminTokenState};
 use crate::gitea::executor::UpstreamError;
 use crate::gitea::{GiteaClient, Identity, IdentityMode};
-use crate::mcp::confirmation::{ConfirmationGate, ConfirmationRules};
+use crate::mcp::confirmation::{ConfirmationGate, ConfirmationRules, StateSeal};
 use crate::mcp::exposure::Exposure;
 use crate::mcp::{Dispatcher, ToolService};
 use crate::metrics::Metrics;
@@ -50,6 +50,8 @@ pub enum BuildError {
     Cipher(#[from] crate::store::cipher::CipherError),
     #[error("the Gitea OAuth client could not be built: {0}")]
     Upstream(#[from] UpstreamAuthError),
+    #[error("TOKEN_ENCRYPTION_KEY, as the requestState key: {0}")]
+    RequestState(#[from] rmcp::model::RequestStateError),
     #[error(transparent)]
     Audit(#[from] AuditError),
     #[error("POLICY_FILE {0}")]
@@ -98,6 +100,7 @@ impl App {
                 server.store().clone(),
                 server.clock().clone(),
                 server.config().issuer.clone(),
+                StateSeal::from_key_material(&settings.token_encryption_keys)?,
             ));
         }
         let tools = Arc::new(tools);

@@ -86,7 +86,23 @@ const CONFIRM_MODES: [(&str, ConfirmMode); 3] = [
     ("writes", ConfirmMode::Writes),
 ];
 
-/// `CONFIRM`, `CONFIRM_TOOLS`, `CONFIRM_SKIP_TOOLS`, `CONFIRM_ADMIN`.
+/// How a client on the 2026-07-28 wire that offers both kinds of
+/// elicitation is asked (`CONFIRM_ELICITATION`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfirmElicitation {
+    /// A form in the client (the name to type, or Approve): the default.
+    Form,
+    /// The confirmation page, where the person signs in at Gitea.
+    Url,
+}
+
+const CONFIRM_ELICITATIONS: [(&str, ConfirmElicitation); 2] = [
+    ("form", ConfirmElicitation::Form),
+    ("url", ConfirmElicitation::Url),
+];
+
+/// `CONFIRM`, `CONFIRM_TOOLS`, `CONFIRM_SKIP_TOOLS`, `CONFIRM_ADMIN`,
+/// `CONFIRM_ELICITATION`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfirmSettings {
     pub mode: ConfirmMode,
@@ -97,6 +113,8 @@ pub struct ConfirmSettings {
     /// `CONFIRM_ADMIN`: the same for the admin token (stdio, the static
     /// bearer, loopback); `off` by default.
     pub admin: ConfirmMode,
+    /// The kind of elicitation preferred where a client offers both.
+    pub elicitation: ConfirmElicitation,
 }
 
 /// Which Gitea operations are exposed as tools.
@@ -386,6 +404,12 @@ impl Settings {
                     get("CONFIRM_ADMIN"),
                     &CONFIRM_MODES,
                     ConfirmMode::Off,
+                )?,
+                elicitation: parse_choice(
+                    "CONFIRM_ELICITATION",
+                    get("CONFIRM_ELICITATION"),
+                    &CONFIRM_ELICITATIONS,
+                    ConfirmElicitation::Form,
                 )?,
             },
             policy_file: get("POLICY_FILE")

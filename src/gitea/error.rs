@@ -39,6 +39,9 @@ pub enum ErrorKind {
     ConfirmationDenied,
     /// Its person did not decide, or the approved call was not retried, in time.
     ConfirmationExpired,
+    /// A retry's `requestState` does not fit the call: forged, altered,
+    /// for other arguments or another connection, expired, or spent.
+    ConfirmationInvalid,
     InternalError,
 }
 
@@ -88,6 +91,7 @@ impl ErrorKind {
             Self::ConfirmationPending => "confirmation_pending",
             Self::ConfirmationDenied => "confirmation_denied",
             Self::ConfirmationExpired => "confirmation_expired",
+            Self::ConfirmationInvalid => "confirmation_invalid",
             Self::InternalError => "internal_error",
         }
     }

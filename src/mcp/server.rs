@@ -8,18 +8,17 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
-    ElicitationAction, Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
-    ServerConfig, Tool,
+    ElicitationAction, Implementation, InputRequiredResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 
 use super::ToolService;
 use super::confirmation::{
-    GateOutcome, GatedCall, call_target, elicitation_approves, elicitation_form, summary,
-    typed_name,
+    GateOutcome, GatedCall, Retry, call_target, elicitation_approves, elicitation_form,
+    inner_arguments, summary, typed_name,
 };
-use super::discover::CALL_WRITE_TOOL_NAME;
 use crate::audit::{Event, EventKind, Outcome};
 use crate::gitea::{ErrorKind, Identity, IdentityMode, ToolError};
 use crate::identity::Connection;
@@ -69,16 +68,18 @@ impl GatewayServer {
 
     /// Whether `call` may run now (`crate::mcp::confirmation`): with the
     /// approval it spends, if any; or, when it waits for its person (or the
-    /// store cannot say), the `isError` result's JSON. Its audit entry is
-    /// written here.
+    /// store cannot say), why not. Its audit entries are written here.
     async fn pass_confirmation(
         &self,
         identity: &Identity,
         context: &RequestContext<RoleServer>,
         call: GatedCall<'_>,
-    ) -> Result<Option<String>, serde_json::Value> {
+    ) -> Result<Option<String>, Stopped> {
         if identity.mode != IdentityMode::Oauth {
-            return self.ask_over_the_session(identity, context, call).await;
+            return self
+                .ask_over_the_session(identity, context, call)
+                .await
+                .map_err(Stopped::Result);
         }
         let Some(gate) = self.service.confirmations() else {
             return Ok(None);
@@ -93,22 +94,43 @@ impl GatewayServer {
             )
             .await
         {
-            Ok(GateOutcome::Proceed(confirmation)) => Ok(confirmation),
+            Ok(GateOutcome::Proceed {
+                confirmation,
+                event,
+            }) => {
+                if let Some(event) = event {
+                    self.service.audit().record_best_effort(*event).await;
+                }
+                Ok(confirmation)
+            }
             Ok(GateOutcome::Stop { result, event }) => {
                 if let Some(event) = event {
                     self.service.audit().record_best_effort(*event).await;
                 }
-                Err(result)
+                Err(Stopped::Result(result))
+            }
+            Ok(GateOutcome::Waiting(waiting)) => {
+                if let Some(event) = waiting.event.clone() {
+                    self.service.audit().record_best_effort(*event).await;
+                }
+                let mode =
+                    elicitation_offered(context).and_then(|(form, url)| gate.ask_mode(form, url));
+                Err(match mode {
+                    Some(mode) => Stopped::Ask(Box::new(gate.input_required(&waiting, mode))),
+                    None => Stopped::Result(waiting.result),
+                })
             }
             Err(err) => {
                 // Fail closed: without the store, nothing that needs a
                 // person runs.
                 tracing::error!(error = %err, "the confirmation store is unavailable");
-                Err(ToolError::new(
-                    ErrorKind::InternalError,
-                    "the call could not be checked for confirmation; nothing was sent to Gitea, try again later",
-                )
-                .to_json())
+                Err(Stopped::Result(
+                    ToolError::new(
+                        ErrorKind::InternalError,
+                        "the call could not be checked for confirmation; nothing was sent to Gitea, try again later",
+                    )
+                    .to_json(),
+                ))
             }
         }
     }
@@ -133,10 +155,7 @@ impl GatewayServer {
         {
             return Ok(None);
         }
-        let inner = match (call.tool, call.args.get("arguments")) {
-            (CALL_WRITE_TOOL_NAME, Some(serde_json::Value::Object(inner))) => inner,
-            _ => call.args,
-        };
+        let inner = inner_arguments(call.tool, call.args);
         let route = dispatcher.describe_call(call.tool, call.args).route;
         let what = summary(operation, route.as_deref().unwrap_or_default(), inner);
         let typed = typed_name(operation, inner);
@@ -263,12 +282,13 @@ impl ServerHandler for GatewayServer {
 
     async fn call_tool(
         &self,
-        request: CallToolRequestParams,
+        mut request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let identity = self.identity(&context).await?;
         let surface = self.surface(&context)?;
-        let args = request.arguments.unwrap_or_default();
+        let args = request.arguments.take().unwrap_or_default();
+        let retry_state = request.request_state.as_deref();
         let audit = self.service.audit();
         let metrics = self.service.metrics();
         // A label only for names the catalog defines: clients cannot add any.
@@ -320,14 +340,21 @@ impl ServerHandler for GatewayServer {
             tool: &request.name,
             args: &args,
             surface: &surface,
+            retry: retry_state.map(|state| Retry {
+                state,
+                responses: request.input_responses.as_ref(),
+            }),
         };
         let confirmation = match self.pass_confirmation(&identity, &context, call).await {
             Ok(confirmation) => confirmation,
             Err(stopped) => {
                 metrics.observe_tool_call(&tool_label, CallOutcome::Refused, None, Duration::ZERO);
-                return Ok(
-                    CallToolResult::error(vec![ContentBlock::text(stopped.to_string())]).into(),
-                );
+                return Ok(match stopped {
+                    Stopped::Result(result) => {
+                        CallToolResult::error(vec![ContentBlock::text(result.to_string())]).into()
+                    }
+                    Stopped::Ask(ask) => CallToolResponse::InputRequired(*ask),
+                });
             }
         };
         // Write-ahead entry: durable before anything goes upstream; a call
@@ -375,6 +402,28 @@ impl ServerHandler for GatewayServer {
         }
         .into())
     }
+}
+
+/// Why a call does not run yet.
+enum Stopped {
+    /// An `isError` result's JSON.
+    Result(serde_json::Value),
+    /// The person is asked in the call.
+    Ask(Box<InputRequiredResult>),
+}
+
+/// What a client on the stateless wire (2026-07-28 on) offers to be asked
+/// inside the call: (form, url) elicitation; `None` on older wires, which
+/// have no way to carry a question in the middle of a call over our
+/// sessionless HTTP (they get the page's link in the result).
+fn elicitation_offered(context: &RequestContext<RoleServer>) -> Option<(bool, bool)> {
+    if context.protocol_version()? < ProtocolVersion::V_2026_07_28 {
+        return None;
+    }
+    let elicitation = context.client_capabilities()?.elicitation?;
+    // An empty object is form support, as the specification has it.
+    let url = elicitation.url.is_some();
+    Some((elicitation.form.is_some() || !url, url))
 }
 
 /// The error of a call refused because its audit entry could not be written.

@@ -14,6 +14,12 @@ in as the same user, approves it on the confirmation page.
 4. Over stdio with `CONFIRM_ADMIN=destructive`, the SDK's elicitation
    callback is asked; declining leaves the other branch in place, and
    accepting deletes it.
+5. On the 2026-07-28 wire, the SDK (with an elicitation callback) deletes a
+   repository: the gateway answers input-required with a form asking for
+   the repository's name. A wrong name is refused and the repository stays;
+   a forged or altered `requestState` is refused; the SDK's own
+   multi-round-trip driver with the right name deletes it, once (the same
+   answer again is refused as a replay).
 
 Usage: tests/browser/confirm_e2e.py (reads $AEGIS_E2E_DIR/fixture.json; the
 gateway binary is $AEGIS_BIN, default target/debug/aegis-gitea-mcp). Needs
@@ -137,6 +143,87 @@ async def stdio_delete(branch, answer):
     return asked, result
 
 
+class ModernSdk:
+    """The Python SDK on the 2026-07-28 wire, as the same person (a new
+    OAuth client): `typed` is what its elicitation callback types."""
+
+    def __init__(self):
+        self.storage = MemoryStorage()
+        self.person = Person(GATEWAY, CLIENT_CALLBACK, USER["login"], USER["password"], access="write")
+        self.asked = []
+
+    async def run(self, steps):
+        from mcp import Client
+        from mcp.types import ElicitResult
+
+        async def on_elicitation(context, params):
+            self.asked.append(params.message)
+            return ElicitResult(action="accept", content={"name": self.typed})
+
+        provider = sdk_oauth_provider(GATEWAY + "/mcp", CLIENT_CALLBACK, self.person, self.storage, {}, step)
+        async with httpx2.AsyncClient(auth=provider, timeout=60) as http:
+            transport = streamable_http_client(GATEWAY + "/mcp", http_client=http)
+            async with Client(transport, mode="2026-07-28", elicitation_callback=on_elicitation) as client:
+                return await steps(client)
+
+
+def repo_delete_args(name):
+    return {"name": "gitea_repo_delete", "arguments": {"owner": REPO["owner"], "repo": name}}
+
+
+def repo_exists(name):
+    status, _ = gitea("GET", "/repos/%s/%s" % (REPO["owner"], name))
+    return status == 200
+
+
+async def delete_repository_in_the_call(sdk, name):
+    """Step 5; returns what each attempt answered."""
+    from mcp.types import ElicitResult, InputRequiredResult
+
+    session_call = "gitea_call_write_operation"
+    full_name = "%s/%s" % (REPO["owner"], name)
+
+    async def steps(client):
+        session = client.session
+        first = await session.call_tool(session_call, repo_delete_args(name), allow_input_required=True)
+        check(isinstance(first, InputRequiredResult), "input-required: %s" % (first,))
+        request = first.input_requests["confirm"]
+        params = request.params
+        check(params.mode == "form" and ("type %s" % full_name) in params.message, "a form naming what to type: %s" % params)
+        state = first.request_state
+
+        def answer(text):
+            return {"confirm": ElicitResult(action="accept", content={"name": text})}
+
+        wrong = await session.call_tool(
+            session_call, repo_delete_args(name), input_responses=answer(full_name + "-x"), request_state=state
+        )
+        check(wrong.is_error and envelope(wrong)["error"]["kind"] == "confirmation_denied", "a wrong name is refused: %s" % wrong.content)
+        check(repo_exists(name), "the repository stays")
+        second = await session.call_tool(session_call, repo_delete_args(name), allow_input_required=True)
+        fresh = second.request_state
+        altered = fresh[:-2] + ("AA" if not fresh.endswith("AA") else "BB")
+        for forged in (altered, "rs2.forged.state.value", state):
+            refused = await session.call_tool(
+                session_call, repo_delete_args(name), input_responses=answer(full_name), request_state=forged
+            )
+            check(refused.is_error and envelope(refused)["error"]["kind"] == "confirmation_invalid", "a forged, altered or spent state is refused: %s" % refused.content)
+        check(repo_exists(name), "the repository still stays")
+        # The SDK's own driver: its callback types the right name.
+        sdk.typed = full_name
+        ran = await client.call_tool(session_call, repo_delete_args(name))
+        check(not ran.is_error, "the right name ran it: %s" % ran.content)
+        check(not repo_exists(name), "Gitea no longer has the repository")
+        # The driver answered the same waiting confirmation (re-sealed):
+        # its first state is spent with it.
+        replay = await session.call_tool(
+            session_call, repo_delete_args(name), input_responses=answer(full_name), request_state=fresh
+        )
+        check(replay.is_error and envelope(replay)["error"]["kind"] == "confirmation_invalid", "the same answer again is a replay: %s" % replay.content)
+
+    return await sdk.run(steps)
+
+
 def confirmation_of(answer):
     is_error, body = answer
     check(is_error and body["error"]["kind"] == "confirmation_required", "confirmation_required: %s" % (body,))
@@ -204,6 +291,14 @@ def scenario():
     asked, result = asyncio.run(stdio_delete(OTHER_BRANCH, "accept"))
     check(not result.is_error and not branch_exists(OTHER_BRANCH), "accepted: the branch is gone")
     step("stdio with CONFIRM_ADMIN: the SDK's elicitation callback is asked; declining keeps the branch, accepting deletes it")
+    doomed = "confirm-repo-" + secrets.token_hex(3)
+    status, _ = gitea("POST", "/admin/users/%s/repos" % REPO["owner"], {"name": doomed})
+    check(status == 201, "repository %s created: %s" % (doomed, status))
+    modern = ModernSdk()
+    modern.typed = "not-the-name"
+    asyncio.run(delete_repository_in_the_call(modern, doomed))
+    check(len(modern.asked) == 1, "the SDK's callback was asked once: %s" % modern.asked)
+    step("2026-07-28: input-required with a form for %s; a wrong name, a forged, an altered and a spent state refused; the SDK's driver with the right name deleted it" % doomed)
 
 
 if __name__ == "__main__":

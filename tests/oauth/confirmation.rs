@@ -39,7 +39,7 @@ fn id_of(result: &Value) -> String {
     url.rsplit('/').next().unwrap().to_owned()
 }
 
-fn deletes_seen(gateway: &OAuthGateway) -> usize {
+pub(crate) fn deletes_seen(gateway: &OAuthGateway) -> usize {
     gateway
         .fake
         .requests()
@@ -49,7 +49,7 @@ fn deletes_seen(gateway: &OAuthGateway) -> usize {
 }
 
 /// `login` decides confirmation `id` on its page; the response.
-async fn decide(
+pub(crate) async fn decide(
     gateway: &OAuthGateway,
     browser: &Browser,
     id: &str,
@@ -66,7 +66,7 @@ async fn decide(
         .await
 }
 
-async fn alice(gateway: &OAuthGateway) -> (Tokens, Browser) {
+pub(crate) async fn alice(gateway: &OAuthGateway) -> (Tokens, Browser) {
     let client = gateway.public_client().await;
     let tokens = gateway.tokens(&client, "alice").await;
     let browser = gateway.page_sign_in("alice", "account").await;

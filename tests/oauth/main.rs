@@ -15,6 +15,7 @@ mod audit_events;
 mod authorize;
 mod client_metadata;
 mod confirmation;
+mod confirmation_in_call;
 mod consent;
 mod discovery;
 mod mcp_urls;

@@ -477,6 +477,81 @@ def confirmations_resist_strangers_forgery_replay_altered_arguments_and_floods()
         step("25 requests from one connection: %d stored, the rest refused" % kinds.count("confirmation_required"))
 
 
+def modern_delete_branch(access_token, name, retry=None):
+    """Branch `name` deleted on the 2026-07-28 wire by a client that offers
+    form elicitation, with `retry` (`requestState`, `inputResponses`)
+    merged into the params: the JSON-RPC result."""
+    repo = FIXTURE["repos"]["user"]
+    params = {
+        "name": "gitea_call_write_operation",
+        "arguments": {"name": "gitea_repo_delete_branch", "arguments": {"owner": repo["owner"], "repo": repo["name"], "branch": name}},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+            "io.modelcontextprotocol/clientInfo": {"name": "replay", "version": "1"},
+        },
+        **(retry or {}),
+    }
+    response = httpx2.post(
+        GATEWAY + "/mcp",
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params},
+        headers={
+            "Authorization": "Bearer " + access_token,
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2026-07-28",
+            "Mcp-Method": "tools/call",
+            "Mcp-Name": "gitea_call_write_operation",
+        },
+        timeout=30,
+    )
+    check(response.status_code == 200, "tools/call: %s %s" % (response.status_code, response.text[:300]))
+    return response.json()["result"]
+
+
+def refusal_kind(result):
+    check(result.get("isError") is True, "an error result: %s" % (result,))
+    return json.loads(result["content"][0]["text"])["error"]["kind"]
+
+
+@attack("I28-state")
+def a_forged_altered_moved_or_replayed_request_state_runs_nothing():
+    # Issue 28, the 2026-07-28 wire: the client echoes `requestState`, so
+    # it is attacker-controlled. Each forgery must reach nothing.
+    with gateway():
+        client = public_client(GATEWAY, CLIENT_CALLBACK, client_name="replay-state")
+        tokens = signed_in_tokens(GATEWAY, client, CLIENT_CALLBACK, USER, access="write")
+        token = tokens["access_token"]
+        name = "replay-state-" + secrets.token_hex(3)
+        decoy = name + "-decoy"
+        for branch in (name, decoy):
+            check(gitea_branch("POST", branch) == 201, "branch %s created" % branch)
+        asked = modern_delete_branch(token, name)
+        check(asked.get("resultType") == "input_required", "input-required: %s" % (asked,))
+        state = asked["requestState"]
+        approve = {"confirm": {"action": "accept", "content": {"approve": True}}}
+        payload = state.split(".")
+        # The sealed body carries the confirmation id; a forger rewrites it.
+        rewritten = ".".join(payload[:-2] + [base64.urlsafe_b64encode(b"\0" * 8 + b'{"c":"x","m":"form"}').decode().rstrip("="), payload[-1]])
+        attempts = {
+            "forged": (name, "rs2.a2lk.Zm9yZ2Vk.dGFn"),
+            "rewritten body": (name, rewritten),
+            "truncated": (name, state[:-4]),
+            "moved to another branch": (decoy, state),
+        }
+        for what, (branch, sealed) in attempts.items():
+            kind = refusal_kind(modern_delete_branch(token, branch, {"requestState": sealed, "inputResponses": approve}))
+            check(kind == "confirmation_invalid", "%s: %s" % (what, kind))
+        check(gitea_branch("GET", name) == 200 and gitea_branch("GET", decoy) == 200, "nothing reached Gitea")
+        step("a forged, a rewritten, a truncated and a moved requestState: refused; both branches stay")
+        ran = modern_delete_branch(token, name, {"requestState": state, "inputResponses": approve})
+        check(ran.get("isError") is not True, "the genuine answer runs: %s" % (ran,))
+        check(gitea_branch("GET", name) == 404, "the branch is gone")
+        check(gitea_branch("POST", name) == 201, "the branch made again")
+        again = refusal_kind(modern_delete_branch(token, name, {"requestState": state, "inputResponses": approve}))
+        check(again == "confirmation_invalid" and gitea_branch("GET", name) == 200, "a replayed answer: %s" % again)
+        step("the genuine answer ran once; replaying it (the branch made again) is refused and the branch stays")
+
+
 @attack("I29")
 def a_full_disk_refuses_calls_promptly_health_says_so_and_service_resumes():
     # Issue 29: with the log file of stderr on the same full disk, calls

@@ -17,19 +17,19 @@
 //! once within [`APPROVAL_WINDOW`]. A retry before the decision, after a
 //! denial, or too late gets a result that says so; none reaches Gitea.
 
-use std::collections::BTreeMap;
+mod answer;
+mod call;
+mod seal;
+
 use std::sync::Arc;
 
 use secrecy::SecretString;
 use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
 
-use super::discover::CALL_WRITE_TOOL_NAME;
 use super::dispatcher::Dispatcher;
 use crate::audit::{Event, EventKind};
 use crate::catalog::Operation;
 use crate::config::{ConfirmMode, ConfirmSettings};
-use crate::gitea::raw::RAW_TOOL_NAME;
 use crate::gitea::{ErrorKind, Identity, IdentityMode};
 use crate::identity::Connection;
 use crate::oauth::clock::Clock;
@@ -37,14 +37,17 @@ use crate::oauth::tokens::random_value;
 use crate::store::{Confirmation, ConfirmationState, OAuthStore, StoreError};
 use crate::surface::Surface;
 
+pub use answer::Retry;
+pub use call::{
+    call_digest, call_target, elicitation_approves, elicitation_form, inner_arguments,
+    shown_arguments, summary, typed_name,
+};
+pub use seal::StateSeal;
+
 /// How long a person has to decide.
 pub const DECISION_WINDOW: i64 = 10 * 60;
 /// How long an approved call may be retried.
 pub const APPROVAL_WINDOW: i64 = 10 * 60;
-/// The longest argument value the page shows (characters).
-const MAX_SHOWN_VALUE: usize = 500;
-/// Argument names whose values the page does not show.
-const HIDDEN_NAMES: [&str; 6] = ["password", "token", "secret", "key", "data", "content"];
 
 /// Which calls need their person, from the settings.
 #[derive(Debug, Clone)]
@@ -111,160 +114,49 @@ fn by_mode(mode: ConfirmMode, operation: Option<&Operation>, raw_method: Option<
     }
 }
 
-/// The operation a call runs and, for the raw tool, its method: judged
-/// from the arguments as they are.
-pub fn call_target<'c>(
-    dispatcher: &'c Dispatcher,
-    tool: &str,
-    args: &'c Map<String, Value>,
-) -> (Option<&'c Operation>, Option<&'c str>) {
-    let operation = match tool {
-        CALL_WRITE_TOOL_NAME => args
-            .get("name")
-            .and_then(Value::as_str)
-            .and_then(|name| dispatcher.catalog().get(name)),
-        _ => dispatcher.catalog().get(tool),
-    };
-    let raw_method = (tool == RAW_TOOL_NAME)
-        .then(|| args.get("method").and_then(Value::as_str))
-        .flatten();
-    (operation, raw_method)
-}
-
-/// What the person must type to delete a repository, an organisation, a
-/// user or a team in an elicitation form (as GitHub asks for a
-/// repository's name): `owner/repo`, the organisation, the login, the
-/// team id. `None` for every other call.
-pub fn typed_name(operation: Option<&Operation>, args: &Map<String, Value>) -> Option<String> {
-    let op = operation?;
-    if op.method != http::Method::DELETE {
-        return None;
-    }
-    let arg = |name: &str| {
-        args.get(name)
-            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
-    };
-    match op.route.as_str() {
-        "/repos/{owner}/{repo}" => Some(format!("{}/{}", arg("owner")?, arg("repo")?)),
-        "/orgs/{org}" => arg("org"),
-        "/admin/users/{username}" => arg("username"),
-        "/teams/{id}" => arg("id"),
-        _ => None,
-    }
-}
-
-/// The form elicitation that asks the person about a call: its message
-/// and its schema (a name to type, or an approval).
-pub fn elicitation_form(summary: &str, typed: Option<&str>) -> (String, Value) {
-    match typed {
-        Some(name) => (
-            format!("{summary}. This cannot be undone. To confirm, type {name}."),
-            json!({
-                "type": "object",
-                "properties": {"name": {"type": "string", "title": format!("Type {name} to confirm")}},
-                "required": ["name"],
-            }),
-        ),
-        None => (
-            format!("{summary}. Approve this call?"),
-            json!({
-                "type": "object",
-                "properties": {"approve": {"type": "boolean", "title": "Approve this call", "default": false}},
-                "required": ["approve"],
-            }),
-        ),
-    }
-}
-
-/// Whether the person's accepted answer to [`elicitation_form`] approves:
-/// the exact name typed, or `approve: true`.
-pub fn elicitation_approves(typed: Option<&str>, content: Option<&Value>) -> bool {
-    match (typed, content) {
-        (Some(name), Some(content)) => content.get("name").and_then(Value::as_str) == Some(name),
-        (None, Some(content)) => content.get("approve").and_then(Value::as_bool) == Some(true),
-        _ => false,
-    }
-}
-
-/// SHA-256 hex of the tool name and its arguments in canonical form (keys
-/// sorted at every level): an approval holds for exactly this call.
-pub fn call_digest(tool: &str, args: &Map<String, Value>) -> String {
-    let canonical = json!({"tool": tool, "arguments": canonical(&Value::Object(args.clone()))});
-    Sha256::digest(canonical.to_string().as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-fn canonical(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => {
-            let sorted: BTreeMap<&String, Value> =
-                map.iter().map(|(k, v)| (k, canonical(v))).collect();
-            Value::Object(sorted.into_iter().map(|(k, v)| (k.clone(), v)).collect())
-        }
-        Value::Array(items) => Value::Array(items.iter().map(canonical).collect()),
-        other => other.clone(),
-    }
-}
-
-/// The arguments as the page shows them: values of secret-looking names
-/// hidden, long texts cut.
-pub fn shown_arguments(args: &Map<String, Value>) -> String {
-    fn shown(name: &str, value: &Value) -> Value {
-        let lower = name.to_ascii_lowercase();
-        if HIDDEN_NAMES.iter().any(|h| lower.contains(h)) && !value.is_object() {
-            return Value::from("[hidden]");
-        }
-        match value {
-            Value::Object(map) => {
-                Value::Object(map.iter().map(|(k, v)| (k.clone(), shown(k, v))).collect())
-            }
-            Value::Array(items) => Value::Array(items.iter().map(|v| shown(name, v)).collect()),
-            Value::String(text) if text.chars().count() > MAX_SHOWN_VALUE => Value::from(format!(
-                "{}…",
-                text.chars().take(MAX_SHOWN_VALUE).collect::<String>()
-            )),
-            other => other.clone(),
-        }
-    }
-    serde_json::to_string_pretty(&shown("", &Value::Object(args.clone()))).unwrap_or_default()
-}
-
-/// What the call does, in a sentence: the operation's summary and the
-/// values of its path parameters (`Delete a branch (owner: acme, repo:
-/// widgets, branch: feature/x)`).
-pub fn summary(operation: Option<&Operation>, route: &str, args: &Map<String, Value>) -> String {
-    let what = operation.map_or_else(|| "Call the Gitea API".to_owned(), |op| op.summary.clone());
-    let named: Vec<String> = route
-        .split('/')
-        .filter_map(|segment| segment.strip_prefix('{')?.strip_suffix('}'))
-        .filter_map(|name| {
-            let value = args.get(name)?;
-            let text = value
-                .as_str()
-                .map_or_else(|| value.to_string(), str::to_owned);
-            Some(format!("{name}: {text}"))
-        })
-        .collect();
-    let what = what.trim_end_matches('.');
-    if named.is_empty() {
-        what.to_owned()
-    } else {
-        format!("{what} ({})", named.join(", "))
-    }
-}
-
 /// What the gate decided for one call.
 #[derive(Debug)]
 pub enum GateOutcome {
-    /// Run it; with the id of the approval it spends, if any.
-    Proceed(Option<String>),
+    /// Run it; with the id of the approval it spends, if any, and the
+    /// entry of an approval given in the same round trip (an elicitation).
+    Proceed {
+        confirmation: Option<String>,
+        event: Option<Box<Event>>,
+    },
     /// Do not run it: the `isError` result's JSON, and an audit entry.
     Stop {
         result: Value,
         event: Option<Box<Event>>,
     },
+    /// It waits for its person: a new request (with its audit entry) or
+    /// one still pending. The page flow answers `result`; a client that
+    /// can be asked in the call gets an input-required result instead.
+    Waiting(Box<Waiting>),
+}
+
+impl GateOutcome {
+    fn proceed(confirmation: Option<String>) -> Self {
+        Self::Proceed {
+            confirmation,
+            event: None,
+        }
+    }
+}
+
+/// A call waiting for its person.
+#[derive(Debug)]
+pub struct Waiting {
+    /// The stored confirmation.
+    pub id: String,
+    /// What the person is asked about, in a sentence.
+    pub summary: String,
+    /// The name to type, for the deletions that cannot be undone.
+    pub typed: Option<String>,
+    pub grant_id: String,
+    pub digest: String,
+    /// The page flow's `isError` result.
+    pub result: Value,
+    pub event: Option<Box<Event>>,
 }
 
 /// The confirmations of one gateway: rules, store, clock, and where the
@@ -275,6 +167,8 @@ pub struct ConfirmationGate {
     clock: Arc<dyn Clock>,
     /// `PUBLIC_BASE_URL`, no trailing slash.
     base_url: String,
+    /// Seals the `requestState` of input-required results.
+    seal: StateSeal,
 }
 
 impl std::fmt::Debug for ConfirmationGate {
@@ -290,6 +184,9 @@ pub struct GatedCall<'a> {
     pub tool: &'a str,
     pub args: &'a Map<String, Value>,
     pub surface: &'a Surface,
+    /// The `requestState` and input responses of a retry after an
+    /// input-required result.
+    pub retry: Option<Retry<'a>>,
 }
 
 impl ConfirmationGate {
@@ -298,12 +195,14 @@ impl ConfirmationGate {
         store: Arc<dyn OAuthStore>,
         clock: Arc<dyn Clock>,
         base_url: String,
+        seal: StateSeal,
     ) -> Self {
         Self {
             rules,
             store,
             clock,
             base_url,
+            seal,
         }
     }
 
@@ -321,7 +220,7 @@ impl ConfirmationGate {
         dispatcher: &Dispatcher,
     ) -> Result<GateOutcome, StoreError> {
         let (IdentityMode::Oauth, Some(connection)) = (identity.mode, connection) else {
-            return Ok(GateOutcome::Proceed(None));
+            return Ok(GateOutcome::proceed(None));
         };
         // Judged from the arguments as they are: most calls need no one,
         // and pay for nothing more than two lookups.
@@ -330,10 +229,15 @@ impl ConfirmationGate {
             .rules
             .needs(call.tool, operation, raw_method, call.surface)
         {
-            return Ok(GateOutcome::Proceed(None));
+            return Ok(GateOutcome::proceed(None));
+        }
+        let digest = call_digest(call.tool, call.args);
+        if let Some(retry) = &call.retry {
+            return self
+                .answer(identity, connection, &call, operation, digest, retry)
+                .await;
         }
         let now = self.clock.now();
-        let digest = call_digest(call.tool, call.args);
         let open = self
             .store
             .open_confirmation(&connection.grant_id, &digest)
@@ -347,7 +251,7 @@ impl ConfirmationGate {
         Ok(match (open.state, expired) {
             (ConfirmationState::Approved, false) => {
                 if self.store.use_approval(&open.id, now).await? {
-                    GateOutcome::Proceed(Some(open.id))
+                    GateOutcome::proceed(Some(open.id))
                 } else {
                     // Spent by a racing retry: this one is a new request.
                     return self
@@ -355,17 +259,15 @@ impl ConfirmationGate {
                         .await;
                 }
             }
-            (ConfirmationState::Pending, false) => GateOutcome::Stop {
-                result: self.result(
-                    ErrorKind::ConfirmationPending,
-                    &format!(
-                        "The person has not decided yet. Ask them to open {} and approve or deny this call; retry it with the same arguments once they say they approved.",
-                        self.page_url(&open.id)
-                    ),
-                    Some(&open.id),
-                ),
+            (ConfirmationState::Pending, false) => GateOutcome::Waiting(Box::new(Waiting {
+                typed: typed_name(operation, inner_arguments(call.tool, call.args)),
+                result: self.pending_result(&open.id),
+                summary: open.summary,
+                grant_id: open.grant_id,
+                digest,
+                id: open.id,
                 event: None,
-            },
+            })),
             (ConfirmationState::Denied, _) => {
                 self.store.delete_confirmation(&open.id).await?;
                 GateOutcome::Stop {
@@ -414,10 +316,7 @@ impl ConfirmationGate {
         let now = self.clock.now();
         let description = dispatcher.describe_call(call.tool, call.args);
         let route = description.route.clone().unwrap_or_default();
-        let inner = match (call.tool, call.args.get("arguments")) {
-            (CALL_WRITE_TOOL_NAME, Some(Value::Object(inner))) => inner,
-            _ => call.args,
-        };
+        let inner = inner_arguments(call.tool, call.args);
         let confirmation = Confirmation {
             id: random_value(),
             grant_id: connection.grant_id.clone(),
@@ -449,7 +348,7 @@ impl ConfirmationGate {
             }
             Err(err) => return Err(err),
         }
-        Ok(GateOutcome::Stop {
+        Ok(GateOutcome::Waiting(Box::new(Waiting {
             result: self.result(
                 ErrorKind::ConfirmationRequired,
                 &format!(
@@ -465,7 +364,24 @@ impl ConfirmationGate {
                     .detail("confirmation", &confirmation.id)
                     .detail("client_id", &connection.client_id),
             )),
-        })
+            typed: typed_name(operation, inner),
+            summary: confirmation.summary,
+            grant_id: confirmation.grant_id,
+            digest: confirmation.digest,
+            id: confirmation.id,
+        })))
+    }
+
+    /// The result of a retry before the person decided.
+    fn pending_result(&self, id: &str) -> Value {
+        self.result(
+            ErrorKind::ConfirmationPending,
+            &format!(
+                "The person has not decided yet. Ask them to open {} and approve or deny this call; retry it with the same arguments once they say they approved.",
+                self.page_url(id)
+            ),
+            Some(id),
+        )
     }
 
     /// An `isError` result's JSON, as `ToolError` writes them, with the
@@ -480,5 +396,4 @@ impl ConfirmationGate {
 }
 
 #[cfg(test)]
-#[path = "confirmation_tests.rs"]
 mod tests;

@@ -2,6 +2,9 @@
 
 use super::*;
 use crate::catalog::Catalog;
+use crate::config::ConfirmElicitation;
+use crate::gitea::raw::RAW_TOOL_NAME;
+use crate::mcp::discover::CALL_WRITE_TOOL_NAME;
 use crate::surface::Narrowing;
 
 fn rules(mode: ConfirmMode, always: &[&str], never: &[&str]) -> ConfirmationRules {
@@ -11,6 +14,7 @@ fn rules(mode: ConfirmMode, always: &[&str], never: &[&str]) -> ConfirmationRule
         always: list(always),
         never: list(never),
         admin: ConfirmMode::Off,
+        elicitation: ConfirmElicitation::Form,
     })
 }
 
