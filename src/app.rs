@@ -225,6 +225,15 @@ async fn open_audit(settings: &Settings, metrics: Arc<Metrics>) -> Result<AuditL
         sync = audit.sync_policy().as_str(),
         "audit log opened"
     );
+    if let Some(forward) = &settings.audit_forward {
+        let state = audit
+            .forward_to(forward, &settings.data_dir, &settings.replica_id)
+            .map_err(|err| AuditError::Open {
+                path: forward.url.to_string(),
+                reason: err.to_string(),
+            })?;
+        tracing::info!(sink = %state.sink, "the audit log is forwarded");
+    }
     Ok(audit)
 }
 

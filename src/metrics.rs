@@ -99,6 +99,10 @@ pub struct Metrics {
     audit_write: Histogram,
     log_lines_dropped: Gauge,
     audit_writable: Gauge,
+    audit_forward_lag_entries: Gauge,
+    audit_forward_lag_seconds: Gauge,
+    audit_forward_up: Gauge,
+    audit_forwarded: Counter,
 }
 
 impl Default for Metrics {
@@ -167,6 +171,30 @@ impl Metrics {
             "Log lines stderr could not take since start (a full disk under the log file, a closed pipe); requests go on",
             log_lines_dropped.clone(),
         );
+        let audit_forward_lag_entries = Gauge::default();
+        registry.register(
+            "audit_forward_lag_entries",
+            "Audit entries written and not yet taken by the sink (AUDIT_FORWARD_URL)",
+            audit_forward_lag_entries.clone(),
+        );
+        let audit_forward_lag_seconds = Gauge::default();
+        registry.register(
+            "audit_forward_lag_seconds",
+            "How long the oldest entry not yet taken by the sink has waited",
+            audit_forward_lag_seconds.clone(),
+        );
+        let audit_forward_up = Gauge::default();
+        registry.register(
+            "audit_forward_up",
+            "1 while the audit sink takes entries; 0 while it does not (entries wait in the local log)",
+            audit_forward_up.clone(),
+        );
+        let audit_forwarded = Counter::default();
+        registry.register(
+            "audit_forwarded_entries",
+            "Audit entries the sink has taken since start",
+            audit_forwarded.clone(),
+        );
         // 0.5 ms to about 8 s: fsync-bound, with group commit.
         let audit_write = Histogram::new(exponential_buckets(0.0005, 2.0, 15));
         registry.register(
@@ -186,6 +214,10 @@ impl Metrics {
             audit_write,
             log_lines_dropped,
             audit_writable,
+            audit_forward_lag_entries,
+            audit_forward_lag_seconds,
+            audit_forward_up,
+            audit_forwarded,
         }
     }
 
@@ -252,6 +284,20 @@ impl Metrics {
     pub fn set_active_grants(&self, count: u64) {
         self.active_grants
             .set(i64::try_from(count).unwrap_or(i64::MAX));
+    }
+
+    /// How far behind the audit sink is: whether it took the last batch,
+    /// how many entries wait, and for how long the oldest has.
+    pub fn set_audit_forward(&self, sink_up: bool, lag_entries: u64, lag_seconds: u64) {
+        let gauge = |value: u64| i64::try_from(value).unwrap_or(i64::MAX);
+        self.audit_forward_lag_entries.set(gauge(lag_entries));
+        self.audit_forward_lag_seconds.set(gauge(lag_seconds));
+        self.audit_forward_up.set(i64::from(sink_up));
+    }
+
+    /// Entries the audit sink took.
+    pub fn count_audit_forwarded(&self, entries: u64) {
+        self.audit_forwarded.inc_by(entries);
     }
 
     /// Whether the audit log took its last entry.

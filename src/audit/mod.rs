@@ -1,7 +1,8 @@
 //! The hash-chained audit log: `DATA_DIR/audit.log`, JSON lines, one writer.
 //! Format and chain in `entry` and `chain`, the writer (rotation, fault
 //! handling) in `writer`, when entries are fsynced (`AUDIT_SYNC`) in
-//! `sync`, `audit verify` in `verify`.
+//! `sync`, `audit verify` in `verify`, shipping it off the host in
+//! `forward`.
 //! See `docs/audit.md`. Knows no MCP: callers build [`Event`]s.
 //!
 //! Tool calls are strict (a call whose `tool_call_started` entry cannot be
@@ -10,6 +11,7 @@
 
 pub mod chain;
 pub(crate) mod entry;
+pub mod forward;
 mod lock;
 mod sync;
 pub mod verify;
@@ -17,7 +19,7 @@ mod writer;
 
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use secrecy::{ExposeSecret, SecretString};
 
@@ -114,6 +116,8 @@ struct Info {
     path: PathBuf,
     keyed: bool,
     metrics: Option<Arc<crate::metrics::Metrics>>,
+    /// How far behind the sink is, when the log is forwarded.
+    forward: OnceLock<Arc<forward::ForwardState>>,
 }
 
 impl std::fmt::Debug for AuditLog {
@@ -179,6 +183,7 @@ impl AuditLog {
                 path,
                 keyed: options.key.is_keyed(),
                 metrics: options.metrics.clone(),
+                forward: OnceLock::new(),
             }),
         })
     }
@@ -201,6 +206,17 @@ impl AuditLog {
     /// entry's sequence number; the entry is then in the file (it survives
     /// the process being killed), and under `AUDIT_SYNC=always` on disk.
     pub async fn record(&self, event: Event) -> Result<u64, AuditError> {
+        if self
+            .inner
+            .forward
+            .get()
+            .is_some_and(|state| state.blocked())
+        {
+            return Err(AuditError::Unavailable(
+                "the audit sink has not taken entries for longer than AUDIT_FORWARD_MAX_LAG_MINUTES"
+                    .to_owned(),
+            ));
+        }
         let began = std::time::Instant::now();
         let event = event.masked();
         let waits = self.durable.policy().waits();
@@ -232,6 +248,33 @@ impl AuditLog {
             metrics.set_audit_writable(writable);
         }
         writable
+    }
+
+    /// Ships the log off the host (`AUDIT_FORWARD_URL`): starts the
+    /// forwarder, and from now on refuses entries while it is blocked.
+    pub fn forward_to(
+        &self,
+        settings: &crate::config::AuditForwardSettings,
+        data_dir: &Path,
+        hostname: &str,
+    ) -> Result<Arc<forward::ForwardState>, forward::ForwardError> {
+        // Not an `AuditLog`: the forwarder must not keep the writer open.
+        let durable = self.durable.clone();
+        let written = Box::new(move || durable.writer().last_seq());
+        let state = forward::spawn(
+            settings,
+            data_dir,
+            hostname,
+            written,
+            self.inner.metrics.clone(),
+        )?;
+        let _ = self.inner.forward.set(state.clone());
+        Ok(state)
+    }
+
+    /// The forwarder's state, when the log is forwarded.
+    pub fn forwarding(&self) -> Option<&Arc<forward::ForwardState>> {
+        self.inner.forward.get()
     }
 
     /// Fsyncs every entry written so far (at shutdown).

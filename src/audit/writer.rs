@@ -226,6 +226,11 @@ impl Writer {
         }
     }
 
+    /// The sequence number of the last entry written.
+    pub fn last_seq(&self) -> u64 {
+        self.seq
+    }
+
     /// Fsyncs what is written, here and now (rotation, closing, shutdown).
     pub fn sync_now(&mut self) {
         if let Some((file, position)) = self.unsynced() {

@@ -3,6 +3,7 @@
 //! [`ConfigError`] naming the setting and the rule it broke, never its value;
 //! the CLI turns it into exit code 2.
 
+mod audit_forward;
 mod env_file;
 mod parse;
 mod sections;
@@ -14,6 +15,7 @@ use std::time::Duration;
 use secrecy::SecretString;
 use url::Url;
 
+pub use audit_forward::{AuditForwardSettings, ForwardProtocol, SYSLOG_TLS_PORT};
 pub use env_file::{EnvFileChoice, SettingsSource, select_env_file};
 pub use parse::is_loopback_url;
 use parse::{parse_base_url, parse_bool, parse_choice, parse_list, parse_secret};
@@ -297,6 +299,8 @@ pub struct Settings {
     /// `REPLICA_ID`: names this process in every audit entry; default the
     /// host name.
     pub replica_id: String,
+    /// Where the audit log is shipped off the host, when set.
+    pub audit_forward: Option<AuditForwardSettings>,
     pub admin_logins: Vec<String>,
     pub expose_error_details: bool,
     /// `POLICY_FILE`: the operator's policy (TOML), read at startup.
@@ -384,6 +388,7 @@ impl Settings {
             audit_keep_files,
             audit_sync,
             replica_id: sections::replica_id(&get)?,
+            audit_forward: audit_forward::audit_forward(&get)?,
             admin_logins: parse_list(get("ADMIN_LOGINS")),
             expose_error_details: parse_bool(
                 "EXPOSE_ERROR_DETAILS",
@@ -514,6 +519,11 @@ impl Settings {
                 .map(|(_, secret)| secret.clone()),
         );
         out.extend(self.database_url.as_ref().and_then(database_password));
+        out.extend(
+            self.audit_forward
+                .as_ref()
+                .and_then(|forward| forward.authorization.clone()),
+        );
         out
     }
 }

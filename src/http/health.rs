@@ -64,7 +64,9 @@ async fn root(State(health): State<Arc<Health>>) -> Json<serde_json::Value> {
 /// 200 when every check passes, else 503; each check says `ok`,
 /// `unavailable` or `not_configured` (the admin token: `ok`, `rejected`,
 /// `unknown` until Gitea has been asked, or `not_configured`; the audit
-/// log: `ok` or `unwritable`), nothing more.
+/// log: `ok` or `unwritable`; forwarding: `ok`, `behind`, `down`,
+/// `blocked` or `not_configured`, with the lag in entries and seconds),
+/// nothing more.
 async fn health(State(health): State<Arc<Health>>) -> Response {
     let store = match health.app.oauth() {
         None => "not_configured",
@@ -94,7 +96,21 @@ async fn health(State(health): State<Arc<Health>>) -> Response {
     } else {
         "unwritable"
     };
-    let healthy = store != "unavailable" && gitea == "ok" && !admin_fatal && audit == "ok";
+    // Forwarding: behind is reported; past AUDIT_FORWARD_MAX_LAG_MINUTES
+    // every call is refused, so unhealthy.
+    let forward = health.app.audit().forwarding().map(|state| state.status());
+    let forward_check = match forward {
+        None => "not_configured",
+        Some(status) if status.blocked => "blocked",
+        Some(status) if !status.sink_up => "down",
+        Some(status) if status.lag_entries > 0 => "behind",
+        Some(_) => "ok",
+    };
+    let healthy = store != "unavailable"
+        && gitea == "ok"
+        && !admin_fatal
+        && audit == "ok"
+        && forward_check != "blocked";
     let status = if healthy {
         StatusCode::OK
     } else {
@@ -111,7 +127,12 @@ async fn health(State(health): State<Arc<Health>>) -> Response {
                 "gitea": gitea,
                 "admin_token": admin_token.map_or("not_configured", AdminTokenState::as_str),
                 "audit": audit,
+                "audit_forward": forward_check,
             },
+            "audit_forward": forward.map(|status| json!({
+                "lag_entries": status.lag_entries,
+                "lag_seconds": status.lag_seconds,
+            })),
         })),
     )
         .into_response()

@@ -143,7 +143,10 @@ fn leaves_stay_leaves() {
                 "tls",
             ],
         ),
-        ("audit", &["config", "identity", "masking", "metrics"]),
+        (
+            "audit",
+            &["config", "identity", "masking", "metrics", "tls"],
+        ),
         ("config", &[]),
     ];
     for (module, may) in allowed {

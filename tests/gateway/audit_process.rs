@@ -16,16 +16,7 @@ use support::{BEARER, FakeGitea, call};
 const KEY: &str = "audit-key-0123456789abcdef-0123456789";
 
 fn serve<'a>(fake: &'a FakeGitea, data: &'a Path, port: u16) -> ServeProcess<'a> {
-    ServeProcess {
-        fake,
-        data,
-        port,
-        audit_key: KEY,
-        max_file_bytes: None,
-        max_open_files: None,
-        stderr_file: None,
-        extra: &[],
-    }
+    ServeProcess::new(fake, data, port, KEY)
 }
 
 fn entries(path: &Path) -> Vec<Value> {

@@ -9,6 +9,7 @@ mod support;
 
 mod architecture;
 mod audit;
+mod audit_forward;
 mod audit_process;
 mod cli;
 mod connections;

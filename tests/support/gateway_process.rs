@@ -39,7 +39,21 @@ pub struct ServeProcess<'a> {
     pub extra: &'a [(&'a str, &'a str)],
 }
 
-impl ServeProcess<'_> {
+impl<'a> ServeProcess<'a> {
+    /// `serve` in front of `fake` with no limits and no more settings.
+    pub fn new(fake: &'a FakeGitea, data: &'a Path, port: u16, audit_key: &'a str) -> Self {
+        Self {
+            fake,
+            data,
+            port,
+            audit_key,
+            max_file_bytes: None,
+            max_open_files: None,
+            stderr_file: None,
+            extra: &[],
+        }
+    }
+
     pub fn spawn(&self) -> Child {
         let mut cmd = Command::new(BIN);
         cmd.arg("serve")

@@ -1,0 +1,397 @@
+//! Shipping the audit log off the host (`AUDIT_FORWARD_URL`,
+//! `docs/audit.md`). The local log stays the source of truth and keeps the
+//! write-ahead rule; a background task follows it (`follow`) and sends each
+//! entry, exactly as written, to one sink: syslog over TLS (`syslog`) or
+//! HTTPS JSON lines (`http`). After the sink takes a batch, the last
+//! sequence number is persisted (`cursor`), so an outage or a restart
+//! delays entries and loses none.
+//!
+//! [`ForwardState`] says how far behind the sink is, for `/health`, the
+//! metrics and (with `AUDIT_FORWARD_MAX_LAG_MINUTES`) the log itself, which
+//! then refuses entries, and so tool calls, while an entry has waited
+//! longer than that: as Vault stops serving when no audit device works.
+
+mod cursor;
+pub(crate) mod follow;
+mod http;
+mod syslog;
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject;
+
+pub use cursor::{CURSOR_FILE_NAME, Cursor};
+use follow::{Follower, LogLine};
+
+use crate::config::{AuditForwardSettings, ForwardProtocol, SYSLOG_TLS_PORT};
+use crate::metrics::Metrics;
+
+/// Entries sent in one batch at most.
+const BATCH: usize = 500;
+/// How often the log is looked at when the sink has caught up.
+const POLL: Duration = Duration::from_millis(200);
+/// Waits between attempts while the sink is down: doubling up to the last.
+const RETRY_FIRST: Duration = Duration::from_millis(500);
+const RETRY_LAST: Duration = Duration::from_secs(30);
+
+#[derive(Debug, thiserror::Error)]
+pub enum ForwardError {
+    /// A setting that cannot work (stops startup).
+    #[error("{0}")]
+    Config(&'static str),
+    #[error("AUDIT_FORWARD_CA_FILE: {0}")]
+    CaFile(String),
+    #[error("the forwarding cursor: {0}")]
+    Cursor(String),
+    /// The sink did not take a batch (retried).
+    #[error("{0}")]
+    Sink(String),
+}
+
+/// How far behind the sink is; shared by the forwarder, `/health`, and
+/// the log (which refuses entries while `blocked`).
+#[derive(Debug)]
+pub struct ForwardState {
+    /// `scheme://host:port`, nothing more.
+    pub sink: String,
+    max_lag: Option<Duration>,
+    forwarded: AtomicU64,
+    waiting: AtomicU64,
+    lag_seconds: AtomicU64,
+    up: AtomicBool,
+    blocked: AtomicBool,
+    /// Since when an entry has waited for the sink.
+    waiting_since: Mutex<Option<Instant>>,
+}
+
+/// What `/health` shows of forwarding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ForwardStatus {
+    pub forwarded_seq: u64,
+    pub lag_entries: u64,
+    pub lag_seconds: u64,
+    pub sink_up: bool,
+    /// Calls are refused: an entry waited longer than the bound.
+    pub blocked: bool,
+}
+
+impl ForwardState {
+    fn new(sink: String, max_lag: Option<Duration>, forwarded: u64) -> Self {
+        Self {
+            sink,
+            max_lag,
+            forwarded: AtomicU64::new(forwarded),
+            waiting: AtomicU64::new(0),
+            lag_seconds: AtomicU64::new(0),
+            up: AtomicBool::new(true),
+            blocked: AtomicBool::new(false),
+            waiting_since: Mutex::new(None),
+        }
+    }
+
+    /// Whether entries (and so tool calls) are refused now.
+    pub fn blocked(&self) -> bool {
+        self.blocked.load(Ordering::Relaxed)
+    }
+
+    pub fn status(&self) -> ForwardStatus {
+        ForwardStatus {
+            forwarded_seq: self.forwarded.load(Ordering::Relaxed),
+            lag_entries: self.waiting.load(Ordering::Relaxed),
+            lag_seconds: self.lag_seconds.load(Ordering::Relaxed),
+            sink_up: self.up.load(Ordering::Relaxed),
+            blocked: self.blocked(),
+        }
+    }
+
+    /// The log has entries up to `written`: how many wait, since when, and
+    /// whether that is past the bound.
+    fn observe(&self, written: u64, now: Instant) {
+        let forwarded = self.forwarded.load(Ordering::Relaxed);
+        let waiting = written.saturating_sub(forwarded);
+        self.waiting.store(waiting, Ordering::Relaxed);
+        let mut since = self.waiting_since.lock().unwrap_or_else(|p| p.into_inner());
+        let lag = match (waiting, *since) {
+            (0, _) => {
+                *since = None;
+                Duration::ZERO
+            }
+            (_, None) => {
+                *since = Some(now);
+                Duration::ZERO
+            }
+            (_, Some(at)) => now.saturating_duration_since(at),
+        };
+        self.lag_seconds.store(lag.as_secs(), Ordering::Relaxed);
+        self.blocked
+            .store(self.max_lag.is_some_and(|max| lag > max), Ordering::Relaxed);
+    }
+}
+
+/// The sink of the settings.
+enum Sink {
+    Syslog(syslog::SyslogSink),
+    Http(http::HttpSink),
+}
+
+impl Sink {
+    async fn send(&mut self, lines: &[LogLine]) -> Result<(), ForwardError> {
+        match self {
+            Self::Syslog(sink) => sink.send(lines).await,
+            Self::Http(sink) => sink.send(lines).await,
+        }
+    }
+}
+
+/// Where the written entries end: the log's last sequence number.
+pub type WrittenSeq = Box<dyn Fn() -> u64 + Send + Sync>;
+
+/// Starts forwarding `data_dir`'s log; `written` says how far the log is.
+/// Fails (and startup stops) on settings that cannot work: an unreadable
+/// CA file, a damaged cursor.
+pub fn spawn(
+    settings: &AuditForwardSettings,
+    data_dir: &Path,
+    hostname: &str,
+    written: WrittenSeq,
+    metrics: Option<Arc<Metrics>>,
+) -> Result<Arc<ForwardState>, ForwardError> {
+    let cursor = Cursor::new(data_dir);
+    let after = cursor
+        .load()
+        .map_err(|err| ForwardError::Cursor(err.to_string()))?;
+    let host = settings
+        .url
+        .host_str()
+        .unwrap_or_default()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned();
+    let extra_roots = read_ca_file(settings.ca_file.as_deref())?;
+    let (sink, port) = match settings.protocol {
+        ForwardProtocol::SyslogTls | ForwardProtocol::SyslogTcp => {
+            let port = settings.url.port().unwrap_or(SYSLOG_TLS_PORT);
+            let tls = (settings.protocol == ForwardProtocol::SyslogTls)
+                .then(|| tls_config(&extra_roots))
+                .transpose()?;
+            let sink = syslog::SyslogSink::new(host.clone(), port, tls, hostname.to_owned())?;
+            (Sink::Syslog(sink), port)
+        }
+        ForwardProtocol::Http => {
+            let roots = extra_roots
+                .iter()
+                .map(|der| reqwest::Certificate::from_der(der.as_ref()))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|err| ForwardError::CaFile(err.to_string()))?;
+            let sink =
+                http::HttpSink::new(settings.url.clone(), roots, settings.authorization.as_ref())?;
+            let port = settings.url.port_or_known_default().unwrap_or(443);
+            (Sink::Http(sink), port)
+        }
+    };
+    let label = format!("{}://{host}:{port}", settings.url.scheme());
+    let state = Arc::new(ForwardState::new(label, settings.max_lag, after));
+    let task = Forwarder {
+        state: state.clone(),
+        data_dir: data_dir.to_path_buf(),
+        follower: Some(Follower::new(data_dir, after)),
+        cursor,
+        sink,
+        written,
+        metrics,
+    };
+    tokio::spawn(task.run());
+    Ok(state)
+}
+
+struct Forwarder {
+    state: Arc<ForwardState>,
+    data_dir: std::path::PathBuf,
+    /// `None` only while a read runs on the blocking pool.
+    follower: Option<Follower>,
+    cursor: Cursor,
+    sink: Sink,
+    written: WrittenSeq,
+    metrics: Option<Arc<Metrics>>,
+}
+
+impl Forwarder {
+    async fn run(mut self) {
+        let mut batch: Vec<LogLine> = Vec::new();
+        let mut retry = RETRY_FIRST;
+        loop {
+            if batch.is_empty() {
+                batch = self.read().await;
+            }
+            self.observe();
+            if batch.is_empty() {
+                tokio::time::sleep(POLL).await;
+                continue;
+            }
+            match self.sink.send(&batch).await {
+                Ok(()) => {
+                    let last = batch.last().map_or(0, |line| line.seq);
+                    self.taken(last, batch.len() as u64).await;
+                    batch.clear();
+                    retry = RETRY_FIRST;
+                }
+                Err(err) => {
+                    if self.state.up.swap(false, Ordering::Relaxed) {
+                        tracing::warn!(sink = %self.state.sink, error = %err, "the audit sink does not take entries; retrying");
+                    }
+                    self.observe();
+                    tokio::time::sleep(retry).await;
+                    retry = (retry * 2).min(RETRY_LAST);
+                }
+            }
+        }
+    }
+
+    /// The next lines of the log (on the blocking pool: it reads files).
+    async fn read(&mut self) -> Vec<LogLine> {
+        let Some(mut follower) = self.follower.take() else {
+            return Vec::new();
+        };
+        let joined = tokio::task::spawn_blocking(move || {
+            let read = follower.read(BATCH);
+            (follower, read)
+        })
+        .await;
+        let Ok((mut follower, read)) = joined else {
+            // The read panicked: start again from what the sink has.
+            let forwarded = self.state.forwarded.load(Ordering::Relaxed);
+            self.follower = Some(Follower::new(&self.data_dir, forwarded));
+            return Vec::new();
+        };
+        if follower.skipped > 0 {
+            tracing::error!(
+                entries = follower.skipped,
+                "audit entries were dropped (AUDIT_KEEP_FILES) before they could be forwarded"
+            );
+            follower.skipped = 0;
+        }
+        self.follower = Some(follower);
+        read.unwrap_or_else(|err| {
+            tracing::warn!(error = %err, "the audit log could not be read for forwarding");
+            Vec::new()
+        })
+    }
+
+    /// The sink took everything up to `last`.
+    async fn taken(&mut self, last: u64, count: u64) {
+        let cursor = self.cursor.clone();
+        let stored = tokio::task::spawn_blocking(move || cursor.store(last)).await;
+        if !matches!(stored, Ok(Ok(()))) {
+            // The entries are at the sink; a restart may send them again.
+            tracing::warn!("the forwarding cursor could not be stored");
+        }
+        self.state.forwarded.store(last, Ordering::Relaxed);
+        if !self.state.up.swap(true, Ordering::Relaxed) {
+            tracing::info!(sink = %self.state.sink, "the audit sink takes entries again");
+        }
+        if let Some(metrics) = &self.metrics {
+            metrics.count_audit_forwarded(count);
+        }
+        self.observe();
+    }
+
+    fn observe(&self) {
+        self.state.observe((self.written)(), Instant::now());
+        if let Some(metrics) = &self.metrics {
+            let status = self.state.status();
+            metrics.set_audit_forward(status.sink_up, status.lag_entries, status.lag_seconds);
+        }
+    }
+}
+
+/// The certificates of `AUDIT_FORWARD_CA_FILE` (PEM), trusted besides the
+/// system's roots.
+fn read_ca_file(path: Option<&Path>) -> Result<Vec<CertificateDer<'static>>, ForwardError> {
+    let Some(path) = path else {
+        return Ok(Vec::new());
+    };
+    let certs = CertificateDer::pem_file_iter(path)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .map_err(|err| ForwardError::CaFile(format!("{}: {err}", path.display())))?;
+    if certs.is_empty() {
+        return Err(ForwardError::CaFile(format!(
+            "{} holds no certificate",
+            path.display()
+        )));
+    }
+    Ok(certs)
+}
+
+/// TLS for the syslog sink: the system's roots and the CA file's, verified
+/// as the platform does (rustls-platform-verifier, as reqwest does).
+fn tls_config(
+    extra_roots: &[CertificateDer<'static>],
+) -> Result<Arc<rustls::ClientConfig>, ForwardError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = rustls_platform_verifier::Verifier::new_with_extra_roots(
+        extra_roots.iter().cloned(),
+        provider.clone(),
+    )
+    .map_err(|_| ForwardError::Config("the TLS verifier could not be built"))?;
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|_| ForwardError::Config("TLS could not be set up"))?
+        .dangerous()
+        // Not dangerous: the platform verifier checks the chain and the name.
+        .with_custom_certificate_verifier(Arc::new(verifier))
+        .with_no_client_auth();
+    Ok(Arc::new(config))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nothing_waiting_is_no_lag() {
+        let state = ForwardState::new("x".into(), Some(Duration::from_secs(60)), 10);
+        state.observe(10, Instant::now());
+        assert_eq!(state.status().lag_entries, 0);
+        assert!(!state.blocked());
+    }
+
+    #[test]
+    fn the_lag_is_counted_from_when_an_entry_first_waited() {
+        let state = ForwardState::new("x".into(), Some(Duration::from_secs(60)), 10);
+        let start = Instant::now();
+        state.observe(12, start);
+        state.observe(13, start + Duration::from_secs(30));
+        let status = state.status();
+        assert_eq!((status.lag_entries, status.lag_seconds), (3, 30));
+        assert!(!status.blocked);
+        state.observe(13, start + Duration::from_secs(61));
+        assert!(state.blocked());
+    }
+
+    #[test]
+    fn catching_up_unblocks_at_once() {
+        let state = ForwardState::new("x".into(), Some(Duration::from_secs(60)), 10);
+        let start = Instant::now();
+        state.observe(12, start);
+        state.observe(12, start + Duration::from_secs(120));
+        assert!(state.blocked());
+        state.forwarded.store(12, Ordering::Relaxed);
+        state.observe(12, start + Duration::from_secs(121));
+        assert!(!state.blocked());
+        assert_eq!(state.status().lag_seconds, 0);
+    }
+
+    #[test]
+    fn without_a_bound_nothing_is_ever_refused() {
+        let state = ForwardState::new("x".into(), None, 0);
+        let start = Instant::now();
+        state.observe(5, start);
+        state.observe(5, start + Duration::from_secs(86_400));
+        assert!(!state.blocked());
+        assert_eq!(state.status().lag_seconds, 86_400);
+    }
+}
