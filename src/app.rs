@@ -11,6 +11,7 @@ use crate::config::{ConfigError, OpenApiSource, Settings};
 use crate::gitea::admin::{AdminAccount, AdminTokenState};
 use crate::gitea::executor::UpstreamError;
 use crate::gitea::{GiteaClient, Identity, IdentityMode};
+use crate::mcp::activity::ActivityRecorder;
 use crate::mcp::confirmation::{ConfirmationGate, ConfirmationRules, StateSeal};
 use crate::mcp::exposure::Exposure;
 use crate::mcp::{Dispatcher, ToolService};
@@ -101,6 +102,10 @@ impl App {
                 server.clock().clone(),
                 server.config().issuer.clone(),
                 StateSeal::from_key_material(&settings.token_encryption_keys)?,
+            ));
+            tools = tools.with_activity(ActivityRecorder::spawn(
+                server.store().clone(),
+                server.clock().clone(),
             ));
         }
         let tools = Arc::new(tools);

@@ -2,6 +2,7 @@
 //! (exposure, the surface of each MCP URL, validation, the discovery
 //! tools), and the rmcp adapter for the stdio and Streamable HTTP transports.
 
+pub(crate) mod activity;
 pub(crate) mod caller;
 pub(crate) mod confirmation;
 pub(crate) mod discover;

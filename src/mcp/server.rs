@@ -25,6 +25,7 @@ use crate::identity::Connection;
 use crate::mcp::caller::Caller;
 use crate::mcp::dispatcher::{Refusal, ToolOutcome};
 use crate::metrics::{CallOutcome, UNKNOWN_TOOL};
+use crate::store::ActivityOutcome;
 use crate::surface::Surface;
 
 /// Told to every client at `initialize`.
@@ -228,6 +229,23 @@ impl GatewayServer {
         }
     }
 
+    /// Notes a finished call of an OAuth connection for the activity pages.
+    fn note_activity(
+        &self,
+        identity: &Identity,
+        context: &RequestContext<RoleServer>,
+        tool: &str,
+        outcome: ActivityOutcome,
+    ) {
+        if let (Some(recorder), Some(connection), Some(login)) = (
+            self.service.activity(),
+            self.connection(context),
+            identity.login.as_deref(),
+        ) {
+            recorder.note(&connection, login, tool, outcome);
+        }
+    }
+
     /// The OAuth connection of the request (put there by the HTTP layer
     /// beside an `agm_` token's identity).
     fn connection(&self, context: &RequestContext<RoleServer>) -> Option<Connection> {
@@ -306,6 +324,7 @@ impl ServerHandler for GatewayServer {
             &args,
         ) {
             metrics.observe_tool_call(&tool_label, CallOutcome::Error, None, Duration::ZERO);
+            self.note_activity(&identity, &context, &tool_label, ActivityOutcome::Refused);
             let mut event = refused_event(&identity, &request.name, &refusal);
             if let Some(rules) = self
                 .service
@@ -349,6 +368,7 @@ impl ServerHandler for GatewayServer {
             Ok(confirmation) => confirmation,
             Err(stopped) => {
                 metrics.observe_tool_call(&tool_label, CallOutcome::Refused, None, Duration::ZERO);
+                self.note_activity(&identity, &context, &tool_label, ActivityOutcome::Refused);
                 return Ok(match stopped {
                     Stopped::Result(result) => {
                         CallToolResult::error(vec![ContentBlock::text(result.to_string())]).into()
@@ -368,6 +388,7 @@ impl ServerHandler for GatewayServer {
             Ok(seq) => seq,
             Err(err) => {
                 metrics.observe_tool_call(&tool_label, CallOutcome::Refused, None, Duration::ZERO);
+                self.note_activity(&identity, &context, &tool_label, ActivityOutcome::Refused);
                 tracing::error!(error = %err, tool = %request.name, "tool call refused: the audit log is unavailable");
                 return Ok(CallToolResult::error(vec![ContentBlock::text(
                     audit_unavailable().to_json().to_string(),
@@ -388,6 +409,15 @@ impl ServerHandler for GatewayServer {
             _ => CallOutcome::Error,
         };
         metrics.observe_tool_call(&tool_label, counted, finished.status, took);
+        self.note_activity(
+            &identity,
+            &context,
+            &tool_label,
+            match counted {
+                CallOutcome::Ok => ActivityOutcome::Ok,
+                _ => ActivityOutcome::Error,
+            },
+        );
         // Exactly one result entry. The call has run: its result is returned
         // even if this write fails (a retry would repeat the action).
         if let Err(err) = audit.record(finished).await {

@@ -8,6 +8,7 @@
 use std::sync::Arc;
 
 use super::Dispatcher;
+use super::activity::ActivityRecorder;
 use super::confirmation::{ConfirmationGate, ConfirmationRules};
 use crate::audit::AuditLog;
 use crate::gitea::admin::AdminAccount;
@@ -24,6 +25,8 @@ pub struct ToolService {
     confirmations: Option<ConfirmationGate>,
     /// Which calls need their person (the admin token's, `CONFIRM_ADMIN`).
     confirmation_rules: Option<ConfirmationRules>,
+    /// With OAuth: what connections' calls did, for the pages.
+    activity: Option<Arc<ActivityRecorder>>,
 }
 
 impl ToolService {
@@ -40,7 +43,18 @@ impl ToolService {
             admin,
             confirmations: None,
             confirmation_rules: None,
+            activity: None,
         }
+    }
+
+    /// With OAuth: connections' finished calls are noted for the pages.
+    pub fn with_activity(mut self, recorder: Arc<ActivityRecorder>) -> Self {
+        self.activity = Some(recorder);
+        self
+    }
+
+    pub fn activity(&self) -> Option<&ActivityRecorder> {
+        self.activity.as_deref()
     }
 
     /// Which calls need their person, for the admin token's confirmations.

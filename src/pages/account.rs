@@ -12,6 +12,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
+use super::activity::{Chart, RecentRow, chart_start, hourly_chart, recent_rows};
 use super::connections::{GrantRow, WaitingRow, grant_rows, waiting_rows};
 use super::policy_view::policy_by_grant;
 use super::session::{CheckedForm, ReturnTo, SignedIn, signed_in};
@@ -62,6 +63,17 @@ struct AccountPage {
     gitea_write_access: Vec<String>,
     mcp_url: String,
     snippets: Vec<ConnectorSnippet>,
+    /// Each connection's last 7 days.
+    activity: Vec<ActivityItem>,
+}
+
+/// A connection's (or, on the admin page, a user's or a client's) chart,
+/// and its last calls.
+pub struct ActivityItem {
+    pub name: String,
+    pub tools_at: String,
+    pub chart: Chart,
+    pub recent: Vec<RecentRow>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -117,6 +129,28 @@ pub async fn account(
     )
     .await;
     let mcp_url = server.config().resource.clone();
+    let rows = grant_rows(
+        &grants,
+        &clients,
+        server.config().server_read_only,
+        &policies,
+    );
+    let now = server.now();
+    let hours = server
+        .store()
+        .hourly_activity(Some(person.login()), chart_start(now))
+        .await?;
+    let recent = server.store().recent_calls(person.login()).await?;
+    let activity = rows
+        .iter()
+        .map(|row| ActivityItem {
+            name: row.client_name.clone(),
+            tools_at: row.tools_at.clone(),
+            chart: hourly_chart(hours.iter().filter(|h| h.grant_id == row.id), now),
+            recent: recent_rows(&recent, &row.id),
+        })
+        .filter(|item| item.chart.calls > 0 || !item.recent.is_empty())
+        .collect();
     let page = AccountPage {
         login: person.login().to_owned(),
         is_admin: may_administer(&server, &person),
@@ -126,16 +160,12 @@ pub async fn account(
             Some("revoked-all") => Some("Every client was revoked."),
             _ => None,
         },
-        grants: grant_rows(
-            &grants,
-            &clients,
-            server.config().server_read_only,
-            &policies,
-        ),
+        grants: rows,
+        activity,
         waiting: waiting_rows(
             &server
                 .store()
-                .list_pending_confirmations(Some(person.login()), server.now(), 50)
+                .list_pending_confirmations(Some(person.login()), now, 50)
                 .await?,
         ),
         gitea_read_access: described_session(&server, GiteaApp::Read),

@@ -13,7 +13,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use super::account::{SignInPage, may_administer};
+use super::account::{ActivityItem, SignInPage, may_administer};
+use super::activity::{chart_start, hourly_chart};
 use super::connections::{ClientRow, GrantRow, WaitingRow, client_rows, grant_rows, waiting_rows};
 use super::policy_view::policy_by_grant;
 use super::session::{CheckedForm, ReturnTo, SignedIn, signed_in};
@@ -21,6 +22,7 @@ use crate::oauth::OAuthServer;
 use crate::oauth::upstream::UpstreamAuthError;
 use crate::page_kit::{PageError, render_page, visible_text, with_page_headers};
 use crate::policy::view::PagePolicy;
+use crate::store::{HourActivity, ToolCount, UnixTime};
 
 /// Grants per admin page.
 const PAGE_SIZE: usize = 50;
@@ -109,6 +111,38 @@ struct AdminPage {
     clients: Vec<ClientRow>,
     /// Everyone's calls that wait for their person.
     waiting: Vec<WaitingRow>,
+    /// The last 7 days per user and per client, busiest first.
+    user_activity: Vec<ActivityItem>,
+    client_activity: Vec<ActivityItem>,
+    top_tools: Vec<ToolCount>,
+}
+
+/// How many users and clients the activity section charts at most.
+const CHARTED: usize = 20;
+
+/// One chart per distinct key of `hours` (a user, a client), busiest first.
+fn charts_by<'a>(
+    hours: &'a [HourActivity],
+    key: impl Fn(&'a HourActivity) -> &'a str,
+    name: impl Fn(&str) -> String,
+    now: UnixTime,
+) -> Vec<ActivityItem> {
+    let mut keys: Vec<&str> = hours.iter().map(&key).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let mut items: Vec<ActivityItem> = keys
+        .into_iter()
+        .map(|k| ActivityItem {
+            name: name(k),
+            tools_at: String::new(),
+            chart: hourly_chart(hours.iter().filter(|h| key(h) == k), now),
+            recent: Vec::new(),
+        })
+        .filter(|item| item.chart.calls > 0)
+        .collect();
+    items.sort_by(|a, b| b.chart.calls.cmp(&a.chart.calls).then(a.name.cmp(&b.name)));
+    items.truncate(CHARTED);
+    items
 }
 
 #[derive(Template)]
@@ -195,7 +229,33 @@ pub async fn admin(
         .map(|c| (c.client_id.clone(), c.clone()))
         .collect();
     let policies = policy_by_grant(policy.0.as_deref(), &shown, None).await;
+    let now = server.now();
+    let hours = server
+        .store()
+        .hourly_activity(None, chart_start(now))
+        .await?;
+    let client_names: std::collections::HashMap<&str, &str> = clients
+        .iter()
+        .map(|c| {
+            (
+                c.client_id.as_str(),
+                c.client_name.as_deref().unwrap_or(c.client_id.as_str()),
+            )
+        })
+        .collect();
     let view = AdminPage {
+        user_activity: charts_by(&hours, |h| h.login.as_str(), str::to_owned, now),
+        client_activity: charts_by(
+            &hours,
+            |h| h.client_id.as_str(),
+            |id| {
+                client_names
+                    .get(id)
+                    .map_or_else(|| id.to_owned(), |n| (*n).to_owned())
+            },
+            now,
+        ),
+        top_tools: server.store().top_tools(None, chart_start(now), 10).await?,
         login: person.login().to_owned(),
         csrf_token: person.csrf_token.clone(),
         notice: match query.done.as_deref() {

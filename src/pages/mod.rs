@@ -5,6 +5,7 @@
 //! routes are declared in the HTTP layer.
 
 pub mod account;
+pub mod activity;
 pub mod admin;
 pub mod confirm;
 pub mod connections;

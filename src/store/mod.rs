@@ -20,6 +20,7 @@
 //! requests could race on (redeeming a code, rotating a refresh token,
 //! approving a consent, taking a callback state) is one atomic step here.
 
+mod activity;
 pub mod cipher;
 mod error;
 mod limits;
@@ -29,6 +30,7 @@ mod sql;
 
 use async_trait::async_trait;
 
+pub use activity::*;
 pub use error::StoreError;
 pub use limits::{
     MAX_UNUSED_REGISTRATIONS_PER_NETWORK, PREVIOUS_REFRESH_GRACE_SECS, StoreLimits,
@@ -334,6 +336,31 @@ pub trait ConfirmationStore: Send + Sync {
     ) -> Result<Vec<Confirmation>, StoreError>;
 }
 
+/// What connections' tool calls did, for the pages (`docs/admin.md`,
+/// "Activity"): figures kept a few days, never the audit record.
+#[async_trait]
+pub trait ActivityStore: Send + Sync {
+    /// Adds finished calls to the hourly and daily figures and to each
+    /// connection's last calls (at most [`RECENT_CALLS_KEPT`] kept).
+    async fn record_activity(&self, calls: &[ActivityNote]) -> Result<(), StoreError>;
+    /// Calls per connection and hour since `since`, of `login` or
+    /// (`None`) everyone's.
+    async fn hourly_activity(
+        &self,
+        login: Option<&str>,
+        since: UnixTime,
+    ) -> Result<Vec<HourActivity>, StoreError>;
+    /// The last calls of `login`'s connections, newest first.
+    async fn recent_calls(&self, login: &str) -> Result<Vec<RecentCall>, StoreError>;
+    /// The most called tools since `since`, of `login` or everyone's.
+    async fn top_tools(
+        &self,
+        login: Option<&str>,
+        since: UnixTime,
+        limit: u64,
+    ) -> Result<Vec<ToolCount>, StoreError>;
+}
+
 /// The whole OAuth store: every aggregate's trait. Implemented once over
 /// sqlx for SQLite and PostgreSQL (`sql`), each aggregate's methods in the
 /// file that holds its SQL.
@@ -347,6 +374,7 @@ pub trait OAuthStore:
     + TokenStore
     + PageSessionStore
     + ConfirmationStore
+    + ActivityStore
     + std::fmt::Debug
 {
 }
@@ -361,6 +389,7 @@ impl<T> OAuthStore for T where
         + TokenStore
         + PageSessionStore
         + ConfirmationStore
+        + ActivityStore
         + std::fmt::Debug
 {
 }

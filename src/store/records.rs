@@ -455,6 +455,8 @@ pub struct PruneCounts {
     pub grants: u64,
     pub page_sessions: u64,
     pub confirmations: u64,
+    /// Activity figures past their retention.
+    pub activity: u64,
 }
 
 /// Where a call that needs its person's confirmation stands.

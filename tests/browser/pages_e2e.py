@@ -60,7 +60,7 @@ from common import (  # noqa: E402
     sign_in_to_pages,
     visible_text,
 )
-from gateway import check, gateway_log, start_gateway, stepper, stop_gateway  # noqa: E402
+from gateway import check, gateway_log, mcp_tool_call, start_gateway, stepper, stop_gateway  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 ALICE = FIXTURE["user"]
@@ -311,6 +311,55 @@ def test_account_tells_connections_apart(browser):
     context.close()
 
 
+def test_activity_at_a_glance(browser):
+    """4c. Three connections of two people call tools (through, failed at Gitea, refused); a few seconds later /account shows alice's two busy connections (chart and last calls) and /admin every user, client and the top tools. Screenshots: activity-account, activity-admin."""
+    repo = FIXTURE["repos"]["user"]
+    context = browser.context()
+    connections = [
+        (ALICE, "Activity one %s" % RUN),
+        (ALICE, "Activity two %s" % RUN),
+        (ADMIN, "Activity admin %s" % RUN),
+    ]
+    tokens = []
+    for person, name in connections:
+        # Gitea's session is per browser context: one per person.
+        if person is ADMIN:
+            context.close()
+            context = browser.context()
+        _, token, _ = approve(browser, context, person, "activity-%d" % len(tokens), name)
+        tokens.append(token)
+    context.close()
+    for _ in range(3):
+        assert_acts_as(tokens[0], ALICE["login"])
+    # Gitea answers 404: an error. Arguments that do not fit: refused.
+    status, _ = mcp_tool_call(GATEWAY, tokens[1], "gitea_call_read_operation", {"name": "gitea_repo_get", "arguments": {"owner": repo["owner"], "repo": "no-such-repo-%s" % RUN}})
+    check(status == 200, "the failing call answered %s" % status)
+    status, _ = mcp_tool_call(GATEWAY, tokens[1], "gitea_call_read_operation", {"arguments": {}})
+    check(status == 200, "the refused call answered %s" % status)
+    assert_acts_as(tokens[2], ADMIN["login"])
+    time.sleep(2.6)  # the figures are written every 2 s
+    context = browser.context()
+    page, _ = sign_in_to_pages(browser, context, ALICE, "activity-account", "/account")
+    text = visible_text(page)
+    check("What your clients did, last 7 days" in text, "the activity section: %s" % text[:500])
+    account_charts = page.locator("svg.activity-chart").count()
+    check(account_charts >= 2, "a chart per busy connection (%d)" % account_charts)
+    check("gitea_call_read_operation refused" in text and "gitea_call_read_operation error" in text, "the last calls say how they ended")
+    page.locator("h2", has_text="What your clients did").scroll_into_view_if_needed()
+    browser.shot(page, "activity-account")
+    context.close()
+    context = browser.context()
+    page, _ = sign_in_to_pages(browser, context, ADMIN, "activity-admin", "/admin")
+    text = visible_text(page)
+    check("Activity, last 7 days" in text and "Top tools" in text, "the admin's activity section: %s" % text[:500])
+    admin_charts = page.locator("svg.activity-chart").count()
+    check(admin_charts >= 4, "charts by user and by client (%d)" % admin_charts)
+    page.locator("h2", has_text="Activity, last 7 days").scroll_into_view_if_needed()
+    browser.shot(page, "activity-admin")
+    step("  /account: %d charts for alice; /admin: %d charts by user and client" % (account_charts, admin_charts))
+    context.close()
+
+
 def test_non_admin_forbidden(browser):
     """5. alice's page session at /admin and /admin/confirm → 403; a posted admin action → 403."""
     session = need("alice_session", "test_account_revoke")
@@ -431,6 +480,7 @@ TESTS = [
     test_hostile_client_name,
     test_account_revoke,
     test_account_tells_connections_apart,
+    test_activity_at_a_glance,
     test_non_admin_forbidden,
     test_admin_revoke_all,
     test_security_headers,

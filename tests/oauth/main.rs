@@ -11,6 +11,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod activity;
 mod audit_events;
 mod authorize;
 mod client_metadata;

@@ -10,11 +10,12 @@ pub use std::sync::Arc;
 
 pub use aegis_gitea_mcp::store::cipher::TokenCipher;
 pub use aegis_gitea_mcp::store::{
-    AuthCodeRecord, ClientAuthorization, ClientRecord, CodeRedemption, Confirmation,
-    ConfirmationState, GiteaApp, GiteaTokens, GrantRecord, NewToken, OAuthStore, PageSession,
-    PendingAuthorization, PendingSignIn, PendingTake, PruneCounts, RefreshOutcome, Registration,
-    SecretHash, StoreError, StoreLimits, StoreLocation, TokenEndpointAuthMethod, TokenKind,
-    UNUSED_REGISTRATION_TTL, UpstreamKey, UpstreamLeg, hash_secret, open_store,
+    ActivityNote, ActivityOutcome, AuthCodeRecord, ClientAuthorization, ClientRecord,
+    CodeRedemption, Confirmation, ConfirmationState, GiteaApp, GiteaTokens, GrantRecord, NewToken,
+    OAuthStore, PageSession, PendingAuthorization, PendingSignIn, PendingTake, PruneCounts,
+    RefreshOutcome, Registration, SecretHash, StoreError, StoreLimits, StoreLocation,
+    TokenEndpointAuthMethod, TokenKind, UNUSED_REGISTRATION_TTL, UpstreamKey, UpstreamLeg,
+    hash_secret, open_store,
 };
 pub use secrecy::{ExposeSecret, SecretString};
 

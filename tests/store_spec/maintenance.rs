@@ -55,6 +55,7 @@ pub async fn prune_removes_what_expired_and_counts_it(f: &Fixture) {
             grants: 2,
             page_sessions: 1,
             confirmations: 0,
+            activity: 0,
         }
     );
     assert!(store.get_grant("abandoned").await.unwrap().is_none());

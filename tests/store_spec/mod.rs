@@ -1,5 +1,6 @@
 //! The behaviours of `tests/store.rs`, by table group, and their fixture.
 
+pub mod activity;
 pub mod at_rest;
 pub mod clients;
 pub mod codes;

@@ -237,6 +237,15 @@ macro_rules! impl_backend {
                         "/0007_confirmations.sql"
                     )),
                 ),
+                (
+                    8,
+                    "activity",
+                    include_str!(concat!(
+                        "../../../migrations/",
+                        $folder,
+                        "/0008_activity.sql"
+                    )),
+                ),
             ];
 
             fn bind(query: Query<Self>, param: Param<'_>) -> Query<Self> {

@@ -173,6 +173,17 @@ impl<DB: Backend> StoreMaintenance for SqlStore<DB> {
         .bind(now - CONFIRMATION_RETENTION)
         .execute(&mut conn)
         .await?;
+        let mut activity = 0;
+        for table in [
+            "DELETE FROM activity_hours WHERE hour < $1",
+            "DELETE FROM activity_tools WHERE day < $1",
+            "DELETE FROM activity_recent WHERE at < $1",
+        ] {
+            activity += stmt::<DB>(table)
+                .bind(now - super::activity::ACTIVITY_RETENTION)
+                .execute(&mut conn)
+                .await?;
+        }
         stmt::<DB>("DELETE FROM rate_limit_hits WHERE minute < $1")
             .bind(now / 60 - super::rate_limits::KEPT_MINUTES)
             .execute(&mut conn)
@@ -185,6 +196,7 @@ impl<DB: Backend> StoreMaintenance for SqlStore<DB> {
             grants,
             page_sessions,
             confirmations,
+            activity,
         })
     }
 

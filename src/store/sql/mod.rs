@@ -22,6 +22,7 @@ macro_rules! grant_columns {
     };
 }
 
+mod activity;
 mod backend;
 mod clients;
 mod codes;
