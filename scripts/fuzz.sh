@@ -21,6 +21,11 @@ if ! cargo fuzz --version 2>/dev/null | grep -q "$FUZZ_VERSION"; then
   cargo install cargo-fuzz --locked --version "$FUZZ_VERSION"
 fi
 export RUSTC_BOOTSTRAP=1
+# The instrumented build of several hundred crates takes most of this
+# script's time, and the dependencies change rarely: their artifacts are
+# kept outside the checkout (as a CI cache would keep them), so a fresh
+# clone rebuilds only what changed. FUZZ_TARGET_DIR overrides the place.
+export CARGO_TARGET_DIR="${FUZZ_TARGET_DIR:-$HOME/.cache/aegis-gitea-mcp/fuzz-target}"
 seconds="${FUZZ_SECONDS:-60}"
 # libFuzzer's seed for its mutations: 0 picks one at random. CI fixes it,
 # so a run that passed explores the same inputs again (a new finding comes

@@ -110,8 +110,8 @@ impl GatewayServer {
                 }
                 Err(Stopped::Result(result))
             }
-            Ok(GateOutcome::Waiting(waiting)) => {
-                if let Some(event) = waiting.event.clone() {
+            Ok(GateOutcome::Waiting(mut waiting)) => {
+                if let Some(event) = waiting.event.take() {
                     self.service.audit().record_best_effort(*event).await;
                 }
                 let mode =

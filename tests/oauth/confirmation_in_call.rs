@@ -196,6 +196,22 @@ async fn declining_sends_nothing(gateway: OAuthGateway) {
 }
 on_both_backends!(declining_sends_nothing);
 
+async fn a_retry_without_an_answer_is_asked_again(gateway: OAuthGateway) {
+    let (token, state) = alice_asked(&gateway).await;
+    let token = token.as_str();
+    let silent = json!({"requestState": state, "inputResponses": {}});
+    let again = call(&gateway, token, form_client(), repo_delete("r"), silent).await;
+    let (params, fresh) = asked(&again);
+    assert!(params["message"].as_str().unwrap().contains("type alice/r"));
+    // The new state answers the same request, which still waits.
+    let right = answered(&fresh, "accept", json!({"name": "alice/r"}));
+    let done_call = call(&gateway, token, form_client(), repo_delete("r"), right).await;
+    assert!(ran(&done_call), "{done_call}");
+    assert_eq!(deletes_seen(&gateway), 1);
+    assert_eq!(gateway.audit_events("confirmation_requested").len(), 1);
+}
+on_both_backends!(a_retry_without_an_answer_is_asked_again);
+
 async fn a_forged_altered_or_foreign_state_is_refused(gateway: OAuthGateway) {
     let (token, state) = alice_asked(&gateway).await;
     let token = token.as_str();

@@ -161,9 +161,19 @@ pub fn spawn(
     metrics: Option<Arc<Metrics>>,
 ) -> Result<Arc<ForwardState>, ForwardError> {
     let cursor = Cursor::new(data_dir);
-    let after = cursor
+    let mut after = cursor
         .load()
         .map_err(|err| ForwardError::Cursor(err.to_string()))?;
+    if after > written() {
+        // A cursor past the log's end: the data dir holds a new log (the
+        // old one moved away or restored from an older backup). Its
+        // entries are all new to the sink.
+        tracing::warn!(
+            cursor = after,
+            "the forwarding cursor is past the audit log's last entry; forwarding the log from its start"
+        );
+        after = 0;
+    }
     let host = settings
         .url
         .host_str()

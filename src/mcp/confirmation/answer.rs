@@ -140,9 +140,9 @@ impl ConfirmationGate {
         let accepted = answer
             .as_ref()
             .is_some_and(|a| a.action == ElicitationAction::Accept);
+        let typed = typed_name(operation, inner_arguments(call.tool, call.args));
         let approves = match ask.mode {
             AskMode::Form => {
-                let typed = typed_name(operation, inner_arguments(call.tool, call.args));
                 accepted
                     && elicitation_approves(
                         typed.as_deref(),
@@ -172,6 +172,19 @@ impl ConfirmationGate {
             });
         }
         if stored.state == ConfirmationState::Pending {
+            if answer.is_none() {
+                // No answer to our question (SEP-2322: a missing input
+                // response): ask again rather than take silence for a no.
+                return Ok(GateOutcome::Waiting(Box::new(Waiting {
+                    result: self.pending_result(&stored.id),
+                    summary: stored.summary,
+                    typed,
+                    grant_id: stored.grant_id,
+                    digest,
+                    id: stored.id,
+                    event: None,
+                })));
+            }
             if ask.mode == AskMode::Url && accepted {
                 return Ok(GateOutcome::Stop {
                     result: self.pending_result(&stored.id),
