@@ -55,6 +55,8 @@ pub enum BuildError {
     RequestState(#[from] rmcp::model::RequestStateError),
     #[error(transparent)]
     Audit(#[from] AuditError),
+    #[error("AUDIT_FORWARD_URL: forwarding cannot start: {0}")]
+    AuditForward(#[from] crate::audit::forward::ForwardError),
     #[error("POLICY_FILE {0}")]
     Policy(#[from] PolicyError),
 }
@@ -74,6 +76,10 @@ impl App {
         let metrics = Arc::new(Metrics::new());
         // First: a log that cannot be written stops startup.
         let audit = open_audit(&settings, metrics.clone()).await?;
+        if let Some(forward) = &settings.audit_forward {
+            let state = audit.forward_to(forward, &settings.data_dir, &settings.replica_id)?;
+            tracing::info!(sink = %state.sink, "the audit log is forwarded");
+        }
         let client = GiteaClient::new(settings.gitea_api_base(), &settings.limits)
             .map_err(|_| BuildError::HttpClient)?;
         let (catalog, exposure) = load_catalog(&settings, &client).await?;
@@ -230,15 +236,6 @@ async fn open_audit(settings: &Settings, metrics: Arc<Metrics>) -> Result<AuditL
         sync = audit.sync_policy().as_str(),
         "audit log opened"
     );
-    if let Some(forward) = &settings.audit_forward {
-        let state = audit
-            .forward_to(forward, &settings.data_dir, &settings.replica_id)
-            .map_err(|err| AuditError::Open {
-                path: forward.url.to_string(),
-                reason: err.to_string(),
-            })?;
-        tracing::info!(sink = %state.sink, "the audit log is forwarded");
-    }
     Ok(audit)
 }
 
