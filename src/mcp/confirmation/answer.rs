@@ -13,7 +13,6 @@ use rmcp::model::{
     InputRequests, InputRequiredResult, InputResponses,
 };
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::seal::SealedAsk;
 use super::{
@@ -199,7 +198,7 @@ impl ConfirmationGate {
             {
                 if !approves {
                     self.store.delete_confirmation(&stored.id).await?;
-                    return Ok(denied(Some(
+                    return Ok(self.denied(Some(
                         entry(EventKind::ConfirmationDenied, &stored.id).detail("by", login),
                     )));
                 }
@@ -231,7 +230,7 @@ impl ConfirmationGate {
             }
             ConfirmationState::Denied => {
                 self.store.delete_confirmation(&stored.id).await?;
-                denied(None)
+                self.denied(None)
             }
             // Spent already: a replay.
             ConfirmationState::Used | ConfirmationState::Pending => {
@@ -274,6 +273,19 @@ impl ConfirmationGate {
         })
     }
 
+    /// The person said no in the form (declined, cancelled, a wrong name)
+    /// or on the page.
+    fn denied(&self, event: Option<Event>) -> GateOutcome {
+        GateOutcome::Stop {
+            result: self.result(
+                ErrorKind::ConfirmationDenied,
+                "The person did not approve this call (declined, cancelled, or the typed name did not match). Nothing was sent to Gitea. Do not retry it unless they ask you to.",
+                None,
+            ),
+            event: event.map(Box::new),
+        }
+    }
+
     /// A state that does not open, names nothing open, or was spent.
     fn invalid(&self, identity: &Identity, tool: &str) -> GateOutcome {
         let mut event = Event::new(EventKind::ToolCallRefused)
@@ -289,19 +301,6 @@ impl ConfirmationGate {
             ),
             event: Some(Box::new(event)),
         }
-    }
-}
-
-/// The person said no in the form (declined, cancelled, a wrong name) or on
-/// the page.
-fn denied(event: Option<Event>) -> GateOutcome {
-    GateOutcome::Stop {
-        result: serde_json::json!({"error": {
-            "status": Value::Null,
-            "kind": ErrorKind::ConfirmationDenied.as_str(),
-            "message": "The person did not approve this call (declined, cancelled, or the typed name did not match). Nothing was sent to Gitea. Do not retry it unless they ask you to.",
-        }}),
-        event: event.map(Box::new),
     }
 }
 

@@ -83,22 +83,19 @@ impl<DB: Backend> ActivityStore for SqlStore<DB> {
             .execute(&mut tx)
             .await?;
         }
-        // Only the newest few of each connection matter.
-        let newest: Vec<&ActivityNote> = {
-            let mut seen: BTreeMap<&str, u64> = BTreeMap::new();
-            let mut kept: Vec<&ActivityNote> = calls
-                .iter()
-                .rev()
-                .filter(|call| {
-                    let n = seen.entry(&call.grant_id).or_insert(0);
-                    *n += 1;
-                    *n <= RECENT_CALLS_KEPT
-                })
-                .collect();
-            kept.reverse();
-            kept
-        };
-        let mut grants: Vec<&str> = calls.iter().map(|c| c.grant_id.as_str()).collect();
+        // Only the newest few of each connection matter; `seen` ends up
+        // holding every connection of the batch, whose rows are trimmed.
+        let mut seen: BTreeMap<&str, u64> = BTreeMap::new();
+        let mut newest: Vec<&ActivityNote> = calls
+            .iter()
+            .rev()
+            .filter(|call| {
+                let n = seen.entry(&call.grant_id).or_insert(0);
+                *n += 1;
+                *n <= RECENT_CALLS_KEPT
+            })
+            .collect();
+        newest.reverse();
         for call in newest {
             stmt::<DB>(
                 "INSERT INTO activity_recent (grant_id, login, at, tool, outcome) \
@@ -112,9 +109,7 @@ impl<DB: Backend> ActivityStore for SqlStore<DB> {
             .execute(&mut tx)
             .await?;
         }
-        grants.sort_unstable();
-        grants.dedup();
-        for grant_id in grants {
+        for grant_id in seen.into_keys() {
             stmt::<DB>(
                 "DELETE FROM activity_recent WHERE grant_id = $1 AND id NOT IN \
                  (SELECT id FROM activity_recent WHERE grant_id = $1 ORDER BY id DESC LIMIT $2)",
