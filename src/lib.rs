@@ -5,7 +5,8 @@
 //! `gitea` (encoding, executor, envelope); beside them `oauth` (the
 //! authorization server and the token resolver), `store` (its database),
 //! `pages` and `page_kit` (the browser pages), `audit` (the hash-chained
-//! log) and `metrics` (what Prometheus scrapes). `docs/architecture.md`
+//! log), `metrics` (what Prometheus scrapes) and `telemetry` (traces).
+//! `docs/architecture.md`
 //! has the map and the import rules. Modules the tests and benches do not
 //! reach are `pub(crate)`.
 
@@ -37,4 +38,5 @@ pub mod policy;
 pub(crate) mod setup;
 pub mod store;
 pub(crate) mod surface;
+pub mod telemetry;
 pub mod tls;

@@ -7,11 +7,18 @@
 //! what failed: every request that logged then died with its connection
 //! (issue 29). [`StderrSink`] takes the line or drops it, counts the drop,
 //! and says it succeeded.
+//!
+//! It also assembles the process's subscriber: this log, and beside it
+//! the trace exporter's layer when traces are on (`crate::telemetry`).
 
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use tracing_subscriber::Registry;
+use tracing_subscriber::filter::{FilterExt, filter_fn};
 use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::layer::{Layer, SubscriberExt};
+use tracing_subscriber::util::SubscriberInitExt;
 
 /// Log lines stderr refused since start.
 static DROPPED_LINES: AtomicU64 = AtomicU64::new(0);
@@ -21,24 +28,30 @@ pub fn dropped_lines() -> u64 {
     DROPPED_LINES.load(Ordering::Relaxed)
 }
 
+/// A layer beside the log's own: the trace exporter's, when traces are on.
+pub type ExtraLayer = Box<dyn Layer<Registry> + Send + Sync>;
+
 /// Logs go to stderr only: stdout belongs to JSON-RPC under stdio. JSON
 /// lines by default (what a log pipeline parses); `LOG_FORMAT=text` for
-/// people reading a terminal.
-pub fn init() {
+/// people reading a terminal. `traces` is the OpenTelemetry layer when
+/// traces are exported; the log never shows the spans made for it.
+pub fn init(traces: Option<ExtraLayer>) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("RUST_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"))
+        .and(filter_fn(crate::telemetry::not_trace_spans));
     let format = std::env::var("LOG_FORMAT").unwrap_or_default();
     let text = format.eq_ignore_ascii_case("text");
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let log = tracing_subscriber::fmt::layer()
         .with_writer(StderrSink)
         .log_internal_errors(false)
         .with_ansi(false);
-    if text {
-        builder.init();
+    let log: ExtraLayer = if text {
+        Box::new(log.with_filter(filter))
     } else {
-        builder.json().flatten_event(true).init();
-    }
+        Box::new(log.json().flatten_event(true).with_filter(filter))
+    };
+    let layers: Vec<ExtraLayer> = std::iter::once(log).chain(traces).collect();
+    tracing_subscriber::registry().with(layers).init();
     if !text && !format.is_empty() && !format.eq_ignore_ascii_case("json") {
         tracing::warn!(setting = "LOG_FORMAT", "unknown value: logging JSON lines");
     }

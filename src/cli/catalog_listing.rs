@@ -20,7 +20,10 @@ pub(super) async fn configured_catalog(
             Ok((Catalog::bundled(), None))
         }
         Err(err) => Err(err.into()),
-        Ok(settings) => {
+        Ok((settings, ignored)) => {
+            if let Some(why) = ignored {
+                tracing::warn!("{why}");
+            }
             let client = GiteaClient::new(settings.gitea_api_base(), &settings.limits)
                 .map_err(|_| BuildError::HttpClient)?;
             let (catalog, exposure) = crate::app::load_catalog(&settings, &client).await?;

@@ -101,7 +101,55 @@ enum StoreCommand {
 /// Runs the CLI and returns the process exit code.
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
-    crate::logging::init();
+    // `serve` and `stdio` read their settings before the log starts: the
+    // trace exporter, when OTEL_* asks for one, is a layer of it.
+    let mut loaded = None;
+    if matches!(cli.command, Command::Serve | Command::Stdio) {
+        match load_settings(cli.env_file.as_deref()) {
+            Ok(settings) => loaded = Some(settings),
+            Err(err) => {
+                crate::logging::init(None);
+                eprintln!("configuration error: {err}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let (telemetry, traces) = match &loaded {
+        Some((settings, _)) => match start_traces(settings) {
+            Ok(started) => started,
+            Err(err) => {
+                crate::logging::init(None);
+                eprintln!("configuration error: {err}");
+                return ExitCode::from(2);
+            }
+        },
+        None => (None, None),
+    };
+    crate::logging::init(traces);
+    if let Some((_, Some(why))) = &loaded {
+        tracing::warn!("{why}");
+    }
+    let code = run_in_runtime(cli, loaded.map(|(settings, _)| settings));
+    // Sends the spans still queued before the process ends.
+    drop(telemetry);
+    code
+}
+
+type StartedTraces = (
+    Option<crate::telemetry::Telemetry>,
+    Option<crate::logging::ExtraLayer>,
+);
+
+/// The trace exporter and its layer, when `OTEL_*` asks for them.
+fn start_traces(settings: &Settings) -> Result<StartedTraces, crate::telemetry::TelemetryError> {
+    let Some(otel) = &settings.telemetry else {
+        return Ok((None, None));
+    };
+    let (telemetry, layer) = crate::telemetry::start(otel, &settings.replica_id)?;
+    Ok((Some(telemetry), Some(Box::new(layer))))
+}
+
+fn run_in_runtime(cli: Cli, settings: Option<Settings>) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -112,7 +160,7 @@ pub fn run() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run_command(cli)) {
+    match runtime.block_on(run_command(cli, settings)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(CliError::Config(err)) => {
             eprintln!("configuration error: {err}");
@@ -222,19 +270,33 @@ async fn bind(
         })
 }
 
-fn load_settings(env_file: Option<&std::path::Path>) -> Result<Settings, ConfigError> {
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let choice = select_env_file(env_file, &cwd)?;
-    if let EnvFileChoice::None { ignored: Some(why) } = &choice {
-        tracing::warn!("{why}");
-    }
-    Settings::from_source(&SettingsSource::load(&choice)?)
+fn missing_settings() -> CliError {
+    CliError::other(anyhow::anyhow!(
+        "the settings were not read before the command ran"
+    ))
 }
 
-async fn run_command(cli: Cli) -> Result<(), CliError> {
+/// The settings, and why an env file was passed over (said once the log
+/// is up).
+fn load_settings(
+    env_file: Option<&std::path::Path>,
+) -> Result<(Settings, Option<String>), ConfigError> {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let choice = select_env_file(env_file, &cwd)?;
+    let settings = Settings::from_source(&SettingsSource::load(&choice)?)?;
+    let ignored = match choice {
+        EnvFileChoice::None { ignored } => ignored,
+        _ => None,
+    };
+    Ok((settings, ignored))
+}
+
+/// `settings` are those `run` read for `serve` and `stdio`.
+async fn run_command(cli: Cli, settings: Option<Settings>) -> Result<(), CliError> {
+    let loaded = settings;
     match cli.command {
         Command::Serve => {
-            let settings = load_settings(cli.env_file.as_deref())?;
+            let settings = loaded.ok_or_else(missing_settings)?;
             settings.check_for_serve()?;
             // Both listeners first: a port that is taken stops startup
             // before anything is created or written (DATA_DIR, the audit
@@ -256,7 +318,7 @@ async fn run_command(cli: Cli) -> Result<(), CliError> {
             serve_http(app, listener, metrics).await
         }
         Command::Stdio => {
-            let settings = load_settings(cli.env_file.as_deref())?;
+            let settings = loaded.ok_or_else(missing_settings)?;
             settings.check_for_stdio()?;
             let app = App::build(settings).await?;
             app.check_gitea().await;
@@ -271,7 +333,10 @@ async fn run_command(cli: Cli) -> Result<(), CliError> {
         Command::Store {
             command: StoreCommand::Rekey,
         } => {
-            let settings = load_settings(cli.env_file.as_deref())?;
+            let (settings, ignored) = load_settings(cli.env_file.as_deref())?;
+            if let Some(why) = ignored {
+                tracing::warn!("{why}");
+            }
             rekey_store(&settings).await
         }
         Command::Audit {

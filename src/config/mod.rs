@@ -7,6 +7,7 @@ mod audit_forward;
 mod env_file;
 mod parse;
 mod sections;
+mod telemetry;
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -19,6 +20,7 @@ pub use audit_forward::{AuditForwardSettings, ForwardProtocol, SYSLOG_TLS_PORT};
 pub use env_file::{EnvFileChoice, SettingsSource, select_env_file};
 pub use parse::is_loopback_url;
 use parse::{parse_base_url, parse_bool, parse_choice, parse_list, parse_secret};
+pub use telemetry::{RootSampling, TelemetrySettings, TraceSampling};
 
 /// A setting that failed validation. Carries the setting's name and the rule,
 /// never the offending value (it may be a secret).
@@ -301,6 +303,8 @@ pub struct Settings {
     pub replica_id: String,
     /// Where the audit log is shipped off the host, when set.
     pub audit_forward: Option<AuditForwardSettings>,
+    /// `OTEL_*`: where traces are exported, when they are.
+    pub telemetry: Option<TelemetrySettings>,
     pub admin_logins: Vec<String>,
     pub expose_error_details: bool,
     /// `POLICY_FILE`: the operator's policy (TOML), read at startup.
@@ -389,6 +393,7 @@ impl Settings {
             audit_sync,
             replica_id: sections::replica_id(&get)?,
             audit_forward: audit_forward::audit_forward(&get)?,
+            telemetry: telemetry::telemetry(&get)?,
             admin_logins: parse_list(get("ADMIN_LOGINS")),
             expose_error_details: parse_bool(
                 "EXPOSE_ERROR_DETAILS",
@@ -523,6 +528,11 @@ impl Settings {
             self.audit_forward
                 .as_ref()
                 .and_then(|forward| forward.authorization.clone()),
+        );
+        out.extend(
+            self.telemetry
+                .iter()
+                .flat_map(|telemetry| telemetry.headers.iter().map(|(_, value)| value.clone())),
         );
         out
     }

@@ -11,6 +11,8 @@ use secrecy::{ExposeSecret, SecretString};
 use super::call::{CallBody, GiteaCall, MultipartPart};
 use crate::config::Limits;
 use crate::identity::Identity;
+use crate::telemetry::{context, spans};
+use tracing::Instrument;
 
 /// Upstream text and JSON bodies are read up to this size, then reading stops.
 pub const MAX_TEXT_BODY_BYTES: usize = 16 * 1024 * 1024;
@@ -130,11 +132,26 @@ impl GiteaClient {
                 .body(text.clone()),
             CallBody::Multipart(parts) => request.multipart(multipart_form(parts)),
         };
-        let response = request
-            .send()
-            .await
-            .map_err(|e| UpstreamError::from_reqwest(&e))?;
-        self.read_response(response).await
+        let span = spans::gitea_request(&call.method, &call.route, &self.api_base);
+        if !span.is_disabled() {
+            let mut headers = http::HeaderMap::new();
+            context::inject(&span, &mut headers);
+            request = request.headers(headers);
+        }
+        let answer = async {
+            let response = request
+                .send()
+                .await
+                .map_err(|e| UpstreamError::from_reqwest(&e))?;
+            self.read_response(response).await
+        }
+        .instrument(span.clone())
+        .await;
+        match &answer {
+            Ok(response) => spans::http_status(&span, response.status),
+            Err(err) => spans::failed(&span, err.type_name()),
+        }
+        answer
     }
 
     /// Sends `call` as [`GiteaClient::send`] does; when Gitea answers 401

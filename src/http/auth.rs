@@ -21,6 +21,7 @@ use axum::response::{IntoResponse, Response};
 use secrecy::{ExposeSecret, SecretString};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
+use tracing::Instrument;
 
 use crate::app::App;
 use crate::identity::Access;
@@ -31,6 +32,7 @@ use crate::oauth::resolver::{self, ResolveError};
 use crate::oauth::scopes::{MINIMAL_SCOPE, scope_of};
 use crate::oauth::tokens::TOKEN_PREFIX;
 use crate::surface::Surface;
+use crate::telemetry::spans;
 
 /// Compares the presented bearer with the configured one in constant time,
 /// on SHA-256 digests so neither content nor length leaks through timing.
@@ -164,16 +166,39 @@ pub async fn authenticate(
     mut request: Request,
     next: Next,
 ) -> Response {
+    let span = spans::authenticate();
+    let identified = identify(&app, &mut request, &span)
+        .instrument(span.clone())
+        .await;
+    span.record(
+        "aegis.outcome",
+        match &identified {
+            Ok(()) => "ok",
+            Err(response) if response.status() == StatusCode::SERVICE_UNAVAILABLE => "unavailable",
+            Err(_) => "refused",
+        },
+    );
+    // The span ends here: what follows is the call, not its authentication.
+    drop(span);
+    match identified {
+        Ok(()) => next.run(request).await,
+        Err(refusal) => refusal,
+    }
+}
+
+/// Puts the caller's `Identity` (and for an `agm_` token its
+/// `Connection`) into the request, or answers in its place.
+async fn identify(app: &App, request: &mut Request, span: &tracing::Span) -> Result<(), Response> {
     let settings = app.settings();
     let oauth = app.oauth().map(Arc::as_ref);
-    let path = request.uri().path().to_owned();
     // Fail closed: a request without a resolved URL is not served.
     let Some(surface) = request.extensions().get::<Surface>().cloned() else {
-        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+        return Err(StatusCode::INTERNAL_SERVER_ERROR.into_response());
     };
+    let path = request.uri().path().to_owned();
     let unauthorized = |refusal| unauthorized(oauth, &path, refusal);
     if token_in_query(request.uri().query()) {
-        return unauthorized(Refusal::TokenInQuery);
+        return Err(unauthorized(Refusal::TokenInQuery));
     }
     let presented = request
         .headers()
@@ -181,36 +206,34 @@ pub async fn authenticate(
         .and_then(bearer_token);
     let mode = match presented {
         Some(token) if token.starts_with(TOKEN_PREFIX) => {
+            span.record("aegis.auth.kind", "oauth");
             let Some(server) = app.oauth() else {
-                return unauthorized(Refusal::InvalidToken);
+                return Err(unauthorized(Refusal::InvalidToken));
             };
             let resource = server.config().resource_for(&surface);
-            match resolver::resolve(server, token, &resource).await {
+            return match resolver::resolve(server, token, &resource).await {
                 Ok((identity, connection)) => {
                     request.extensions_mut().insert(identity);
                     request.extensions_mut().insert(connection);
-                    return next.run(request).await;
+                    Ok(())
                 }
-                Err(ResolveError::InvalidToken) => {
-                    return unauthorized(Refusal::InvalidToken);
-                }
-                Err(ResolveError::OtherResource) => {
-                    return unauthorized(Refusal::OtherResource);
-                }
-                Err(ResolveError::Unavailable) => {
-                    return (
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        [(header::RETRY_AFTER, "5")],
-                        "the token could not be checked right now",
-                    )
-                        .into_response();
-                }
+                Err(ResolveError::InvalidToken) => Err(unauthorized(Refusal::InvalidToken)),
+                Err(ResolveError::OtherResource) => Err(unauthorized(Refusal::OtherResource)),
+                Err(ResolveError::Unavailable) => Err((
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    [(header::RETRY_AFTER, "5")],
+                    "the token could not be checked right now",
+                )
+                    .into_response()),
+            };
+        }
+        Some(token) => {
+            span.record("aegis.auth.kind", "bearer");
+            match &settings.mcp_bearer_token {
+                Some(expected) if bearer_matches(expected, token) => IdentityMode::Bearer,
+                _ => return Err(unauthorized(Refusal::InvalidToken)),
             }
         }
-        Some(token) => match &settings.mcp_bearer_token {
-            Some(expected) if bearer_matches(expected, token) => IdentityMode::Bearer,
-            _ => return unauthorized(Refusal::InvalidToken),
-        },
         // Unauthenticated loopback is the development mode, only while
         // neither a bearer nor OAuth is configured; anything else without a
         // token fails closed (startup already refuses a public bind).
@@ -219,19 +242,23 @@ pub async fn authenticate(
             && settings.binds_loopback()
             && !forwarded_by_a_proxy(request.headers()) =>
         {
+            span.record("aegis.auth.kind", "loopback");
             IdentityMode::Loopback
         }
-        None => return unauthorized(Refusal::Missing),
+        None => {
+            span.record("aegis.auth.kind", "none");
+            return Err(unauthorized(Refusal::Missing));
+        }
     };
     let Some(identity) = app.admin_identity(mode).await else {
-        return (
+        return Err((
             StatusCode::SERVICE_UNAVAILABLE,
             "no admin token is configured",
         )
-            .into_response();
+            .into_response());
     };
     request.extensions_mut().insert(identity);
-    next.run(request).await
+    Ok(())
 }
 
 /// True when a proxy says it forwarded the request: then the caller is not

@@ -1,5 +1,6 @@
 //! The generic layers around every route: request timeouts, the panic
-//! catcher, the access log, and `Connection: close` on early refusals.
+//! catcher, the access log, the trace span, and `Connection: close` on
+//! early refusals.
 
 use std::time::Duration;
 
@@ -10,7 +11,9 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::classify::{ServerErrorsAsFailures, SharedClassifier};
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
-use tracing::Level;
+use tracing::{Instrument, Level};
+
+use crate::telemetry::spans;
 
 /// The refusals our guards, limiter and authentication send before a
 /// request's body is read.
@@ -48,6 +51,27 @@ pub async fn close_after_early_refusal(
             axum::http::HeaderValue::from_static("close"),
         );
     }
+    response
+}
+
+/// Middleware: the request's trace span (`crate::telemetry::spans`),
+/// named by its route template, the caller's span its parent. Everything
+/// after it, `/mcp`'s stages and the tool call, is its child. Nothing when
+/// traces are off.
+pub async fn trace_request(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let route = request
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map(|path| path.as_str());
+    let span = spans::http_request(request.method(), route, request.headers());
+    if span.is_disabled() {
+        return next.run(request).await;
+    }
+    let response = next.run(request).instrument(span.clone()).await;
+    spans::http_status(&span, response.status().as_u16());
     response
 }
 

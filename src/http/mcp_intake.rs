@@ -19,12 +19,14 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use rmcp::transport::common::http_header::HEADER_MCP_PROTOCOL_VERSION;
+use tracing::Instrument;
 
 use super::auth::insufficient_scope;
 use crate::app::App;
 use crate::identity::Identity;
 use crate::mcp::intake::check_message;
 use crate::surface::Surface;
+use crate::telemetry::spans;
 
 /// Middleware on the MCP URLs.
 pub async fn check_jsonrpc_body(
@@ -35,21 +37,44 @@ pub async fn check_jsonrpc_body(
     if request.method() != Method::POST {
         return next.run(request).await;
     }
+    let span = spans::intake(app.settings().limits.mcp_max_body_bytes);
+    let checked = read_and_check(&app, request, &span)
+        .instrument(span.clone())
+        .await;
+    span.record(
+        "aegis.outcome",
+        if checked.is_ok() { "ok" } else { "refused" },
+    );
+    // The span ends here: rmcp and the call are the request's children.
+    drop(span);
+    match checked {
+        Ok(request) => next.run(request).await,
+        Err(refusal) => refusal,
+    }
+}
+
+/// The request again with its body read and checked, or the answer.
+async fn read_and_check(
+    app: &App,
+    request: Request,
+    span: &tracing::Span,
+) -> Result<Request, Response> {
     let (parts, body) = request.into_parts();
     let max_body_bytes = app.settings().limits.mcp_max_body_bytes;
     let bytes = match axum::body::to_bytes(body, max_body_bytes).await {
         Ok(bytes) => bytes,
         Err(err) if is_over_limit(&err) => {
-            return (StatusCode::PAYLOAD_TOO_LARGE, "request body too large").into_response();
+            return Err((StatusCode::PAYLOAD_TOO_LARGE, "request body too large").into_response());
         }
         Err(_) => {
-            return (
+            return Err((
                 StatusCode::BAD_REQUEST,
                 "the request body could not be read",
             )
-                .into_response();
+                .into_response());
         }
     };
+    span.record("http.request.body.size", bytes.len());
     let header_version = parts
         .headers
         .get(HEADER_MCP_PROTOCOL_VERSION)
@@ -58,14 +83,17 @@ pub async fn check_jsonrpc_body(
         Ok(call) => call,
         Err(refusal) => {
             tracing::debug!(code = refusal.kind.code(), "/mcp body refused at intake");
-            return (
+            return Err((
                 StatusCode::BAD_REQUEST,
                 [(header::CONTENT_TYPE, "application/json")],
                 refusal.response_body(),
             )
-                .into_response();
+                .into_response());
         }
     };
+    if call.is_some() {
+        span.record("mcp.method.name", "tools/call");
+    }
     if let (Some(call), Some(identity), Some(surface)) = (
         call,
         parts.extensions.get::<Identity>(),
@@ -75,17 +103,19 @@ pub async fn check_jsonrpc_body(
         let args = call.arguments.unwrap_or_default();
         if app.dispatcher().call_writes(surface, &call.name, &args) {
             app.audit()
-                .record_best_effort(crate::mcp::server::refused_event(
+                .record_best_effort(crate::mcp::call_events::refused_event(
                     identity,
                     &call.name,
                     &crate::mcp::dispatcher::Refusal::ReadOnlyGrant,
                 ))
                 .await;
-            return insufficient_scope(app.oauth().map(Arc::as_ref), parts.uri.path());
+            return Err(insufficient_scope(
+                app.oauth().map(Arc::as_ref),
+                parts.uri.path(),
+            ));
         }
     }
-    next.run(Request::from_parts(parts, Body::from(bytes)))
-        .await
+    Ok(Request::from_parts(parts, Body::from(bytes)))
 }
 
 fn is_over_limit(err: &axum::Error) -> bool {

@@ -10,10 +10,12 @@ use axum::extract::{Request, State};
 use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use tracing::Instrument;
 
 use crate::app::App;
 use crate::identity::{Connection, Identity};
 use crate::surface::Surface;
+use crate::telemetry::spans;
 
 /// Middleware on the MCP URLs.
 pub async fn apply_policy(
@@ -37,10 +39,21 @@ pub async fn apply_policy(
     ) else {
         return next.run(request).await;
     };
-    match policy
+    let span = spans::policy();
+    let narrowing = policy
         .narrowing(identity, connection, &surface.path())
-        .await
-    {
+        .instrument(span.clone())
+        .await;
+    span.record(
+        "aegis.outcome",
+        match &narrowing {
+            Ok(None) => "unchanged",
+            Ok(Some(_)) => "narrowed",
+            Err(_) => "unavailable",
+        },
+    );
+    drop(span);
+    match narrowing {
         Ok(None) => next.run(request).await,
         Ok(Some(narrowing)) => {
             let narrowed = Surface {

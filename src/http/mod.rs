@@ -279,9 +279,13 @@ pub fn router_with_limiters(
     }
     // An explicit fallback: otherwise a merged group's layered default
     // fallback (say `/mcp`'s authentication) would answer unknown paths.
-    router
+    let mut router = router
         .fallback(not_found)
-        .layer(middleware::from_fn_with_state(policy, guards::check_host))
+        .layer(middleware::from_fn_with_state(policy, guards::check_host));
+    if crate::telemetry::exporting() {
+        router = router.layer(middleware::from_fn(layers::trace_request));
+    }
+    router
         .layer(layers::access_log())
         .layer(layers::catch_panic())
         .layer(middleware::from_fn(layers::close_after_early_refusal))

@@ -29,6 +29,7 @@ use crate::gitea::hygiene::{ResultPolicy, ResultView, tool_result};
 use crate::gitea::raw::{RAW_TOOL_NAME, RawRequestError, parse_raw_request};
 use crate::gitea::{Access, ErrorKind, Identity, ToolError};
 use crate::surface::{Surface, SurfaceError};
+use crate::telemetry::spans;
 
 /// What a tool call produced, typed: the audit entry and the metrics read
 /// its status and error kind from here; its text is handed to the
@@ -482,6 +483,8 @@ impl Dispatcher {
         };
         // The refused token stays a secret of this call beside the new one.
         let redactor = self.redactor(identity, renewed.as_ref(), call);
+        let span = spans::hygiene(response.body.len());
+        let _entered = span.enter();
         match tool_result(
             renewed.as_ref().unwrap_or(identity),
             call,
@@ -491,11 +494,17 @@ impl Dispatcher {
             operation_id,
             view,
         ) {
-            Ok(body) => ToolOutcome::Success {
-                status: Some(response.status),
-                body,
-            },
-            Err(err) => ToolOutcome::error(err),
+            Ok(body) => {
+                span.record("aegis.result.bytes", body.len());
+                ToolOutcome::Success {
+                    status: Some(response.status),
+                    body,
+                }
+            }
+            Err(err) => {
+                spans::outcome(&span, "error", Some(err.kind.as_str()));
+                ToolOutcome::error(err)
+            }
         }
     }
 

@@ -129,7 +129,8 @@ fn leaves_stay_leaves() {
         ("hidden_text", &[]),
         ("connector_snippets", &[]),
         ("client_address", &[]),
-        ("logging", &[]),
+        ("logging", &["telemetry"]),
+        ("telemetry", &["config", "tls"]),
         ("surface", &["catalog"]),
         (
             "gitea",
@@ -140,6 +141,7 @@ fn leaves_stay_leaves() {
                 "hidden_text",
                 "identity",
                 "masking",
+                "telemetry",
                 "tls",
             ],
         ),
