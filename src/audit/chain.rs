@@ -78,8 +78,10 @@ impl ChainKey {
     }
 }
 
+/// Lower-case hex, in one allocation (a `format!` per byte made 64 of
+/// them per call: issue 30).
 fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(bytes)
 }
 
 /// A complete line, parsed.

@@ -225,19 +225,24 @@ pub fn router_with_limiters(
         policy.hosts().to_vec(),
         settings.limits.mcp_max_body_bytes,
     );
-    // Layers run bottom-up: the last one added runs first.
-    let mcp_routes = mcp_url::MCP_ROUTES
-        .iter()
-        .fold(Router::new(), |routes, path| {
-            routes.route_service(path, mcp.clone())
-        })
+    // One stack in front of rmcp, built once and given to each MCP URL: the
+    // router clones a route's service for every request, and a stack of
+    // per-route layers would be cloned, box by box, once per layer
+    // (`Router::layer` boxes each; 160 allocations per call, issue 30).
+    // `ServiceBuilder` runs its layers top-down: the first one runs first.
+    let mcp_stack = tower::ServiceBuilder::new()
+        .layer(layers::timeout(mcp_timeout))
         .layer(middleware::from_fn_with_state(
-            app.clone(),
-            mcp_intake::check_jsonrpc_body,
+            mcp_guard,
+            guards::check_mcp_request,
+        ))
+        .layer(middleware::from_fn_with_state(
+            limiter.clone(),
+            rate_limit::limit,
         ))
         .layer(middleware::from_fn_with_state(
             app.clone(),
-            mcp_policy::apply_policy,
+            mcp_url::resolve_surface,
         ))
         .layer(middleware::from_fn_with_state(
             app.clone(),
@@ -245,17 +250,18 @@ pub fn router_with_limiters(
         ))
         .layer(middleware::from_fn_with_state(
             app.clone(),
-            mcp_url::resolve_surface,
+            mcp_policy::apply_policy,
         ))
         .layer(middleware::from_fn_with_state(
-            limiter.clone(),
-            rate_limit::limit,
+            app.clone(),
+            mcp_intake::check_jsonrpc_body,
         ))
-        .layer(middleware::from_fn_with_state(
-            mcp_guard,
-            guards::check_mcp_request,
-        ))
-        .layer(layers::timeout(mcp_timeout));
+        .service(mcp);
+    let mcp_routes = mcp_url::MCP_ROUTES
+        .iter()
+        .fold(Router::new(), |routes, path| {
+            routes.route_service(path, mcp_stack.clone())
+        });
 
     let oauth = app.oauth().cloned();
     let page_policy = crate::policy::view::PagePolicy(app.policy().cloned());

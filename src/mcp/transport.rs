@@ -25,7 +25,7 @@ pub fn streamable_http_service(
     service: Arc<ToolService>,
     allowed_hosts: Vec<String>,
     max_body: usize,
-) -> StreamableHttpService<GatewayServer, NeverSessionManager> {
+) -> SharedMcpService {
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
@@ -33,9 +33,43 @@ pub fn streamable_http_service(
         .with_allowed_hosts(allowed_hosts)
         .with_max_request_body_bytes(max_body);
     let server = GatewayServer::new(service, Transport::Http);
-    StreamableHttpService::new(
+    SharedMcpService(Arc::new(StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(NeverSessionManager::default()),
         config,
-    )
+    )))
 }
+
+/// rmcp's service behind one `Arc`. The router and each middleware in front
+/// of it clone the service below them for every request, and a clone of
+/// rmcp's service copies its whole configuration (the allowed hosts and
+/// origins, about a dozen allocations): 96 allocations per call before this
+/// (issue 30). A clone of this is one reference count; the request is
+/// handled through rmcp's own `handle`.
+#[derive(Clone)]
+pub struct SharedMcpService(Arc<StreamableHttpService<GatewayServer, NeverSessionManager>>);
+
+impl<B> tower::Service<http::Request<B>> for SharedMcpService
+where
+    B: axum::body::HttpBody<Data = bytes::Bytes> + Send + 'static,
+    B::Error: std::fmt::Display,
+{
+    type Response = http::Response<McpBody>;
+    type Error = std::convert::Infallible;
+    type Future = futures::future::BoxFuture<'static, Result<Self::Response, Self::Error>>;
+
+    fn poll_ready(
+        &mut self,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let service = Arc::clone(&self.0);
+        Box::pin(async move { Ok(service.handle(request).await) })
+    }
+}
+
+/// The body of rmcp's answers.
+pub type McpBody = http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>;
