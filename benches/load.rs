@@ -31,6 +31,8 @@
 //! - `LOAD_CONCURRENCY` — comma-separated levels (default `1,8,64`)
 //! - `LOAD_BIG_ISSUES` — issues in the big list (default 300)
 //! - `LOAD_MAX_SECONDS` — time cap per scenario (default 60)
+//! - `LOAD_VIEW` — `compact` (the default view) or `full`: the view the
+//!   gateway calls ask for
 //! - `LOAD_GATEWAY_SETTINGS` — more settings of the measured gateway,
 //!   `NAME=value` separated by spaces (for example OAuth with a
 //!   `DATABASE_URL` and high rate limits, to price the shared windows)
@@ -74,6 +76,8 @@ struct Config {
     concurrency: Vec<usize>,
     max_time: Duration,
     big_issues: usize,
+    /// The calls ask for `view: "full"`.
+    full_view: bool,
 }
 
 impl Config {
@@ -105,6 +109,11 @@ impl Config {
                 .context("LOAD_MAX_SECONDS must be a number")?,
             None => 60,
         };
+        let full_view = match var("LOAD_VIEW").as_deref().map(str::trim) {
+            None | Some("compact") => false,
+            Some("full") => true,
+            Some(_) => bail!("LOAD_VIEW must be `compact` or `full`"),
+        };
         ensure!(requests > 0, "LOAD_REQUESTS must be positive");
         ensure!(
             concurrency.iter().all(|&c| c > 0),
@@ -116,6 +125,7 @@ impl Config {
             concurrency,
             max_time: Duration::from_secs(max_secs),
             big_issues,
+            full_view,
         })
     }
 }
@@ -188,6 +198,8 @@ struct Scenario {
     issues_url: String,
     repo: &'static str,
     issues: usize,
+    /// The tool's arguments: the repository, and the view when not the default.
+    arguments: Value,
 }
 
 struct Endpoints {
@@ -235,7 +247,7 @@ impl Endpoints {
 
     /// One `tools/call` through the gateway; returns the tool result.
     async fn gateway_call(&self, scenario: &Scenario, id: usize) -> anyhow::Result<Value> {
-        let args = json!({"name": TOOL, "arguments": {"owner": OWNER, "repo": scenario.repo}});
+        let args = json!({"name": TOOL, "arguments": scenario.arguments});
         let bytes = self.mcp(&scenario.mcp_url, id, "tools/call", args).await?;
         let mut message: Value = serde_json::from_slice(&bytes)
             .with_context(|| format!("tools/call #{id}: the response is not JSON"))?;
@@ -275,7 +287,7 @@ impl Endpoints {
         struct Envelope {
             data: Vec<IgnoredAny>,
         }
-        let args = json!({"name": TOOL, "arguments": {"owner": OWNER, "repo": scenario.repo}});
+        let args = json!({"name": TOOL, "arguments": scenario.arguments});
         let bytes = self.mcp(&scenario.mcp_url, id, "tools/call", args).await?;
         let answer: Answer = serde_json::from_slice(&bytes)
             .with_context(|| format!("tools/call #{id}: not a JSON-RPC tool result"))?;
@@ -537,6 +549,10 @@ async fn main() -> anyhow::Result<()> {
         .build()?;
     let endpoints = Arc::new(Endpoints { client });
     let list_url = |repo: &str| format!("http://{upstream}/api/v1/repos/{OWNER}/{repo}/issues");
+    let arguments = |repo: &str| match config.full_view {
+        true => json!({"owner": OWNER, "repo": repo, "view": "full"}),
+        false => json!({"owner": OWNER, "repo": repo}),
+    };
     let scenarios = [
         Scenario {
             label: "small",
@@ -544,6 +560,7 @@ async fn main() -> anyhow::Result<()> {
             issues_url: list_url(REPO),
             repo: REPO,
             issues: ISSUES_PER_PAGE,
+            arguments: arguments(REPO),
         },
         Scenario {
             label: "big",
@@ -551,6 +568,7 @@ async fn main() -> anyhow::Result<()> {
             issues_url: list_url(BIG_REPO),
             repo: BIG_REPO,
             issues: config.big_issues,
+            arguments: arguments(BIG_REPO),
         },
     ]
     .map(Arc::new);
@@ -567,7 +585,10 @@ async fn main() -> anyhow::Result<()> {
     println!(
         "  gateway   http://{gateway}/mcp (defaults), http://{big_gateway}/mcp (bounds raised; the big list)"
     );
-    println!("  stateless, no initialize, MCP-Protocol-Version {PROTOCOL_VERSION}, tool {TOOL}");
+    println!(
+        "  stateless, no initialize, MCP-Protocol-Version {PROTOCOL_VERSION}, tool {TOOL}, {} view",
+        if config.full_view { "full" } else { "compact" }
+    );
     println!(
         "  requests per scenario: {} (+{WARMUP_REQUESTS} warm-up, sequential), time cap {} s",
         config.requests,

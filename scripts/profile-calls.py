@@ -4,7 +4,8 @@
 The machines here have no perf events, so this counts with tools that do
 not need them (docs/benchmarks.md, "Where a call's work goes"):
 
-  callgrind   instructions per call, in total and per function (inclusive)
+  callgrind   instructions per call, in total and per function (inclusive);
+              with --callers F, the calls to F by caller
   dhat        heap allocations and bytes allocated per call
   strace      system calls per call, by name
 
@@ -145,6 +146,11 @@ def run_once(mode, binary, count, extra, workdir):
     return out
 
 
+# callgrind_annotate prefixes a function with its file (`???:` when unknown);
+# the function's own name has `::` in it, so the prefix ends at the file's.
+FILE_PREFIX = r"(?:(?:\?\?\?|\S+\.(?:S|c|h|rs)):)?"
+
+
 def callgrind_counts(path):
     """Inclusive instructions per function, and the total."""
     text = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", path],
@@ -152,11 +158,30 @@ def callgrind_counts(path):
     total = int(re.search(r"([\d,]+) \(100\.0%\)\s+PROGRAM TOTALS", text).group(1).replace(",", ""))
     per_fn = {}
     for line in text.splitlines():
-        m = re.match(r"\s*([\d,]+) \([\s\d.]+%\)\s+(?:\S+:)?(.+?)(?: \[.*\])?$", line)
+        m = re.match(r"\s*([\d,]+) \([\s\d.]+%\)\s+" + FILE_PREFIX + r"(.+?)(?: \[.*\])?$", line)
         if m and "PROGRAM TOTALS" not in line:
             name = m.group(2).strip()
             per_fn[name] = per_fn.get(name, 0) + int(m.group(1).replace(",", ""))
     return total, per_fn
+
+
+def callgrind_callers(path, function):
+    """Instructions of the calls to `function`, by the caller that made them."""
+    text = subprocess.run(["callgrind_annotate", "--tree=caller", "--threshold=100", path],
+                          capture_output=True, text=True, check=True).stdout
+    target = re.compile(r"\*\s+" + FILE_PREFIX + re.escape(function) + r"(?:'\d+)?(?: \[|$)")
+    callers, block = {}, []
+    for line in text.splitlines():
+        if not line.strip():
+            block = []
+            continue
+        block.append(line)
+        if target.search(line):
+            for caller in block[:-1]:
+                m = re.match(r"\s*([\d,]+) \(.*?\)\s+<\s+" + FILE_PREFIX + r"(.+?) \(\d[\d,]*x\)", caller)
+                if m:
+                    callers[m.group(2)] = callers.get(m.group(2), 0) + int(m.group(1).replace(",", ""))
+    return callers
 
 
 def dhat_counts(path):
@@ -186,6 +211,8 @@ def main():
     parser.add_argument("--large", type=int, default=250)
     parser.add_argument("--top", type=int, default=40, help="functions shown (callgrind)")
     parser.add_argument("--settings", nargs="*", default=[], help="NAME=value for the server")
+    parser.add_argument("--callers", metavar="FUNCTION",
+                        help="callgrind: also the instructions of the calls to FUNCTION, by caller")
     opts = parser.parse_args()
     extra = dict(pair.split("=", 1) for pair in opts.settings)
     workdir = tempfile.mkdtemp(prefix="profile-calls-")
@@ -201,6 +228,14 @@ def main():
         rows = sorted(((fns_large.get(f, 0) - fns_small.get(f, 0)) / n, f) for f in fns_large)
         for per_call, fn in reversed(rows[-opts.top:]):
             print(f"{per_call:>12,.0f}  {fn[:160]}")
+        if opts.callers:
+            small_callers = callgrind_callers(small, opts.callers)
+            large_callers = callgrind_callers(large, opts.callers)
+            rows = sorted(((large_callers[c] - small_callers.get(c, 0)) / n, c) for c in large_callers)
+            print(f"in {opts.callers}, by caller:")
+            for per_call, caller in reversed(rows[-opts.top:]):
+                if per_call >= 1:
+                    print(f"{per_call:>12,.0f}  {caller[:160]}")
     elif opts.mode == "dhat":
         blocks_small, bytes_small = dhat_counts(small)
         blocks_large, bytes_large = dhat_counts(large)

@@ -29,8 +29,11 @@ use super::entry::split_line;
 pub const GENESIS: &str = "aegis-gitea-mcp/audit/v1/genesis";
 
 /// The chain key: HMAC-SHA256 with `AUDIT_HMAC_KEY`, or plain SHA-256.
+/// The keyed MAC is kept ready (the key's inner and outer pads already
+/// hashed) and cloned for each entry, instead of re-derived from the key:
+/// two SHA-256 blocks fewer per entry (issue 30).
 #[derive(Clone)]
-pub struct ChainKey(Option<Vec<u8>>);
+pub struct ChainKey(Option<hmac::Hmac<Sha256>>);
 
 impl std::fmt::Debug for ChainKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -44,7 +47,9 @@ impl std::fmt::Debug for ChainKey {
 
 impl ChainKey {
     pub fn new(key: Option<&[u8]>) -> Self {
-        Self(key.map(<[u8]>::to_vec))
+        Self(key.map(|key| {
+            hmac::Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes keys of any length")
+        }))
     }
 
     pub fn is_keyed(&self) -> bool {
@@ -59,9 +64,8 @@ impl ChainKey {
     /// The chain value of `canonical` after `prev`.
     pub fn next(&self, prev: &str, canonical: &str) -> String {
         match &self.0 {
-            Some(key) => {
-                let mut mac = hmac::Hmac::<Sha256>::new_from_slice(key)
-                    .expect("HMAC takes keys of any length");
+            Some(keyed) => {
+                let mut mac = keyed.clone();
                 mac.update(prev.as_bytes());
                 mac.update(b"\n");
                 mac.update(canonical.as_bytes());

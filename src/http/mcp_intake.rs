@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
@@ -24,7 +24,7 @@ use tracing::Instrument;
 use super::auth::insufficient_scope;
 use crate::app::App;
 use crate::identity::Identity;
-use crate::mcp::intake::check_message;
+use crate::mcp::intake::{IntakeRefusal, RefusalKind, check_as_rmcp_reads, check_message};
 use crate::surface::Surface;
 use crate::telemetry::spans;
 
@@ -47,18 +47,52 @@ pub async fn check_jsonrpc_body(
     );
     // The span ends here: rmcp and the call are the request's children.
     drop(span);
-    match checked {
-        Ok(request) => next.run(request).await,
-        Err(refusal) => refusal,
+    let (request, body) = match checked {
+        Ok(checked) => checked,
+        Err(refusal) => return refusal,
+    };
+    let header_version = request.headers().get(HEADER_MCP_PROTOCOL_VERSION).cloned();
+    let response = next.run(request).await;
+    if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        // rmcp's answer to a body it cannot read quotes serde's message,
+        // and with it pieces of the input. The quick read of a tool call
+        // (`crate::mcp::intake`) means to pass only what rmcp reads; if it
+        // ever passes more, the caller still gets the full check's answer.
+        return rmcp_refused(&body, header_version.as_ref());
     }
+    response
 }
 
-/// The request again with its body read and checked, or the answer.
+/// The JSON-RPC refusal of a body that passed intake and that rmcp could
+/// not read: the full check's, else `-32600` with the id unread.
+fn rmcp_refused(body: &[u8], header_version: Option<&axum::http::HeaderValue>) -> Response {
+    tracing::warn!("rmcp refused a body that intake passed");
+    let version = header_version.and_then(|v| v.to_str().ok());
+    let refusal = check_as_rmcp_reads(body, version)
+        .err()
+        .unwrap_or(IntakeRefusal {
+            kind: RefusalKind::InvalidRequest,
+            id: serde_json::Value::Null,
+        });
+    refusal_response(&refusal)
+}
+
+fn refusal_response(refusal: &IntakeRefusal) -> Response {
+    (
+        StatusCode::BAD_REQUEST,
+        [(header::CONTENT_TYPE, "application/json")],
+        refusal.response_body(),
+    )
+        .into_response()
+}
+
+/// The request again with its body read and checked (and the body), or
+/// the answer.
 async fn read_and_check(
     app: &App,
     request: Request,
     span: &tracing::Span,
-) -> Result<Request, Response> {
+) -> Result<(Request, Bytes), Response> {
     let (parts, body) = request.into_parts();
     let max_body_bytes = app.settings().limits.mcp_max_body_bytes;
     let bytes = match axum::body::to_bytes(body, max_body_bytes).await {
@@ -83,12 +117,7 @@ async fn read_and_check(
         Ok(call) => call,
         Err(refusal) => {
             tracing::debug!(code = refusal.kind.code(), "/mcp body refused at intake");
-            return Err((
-                StatusCode::BAD_REQUEST,
-                [(header::CONTENT_TYPE, "application/json")],
-                refusal.response_body(),
-            )
-                .into_response());
+            return Err(refusal_response(&refusal));
         }
     };
     if call.is_some() {
@@ -115,7 +144,7 @@ async fn read_and_check(
             ));
         }
     }
-    Ok(Request::from_parts(parts, Body::from(bytes)))
+    Ok((Request::from_parts(parts, Body::from(bytes.clone())), bytes))
 }
 
 fn is_over_limit(err: &axum::Error) -> bool {
@@ -127,4 +156,37 @@ fn is_over_limit(err: &axum::Error) -> bool {
         source = e.source();
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn body_of(response: Response) -> serde_json::Value {
+        let bytes = axum::body::to_bytes(response.into_body(), 4096)
+            .await
+            .unwrap();
+        serde_json::from_slice(&bytes).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_body_rmcp_refuses_is_answered_with_the_full_checks_refusal() {
+        let planted = "planted-value-7f3a";
+        let body =
+            format!(r#"{{"jsonrpc":"2.0","id":9,"method":"tools/call","params":"{planted}"}}"#);
+        let response = rmcp_refused(body.as_bytes(), None);
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+        let answer = body_of(response).await;
+        assert_eq!(answer["error"]["code"], -32602);
+        assert_eq!(answer["id"], 9);
+        assert!(!answer.to_string().contains(planted));
+    }
+
+    #[tokio::test]
+    async fn a_body_rmcp_refuses_that_the_full_check_passes_is_an_invalid_request() {
+        let body = br#"{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{}}"#;
+        let answer = body_of(rmcp_refused(body, None)).await;
+        assert_eq!(answer["error"]["code"], -32600);
+        assert_eq!(answer["id"], serde_json::Value::Null);
+    }
 }
