@@ -10,6 +10,7 @@ use std::process::ExitCode;
 
 use crate::http::listener::{self, ConnectionLimits, HEADER_READ_TIMEOUT};
 
+mod allocator;
 mod catalog_listing;
 use catalog_listing::{configured_catalog, print_catalog};
 use std::sync::Arc;
@@ -309,6 +310,7 @@ async fn run_command(cli: Cli, settings: Option<Settings>) -> Result<(), CliErro
             };
             let app = App::build(settings).await?;
             app.check_gitea().await;
+            allocator::release_free_memory();
             if app.settings().unauthenticated_loopback() {
                 tracing::warn!(
                     address = %addr,
@@ -322,6 +324,7 @@ async fn run_command(cli: Cli, settings: Option<Settings>) -> Result<(), CliErro
             settings.check_for_stdio()?;
             let app = App::build(settings).await?;
             app.check_gitea().await;
+            allocator::release_free_memory();
             let served = crate::mcp::transport::serve_stdio(app.tools().clone()).await;
             app.audit().flush().await;
             served.map_err(CliError::Other)

@@ -194,7 +194,10 @@ const FAMILIES: &[FamilySpec] = &[
     },
     FamilySpec {
         name: "url_credentials",
-        pattern: r#"(?i)(?-u:\b)[a-z][a-z0-9+.\-]{1,15}://[^\s/:@"'<>]{1,128}:([^\s/@"'<>]{3,})@"#,
+        // The user name is not bounded: `{1,128}` masked nothing after a
+        // longer one, and its 128 copies of a Unicode class made the regex
+        // 1.36 MB in memory for the life of the process (90 KB without).
+        pattern: r#"(?i)(?-u:\b)[a-z][a-z0-9+.\-]{1,15}://[^\s/:@"'<>]+:([^\s/@"'<>]{3,})@"#,
         group: 1,
         accept: not_placeholder,
         anchors: &["://"],

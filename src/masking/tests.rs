@@ -184,6 +184,12 @@ fn non_hits_are_left_alone() {
 }
 
 #[test]
+fn a_url_password_is_found_after_a_user_name_of_any_length() {
+    let text = format!("https://{}:s3cretpass@gitea.example.org/", "u".repeat(300));
+    assert_eq!(secret_of(&text), ["s3cretpass"]);
+}
+
+#[test]
 fn long_matches_keep_four_characters_at_each_end() {
     let text = "x ghp_abcdefghijklmnopqrstuvwxyz0123456789 y";
     assert_eq!(masker().mask_str(text), "x ghp_[MASKED]6789 y");

@@ -197,6 +197,32 @@ fn no_code_holds_an_rsa_private_key() {
     assert!(found.is_empty(), "private-key code in src/: {found:?}");
 }
 
+/// The crate denies `unsafe_code` rather than forbidding it for one call
+/// with no safe form (glibc's `malloc_trim`): no other file may opt out.
+#[test]
+fn unsafe_code_is_only_the_allocator_call() {
+    let allowed = std::path::Path::new("src/cli/allocator.rs");
+    let mut found: Vec<String> = walk(std::path::Path::new("src"))
+        .into_iter()
+        .filter(|path| path != allowed)
+        .filter(|path| {
+            let text = std::fs::read_to_string(path).unwrap();
+            text.contains("unsafe {")
+                || text.contains("unsafe fn")
+                || text.contains("allow(unsafe_code)")
+        })
+        .map(|path| path.display().to_string())
+        .collect();
+    found.sort();
+    assert!(
+        found.is_empty(),
+        "unsafe code outside {}: {found:?}",
+        allowed.display()
+    );
+    let lib = std::fs::read_to_string("src/lib.rs").unwrap();
+    assert!(lib.contains("#![deny(unsafe_code)]"));
+}
+
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut files = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap() {
