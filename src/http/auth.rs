@@ -211,7 +211,10 @@ async fn identify(app: &App, request: &mut Request, span: &tracing::Span) -> Res
                 return Err(unauthorized(Refusal::InvalidToken));
             };
             let resource = server.config().resource_for(&surface);
-            return match resolver::resolve(server, token, &resource).await {
+            // Boxed: inline, the resolver's future (store queries, a Gitea
+            // refresh: 3.5 KB) would be carried by every request's
+            // middleware future, the static bearer's too.
+            return match Box::pin(resolver::resolve(server, token, &resource)).await {
                 Ok((identity, connection)) => {
                     request.extensions_mut().insert(identity);
                     request.extensions_mut().insert(connection);

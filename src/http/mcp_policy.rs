@@ -40,10 +40,14 @@ pub async fn apply_policy(
         return next.run(request).await;
     };
     let span = spans::policy();
-    let narrowing = policy
-        .narrowing(identity, connection, &surface.path())
-        .instrument(span.clone())
-        .await;
+    // Boxed: inline, the lookup's future (1.1 KB) would make every MCP
+    // request's middleware future that much bigger, policy or not.
+    let narrowing = Box::pin(
+        policy
+            .narrowing(identity, connection, &surface.path())
+            .instrument(span.clone()),
+    )
+    .await;
     span.record(
         "aegis.outcome",
         match &narrowing {
