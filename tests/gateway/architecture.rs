@@ -210,6 +210,7 @@ fn unsafe_code_is_only_the_allocator_call() {
             text.contains("unsafe {")
                 || text.contains("unsafe fn")
                 || text.contains("allow(unsafe_code)")
+                || text.contains("expect(unsafe_code)")
         })
         .map(|path| path.display().to_string())
         .collect();
