@@ -59,7 +59,7 @@ pub async fn close_after_early_refusal(
 /// after it, `/mcp`'s stages and the tool call, is its child. Nothing when
 /// traces are off.
 pub async fn trace_request(
-    request: axum::extract::Request,
+    mut request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
     let route = request
@@ -70,6 +70,9 @@ pub async fn trace_request(
     if span.is_disabled() {
         return next.run(request).await;
     }
+    request
+        .extensions_mut()
+        .insert(spans::RequestSpan(span.clone()));
     let response = next.run(request).instrument(span.clone()).await;
     spans::http_status(&span, response.status().as_u16());
     response

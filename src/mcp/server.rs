@@ -323,6 +323,10 @@ impl ServerHandler for GatewayServer {
                 context.meta.get_traceparent(),
                 context.meta.get_tracestate(),
             ),
+            context
+                .extensions
+                .get::<http::request::Parts>()
+                .and_then(|parts| parts.extensions.get::<spans::RequestSpan>()),
         );
         // Boxed: the call's future (the Gitea request, the audit writes,
         // hygiene) runs to kilobytes, and rmcp spawns a task around this

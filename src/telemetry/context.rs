@@ -66,10 +66,20 @@ impl Extractor for Carrier<'_> {
 /// Gives `span` the caller's span as its parent, when the carrier names a
 /// valid one. Call it before the span has children.
 pub fn adopt_parent(span: &tracing::Span, carrier: Carrier<'_>) {
+    adopt_parent_or(span, carrier, None);
+}
+
+/// As [`adopt_parent`], and otherwise `local`: a span of ours that the
+/// exporter sees, named explicitly where the contextual parent is a span
+/// it does not (another crate's, enabled by the log layer).
+pub fn adopt_parent_or(span: &tracing::Span, carrier: Carrier<'_>, local: Option<&tracing::Span>) {
     if span.is_disabled() {
         return;
     }
-    if let Some(parent) = carrier.parent() {
+    let parent = carrier
+        .parent()
+        .or_else(|| local.map(OpenTelemetrySpanExt::context));
+    if let Some(parent) = parent {
         // Fails only for a span already started, which the callers rule out.
         let _ = span.set_parent(parent);
     }

@@ -12,7 +12,7 @@ use tracing::Span;
 use tracing::field::Empty;
 
 use super::TARGET;
-use super::context::{Carrier, adopt_parent};
+use super::context::{Carrier, adopt_parent, adopt_parent_or};
 
 /// `{method} {route}`: the HTTP server span of one request, the child of
 /// the caller's span when its headers carry one.
@@ -79,10 +79,24 @@ pub fn intake(body_limit: usize) -> Span {
     )
 }
 
+/// The HTTP request's span, in the request's extensions for the tool call.
+/// rmcp runs the call in a task of its own, under its own `serve_inner`
+/// span: when the log layer enables that span, it is the call's contextual
+/// parent, and the exporter, which does not see it, would start a new
+/// trace (found against the binary, whose default `RUST_LOG=info` does).
+#[derive(Clone, Debug)]
+pub struct RequestSpan(pub Span);
+
 /// `tools/call {tool}`: the MCP server span of one call (`tool` only when
 /// the catalog defines it). Its parent is the caller's span from the
-/// request's `_meta` when that names one (SEP-414), else the HTTP span.
-pub fn tool_call(tool: &str, protocol_version: Option<&str>, meta: Carrier<'_>) -> Span {
+/// request's `_meta` when that names one (SEP-414), else the HTTP span
+/// (`request`, over HTTP), else the contextual one (stdio).
+pub fn tool_call(
+    tool: &str,
+    protocol_version: Option<&str>,
+    meta: Carrier<'_>,
+    request: Option<&RequestSpan>,
+) -> Span {
     let span = tracing::info_span!(
         target: TARGET,
         "mcp.server",
@@ -96,7 +110,7 @@ pub fn tool_call(tool: &str, protocol_version: Option<&str>, meta: Carrier<'_>) 
         error.type = Empty,
         otel.status_code = Empty,
     );
-    adopt_parent(&span, meta);
+    adopt_parent_or(&span, meta, request.map(|r| &r.0));
     span
 }
 

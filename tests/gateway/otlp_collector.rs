@@ -186,6 +186,9 @@ async fn a_real_collector_receives_the_call_in_the_callers_trace_and_no_secret()
         ("OTEL_EXPORTER_OTLP_HEADERS", headers.as_str()),
         ("OTEL_SERVICE_NAME", "gateway-under-test"),
         ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        // The default level: its log layer enables other crates' spans
+        // around the call, which once cut the call off the caller's trace.
+        ("RUST_LOG", "info"),
     ];
     let port = free_port();
     let mut serve = ServeProcess::new(&fake, &data, port, KEY);

@@ -46,8 +46,13 @@ fn collected() -> &'static Collected {
             let provider = SdkTracerProvider::builder()
                 .with_simple_exporter(collected.clone())
                 .build();
-            let subscriber =
-                tracing_subscriber::registry().with(telemetry::layer(provider.tracer("test")));
+            // A log layer beside the exporter, as `serve` has: it enables
+            // the spans of other crates (rmcp's own, around the tool call)
+            // that the exporter does not see.
+            let log = tracing_subscriber::fmt::layer().with_writer(std::io::sink);
+            let subscriber = tracing_subscriber::registry()
+                .with(telemetry::layer(provider.tracer("test")))
+                .with(log);
             tracing::subscriber::set_global_default(subscriber).expect("no other subscriber");
             (collected, provider)
         })
