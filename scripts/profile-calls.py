@@ -1,15 +1,20 @@
 #!/usr/bin/env python3
-"""What one tools/call costs a server, counted rather than timed.
+"""What one tools/call costs a server: counted, and timed by sampling.
 
-The machines here have no perf events, so this counts with tools that do
-not need them (docs/benchmarks.md, "Where a call's work goes"):
+The machines here have no hardware perf events (no instruction or cycle
+counters), but the kernel's software clock samples (`cpu-clock`) work, so
+(docs/benchmarks.md, "Where a call's work goes"):
 
   callgrind   instructions per call, in total and per function (inclusive);
               with --callers F, the calls to F by caller
   dhat        heap allocations and bytes allocated per call
   strace      system calls per call, by name
+  perf        CPU time per call, user and kernel, by function (self time):
+              `perf record -e cpu-clock` on the server, pinned to one core,
+              while wrk keeps --concurrency calls in flight for --seconds
+              against nginx as Gitea (on the other core), as ../shared/perf
 
-Each count is taken twice, after SMALL and after LARGE sequential calls of
+The counts are taken twice, after SMALL and after LARGE sequential calls of
 `gitea_user_get_current` over one keep-alive connection, and the difference
 is divided by LARGE - SMALL: start-up, warm-up and shutdown cancel out.
 The upstream is a small Python server answering `GET /api/v1/user` (its
@@ -18,6 +23,7 @@ own work is not counted: it is another process).
     scripts/profile-calls.py callgrind target/release/aegis-gitea-mcp
     scripts/profile-calls.py dhat target/perf-floor/release/floor-rmcp
     scripts/profile-calls.py strace target/release/aegis-gitea-mcp --settings AUDIT_SYNC=off
+    scripts/profile-calls.py perf target/release/aegis-gitea-mcp --concurrency 8 --seconds 10
 
 A binary whose name starts with `floor-` gets the floor servers' settings
 (`../shared/perf/floor/`); any other is run as `serve` with the gateway's.
@@ -29,6 +35,7 @@ import http.server
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -45,6 +52,10 @@ USER = {"id": 1, "login": "root", "full_name": "", "email": "root@example.com",
 
 class Upstream(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # The head and the body in one write, sent at once: unbuffered, the
+    # body waited for the head's ACK (Nagle against delayed ACK, 40 ms).
+    wbufsize = 64 * 1024
+    disable_nagle_algorithm = True
 
     def do_GET(self):
         if self.path.startswith("/api/v1/user"):
@@ -118,6 +129,112 @@ def calls(port, count):
         if response.status != 200 or "root" not in text:
             sys.exit(f"a call failed: {response.status} {text[:300]}")
     conn.close()
+
+
+def clock_ticks(pid):
+    """User and system CPU of a process so far, in clock ticks."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return int(fields[11]), int(fields[12])
+
+
+NGINX_CONF = """
+daemon off; worker_processes 1; pid {dir}/nginx.pid; error_log {dir}/nginx.err;
+events {{ worker_connections 1024; }}
+http {{
+  access_log off;
+  server {{
+    listen 127.0.0.1:{port};
+    location /api/v1/user {{ default_type application/json; return 200 '{user}'; }}
+    location /api/v1/version {{ default_type application/json; return 200 '{{"version":"1.27.1"}}'; }}
+  }}
+}}
+"""
+
+WRK_SCRIPT = """
+wrk.method = "POST"
+wrk.body = [[{body}]]
+wrk.headers["content-type"] = "application/json"
+wrk.headers["accept"] = "application/json, text/event-stream"
+wrk.headers["mcp-protocol-version"] = "2025-11-25"
+wrk.headers["authorization"] = "Bearer {bearer}"
+"""
+
+
+def run_perf(binary, opts, extra, workdir):
+    """CPU time per call by function, under the side-by-side harness's load:
+    nginx as Gitea and wrk as the clients on one core, the server pinned to
+    another and sampled by the kernel's clock (`perf record -e cpu-clock`)."""
+    for tool in ("nginx", "wrk", "perf", "taskset"):
+        if not shutil.which(tool):
+            sys.exit(f"perf mode needs {tool} (../shared/perf/install.sh installs nginx and wrk)")
+    load_cpu = str(1 - opts.cpu)
+    upstream_port = free_port()
+    conf = os.path.join(workdir, "nginx.conf")
+    with open(conf, "w") as f:
+        f.write(NGINX_CONF.format(dir=workdir, port=upstream_port, user=json.dumps(USER)))
+    nginx = subprocess.Popen(["taskset", "-c", load_cpu, "nginx", "-c", conf, "-p", workdir],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+    script = os.path.join(workdir, "call.lua")
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                       "params": {"name": "gitea_user_get_current", "arguments": {}}})
+    with open(script, "w") as f:
+        f.write(WRK_SCRIPT.format(body=body, bearer=BEARER))
+    port = free_port()
+    data_dir = tempfile.mkdtemp(dir=workdir)
+    args, env = server_command(binary, port, f"http://127.0.0.1:{upstream_port}", data_dir, extra)
+    out = os.path.join(workdir, "perf.data")
+    proc = subprocess.Popen(["taskset", "-c", str(opts.cpu)] + args, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    url = f"http://127.0.0.1:{port}/mcp"
+
+    def wrk(seconds):
+        result = subprocess.run(["taskset", "-c", load_cpu, "wrk", "-t", "2",
+                                 "-c", str(opts.concurrency), "-d", f"{seconds}s",
+                                 "-s", script, url], capture_output=True, text=True, check=True)
+        requests = int(re.search(r"(\d+) requests in", result.stdout).group(1))
+        if "Non-2xx" in result.stdout or "Socket errors" in result.stdout:
+            sys.exit(f"the load had errors:\n{result.stdout}")
+        return requests
+
+    try:
+        wait_listening(port)
+        wrk(2)
+        record = ["perf", "record", "-q", "-e", "cpu-clock", "-F", str(opts.frequency),
+                  "-p", str(proc.pid), "-o", out]
+        if opts.call_graph:
+            record[2:2] = ["--call-graph", opts.call_graph]
+        perf = subprocess.Popen(record, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+        user0, sys0 = clock_ticks(proc.pid)
+        made = wrk(opts.seconds)
+        user1, sys1 = clock_ticks(proc.pid)
+        perf.send_signal(signal.SIGINT)
+        perf.wait(timeout=120)
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=300)
+        os.killpg(nginx.pid, signal.SIGTERM)
+        nginx.wait(timeout=30)
+    tick = os.sysconf("SC_CLK_TCK")
+    user_us = (user1 - user0) / tick / made * 1e6
+    sys_us = (sys1 - sys0) / tick / made * 1e6
+    print(f"{os.path.basename(binary)}, perf, {made} calls from {opts.concurrency} connections "
+          f"in {opts.seconds} s ({made / opts.seconds:,.0f}/s), server on CPU {opts.cpu}")
+    print(f"CPU per call: {user_us + sys_us:.1f} us (user {user_us:.1f}, kernel {sys_us:.1f})")
+    report = subprocess.run(["perf", "report", "-i", out, "--stdio", "--no-children",
+                             "--sort", opts.sort, "--percent-limit", "0.3"],
+                            capture_output=True, text=True, check=True).stdout
+    print(f"by {opts.sort} (self time; us per call = share x CPU per call):")
+    shown = 0
+    for line in report.splitlines():
+        m = re.match(r"\s*([\d.]+)%\s+(.*)$", line)
+        if m and shown < opts.top:
+            share = float(m.group(1))
+            print(f"{share:6.2f}%  {share / 100 * (user_us + sys_us):7.2f} us  {m.group(2)[:150]}")
+            shown += 1
+    return out
 
 
 def run_once(mode, binary, count, extra, workdir):
@@ -205,7 +322,7 @@ def strace_counts(path):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("mode", choices=["callgrind", "dhat", "strace"])
+    parser.add_argument("mode", choices=["callgrind", "dhat", "strace", "perf"])
     parser.add_argument("binary")
     parser.add_argument("--small", type=int, default=50)
     parser.add_argument("--large", type=int, default=250)
@@ -213,9 +330,19 @@ def main():
     parser.add_argument("--settings", nargs="*", default=[], help="NAME=value for the server")
     parser.add_argument("--callers", metavar="FUNCTION",
                         help="callgrind: also the instructions of the calls to FUNCTION, by caller")
+    parser.add_argument("--concurrency", type=int, default=8, help="perf: connections at once")
+    parser.add_argument("--seconds", type=int, default=10, help="perf: how long the load runs")
+    parser.add_argument("--cpu", type=int, default=0, help="perf: the core the server runs on")
+    parser.add_argument("--frequency", type=int, default=10000, help="perf: samples per second")
+    parser.add_argument("--sort", default="dso,sym", help="perf: perf report's --sort")
+    parser.add_argument("--call-graph", help="perf: perf record's --call-graph (e.g. dwarf)")
     opts = parser.parse_args()
     extra = dict(pair.split("=", 1) for pair in opts.settings)
     workdir = tempfile.mkdtemp(prefix="profile-calls-")
+    if opts.mode == "perf":
+        out = run_perf(opts.binary, opts, extra, workdir)
+        print(f"(perf report -i {out})")
+        return
     small = run_once(opts.mode, opts.binary, opts.small, extra, workdir)
     large = run_once(opts.mode, opts.binary, opts.large, extra, workdir)
     n = opts.large - opts.small

@@ -1,8 +1,8 @@
 //! The hash-chained audit log: `DATA_DIR/audit.log`, JSON lines, one writer.
 //! Format and chain in `entry` and `chain`, the writer (rotation, fault
-//! handling) in `writer`, when entries are fsynced (`AUDIT_SYNC`) in
-//! `sync`, `audit verify` in `verify`, shipping it off the host in
-//! `forward`.
+//! handling) in `writer`, what tells it its path changed in `watch`, when
+//! entries are fsynced (`AUDIT_SYNC`) in `sync`, `audit verify` in
+//! `verify`, shipping it off the host in `forward`.
 //! See `docs/audit.md`. Knows no MCP: callers build [`Event`]s.
 //!
 //! Tool calls are strict (a call whose `tool_call_started` entry cannot be
@@ -15,6 +15,7 @@ pub mod forward;
 mod lock;
 mod sync;
 pub mod verify;
+mod watch;
 mod writer;
 
 use std::os::unix::fs::DirBuilderExt;

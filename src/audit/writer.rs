@@ -9,7 +9,9 @@
 //!
 //! Faults: before each write the path is checked against the open file
 //! (deleted or replaced → recreated with a `log_reopened` entry that names
-//! the chain value it continues from; made read-only → the write fails).
+//! the chain value it continues from; made read-only → the write fails),
+//! looked up only when the inotify watch of `super::watch` saw something
+//! happen to it.
 //! A failed write is cut back to the file's length before it, the file is
 //! closed, and the caller gets the error; the next write reopens the file,
 //! and the first entry written after a failure is a `log_reopened` entry.
@@ -35,6 +37,7 @@ use super::AuditError;
 use super::chain::{ChainKey, GENESIS, parse_line};
 use super::entry::{EntryBody, Event, EventKind, FORMAT_VERSION, line, now_rfc3339};
 use super::lock::{LogLock, lock_log};
+use super::watch::PathWatch;
 
 /// How much of a file is read at a time when searching backwards for the
 /// last line (which may be of any length).
@@ -79,6 +82,8 @@ pub(super) struct Writer {
     /// Shared with the fsync that runs outside the lock.
     file: Option<Arc<File>>,
     ident: (u64, u64),
+    /// Says when the path must be looked up again (with the open file).
+    watch: Option<PathWatch>,
     /// Length of the open file (every write complete).
     len: u64,
     /// Bytes written since start, over every file: an entry's position.
@@ -103,6 +108,7 @@ impl Writer {
             cfg,
             file: None,
             ident: (0, 0),
+            watch: None,
             len: 0,
             appended: 0,
             synced: 0,
@@ -261,7 +267,12 @@ impl Writer {
 
     /// Closes the file when its path no longer leads to it, or it was made read-only.
     fn check_file(&mut self) {
-        if self.file.is_none() {
+        if self.file.is_none()
+            || !self
+                .watch
+                .as_mut()
+                .is_none_or(PathWatch::path_may_have_changed)
+        {
             return;
         }
         match std::fs::metadata(&self.cfg.path) {
@@ -279,6 +290,7 @@ impl Writer {
     fn close(&mut self, why: &'static str) {
         self.sync_now();
         self.file = None;
+        self.watch = None;
         self.closed_because = Some(why);
     }
 
@@ -321,7 +333,16 @@ impl Writer {
                 }
             }
             _ => {
-                let file = open_append(&path, true)?;
+                let file = match open_append(&path, true) {
+                    // An empty file put in its place (renamed over the log,
+                    // say) is taken over as a new one, private like one.
+                    Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {
+                        let file = open_append(&path, false)?;
+                        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+                        file
+                    }
+                    opened => opened?,
+                };
                 sync_dir(&path)?;
                 self.adopt(file)?;
                 if let Some(why) = reopen {
@@ -343,6 +364,7 @@ impl Writer {
     fn adopt(&mut self, file: File) -> io::Result<()> {
         let meta = file.metadata()?;
         self.ident = (meta.dev(), meta.ino());
+        self.watch = Some(PathWatch::new(&self.cfg.path));
         self.len = meta.len();
         self.file = Some(Arc::new(file));
         Ok(())

@@ -69,3 +69,33 @@ fn a_failed_fsync_fails_its_callers_and_the_next_entry_reopens_the_log() {
     assert!(reopened.contains("an fsync failed"), "{reopened}");
     verify_text(&ChainKey::new(None), &text).unwrap();
 }
+
+#[test]
+fn a_log_moved_away_between_two_entries_is_recreated_with_log_reopened() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = writer(dir.path());
+    w.append(event(), false).unwrap();
+    let moved = dir.path().join("audit.moved");
+    std::fs::rename(dir.path().join("audit.log"), &moved).unwrap();
+    w.append(event(), false).unwrap();
+    let text = std::fs::read_to_string(dir.path().join("audit.log")).unwrap();
+    let first = text.lines().next().unwrap();
+    assert!(first.contains("log_reopened"), "{first}");
+    assert!(first.contains("the file went missing"), "{first}");
+    assert_eq!(std::fs::read_to_string(&moved).unwrap().lines().count(), 2);
+}
+
+#[test]
+fn a_file_renamed_over_the_log_between_two_entries_is_not_written_past() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = writer(dir.path());
+    w.append(event(), false).unwrap();
+    let other = dir.path().join("other");
+    std::fs::write(&other, b"").unwrap();
+    std::fs::rename(&other, dir.path().join("audit.log")).unwrap();
+    w.append(event(), false).unwrap();
+    let text = std::fs::read_to_string(dir.path().join("audit.log")).unwrap();
+    let first = text.lines().next().unwrap();
+    assert!(first.contains("log_reopened"), "{first}");
+    assert!(first.contains("the file was replaced"), "{first}");
+}
