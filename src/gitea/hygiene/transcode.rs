@@ -42,7 +42,7 @@ use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor
 use serde_json::ser::{CompactFormatter, Formatter};
 
 use super::text_passes::cut_long_text;
-use keys::KeyCheck;
+use keys::{KeyCheck, PassedKeys};
 
 #[path = "transcode_keys.rs"]
 mod keys;
@@ -94,6 +94,7 @@ pub fn transcode(
         passes,
         shapes: projection.map(|p| p.shapes),
         hidden: Cell::new(0),
+        passed_keys: PassedKeys::default(),
     };
     let root = projection.map(|p| p.root);
     let mut de = serde_json::Deserializer::from_slice(body);
@@ -123,6 +124,8 @@ struct Context<'p> {
     /// `Some` in the compact view.
     shapes: Option<&'p Shapes>,
     hidden: Cell<usize>,
+    /// Keys found to pass `passes` unchanged, not checked again.
+    passed_keys: PassedKeys,
 }
 
 impl Context<'_> {
@@ -468,6 +471,7 @@ impl<'de> Visitor<'de> for AnyValue<'_, '_, '_> {
         let mut wrote_any = false;
         while let Some(key) = map.next_key_seed(KeyCheck {
             passes: self.writer.context.passes,
+            passed: &self.writer.context.passed_keys,
         })? {
             let node = match (shapes, self.place.node) {
                 (Some(shapes), Some(Node::Object(id))) => Some(shapes.field(*id, &key)),
@@ -524,7 +528,11 @@ impl AnyValue<'_, '_, '_> {
         } else {
             &cleaned
         };
-        while let Some(key) = map.next_key_seed(KeyCheck { passes: keys })? {
+        // The same passes as the context's, or none: its known keys hold.
+        while let Some(key) = map.next_key_seed(KeyCheck {
+            passes: keys,
+            passed: &self.writer.context.passed_keys,
+        })? {
             if written == Written::Nothing && &*key == field {
                 written = map.next_value_seed(ValueSeed::new(
                     self.writer.reborrow(),

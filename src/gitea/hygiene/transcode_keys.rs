@@ -4,6 +4,8 @@
 //! passes would change).
 
 use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::HashSet;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Visitor};
@@ -33,6 +35,35 @@ impl std::ops::Deref for KeyText<'_> {
 /// for what only the tree path can do.
 pub(super) struct KeyCheck<'p> {
     pub(super) passes: &'p TextPasses<'p>,
+    /// The document's keys already found to pass `passes` unchanged.
+    pub(super) passed: &'p PassedKeys,
+}
+
+/// At most this many keys are remembered per document, each at most this
+/// long: a body of distinct keys costs what it did, and no more memory.
+const MAX_PASSED_KEYS: usize = 512;
+const MAX_PASSED_KEY_BYTES: usize = 64;
+
+/// The keys of one document that the text passes leave unchanged. Gitea's
+/// lists repeat a few dozen keys in every item, and running the redactor
+/// and the masker over each of them again was a fifth of the full view's
+/// hygiene of a 300-issue list (`docs/benchmarks.md`, issue 30). A key's
+/// check depends on its text and the passes only, and one document has one
+/// set of passes.
+#[derive(Default)]
+pub(super) struct PassedKeys(RefCell<HashSet<Box<str>>>);
+
+impl PassedKeys {
+    fn contains(&self, key: &str) -> bool {
+        self.0.borrow().contains(key)
+    }
+
+    fn remember(&self, key: &str) {
+        let mut keys = self.0.borrow_mut();
+        if key.len() <= MAX_PASSED_KEY_BYTES && keys.len() < MAX_PASSED_KEYS {
+            keys.insert(key.into());
+        }
+    }
 }
 
 impl<'de> DeserializeSeed<'de> for KeyCheck<'_> {
@@ -69,11 +100,15 @@ impl KeyCheck<'_> {
         if key == "content_base64" || key.eq_ignore_ascii_case(AUTHORIZATION_HEADER_FIELD) {
             return Err(declined());
         }
+        if self.passed.contains(key) {
+            return Ok(());
+        }
         // A key the passes change is renamed by the tree path, which keeps
         // two keys that became equal apart.
         if matches!(self.passes.rewrite(key), Some(Cow::Owned(_)) | None) {
             return Err(declined());
         }
+        self.passed.remember(key);
         Ok(())
     }
 }
