@@ -17,6 +17,7 @@
 //! the writer look the path up as before, and so does a watch that could
 //! not be set up (inotify's limits reached): then every write looks it up.
 
+use std::fs::File;
 use std::mem::MaybeUninit;
 use std::os::fd::OwnedFd;
 use std::path::Path;
@@ -34,9 +35,11 @@ pub(super) struct PathWatch {
 }
 
 impl PathWatch {
-    /// Watches `path`, the file just opened, and every directory above it.
-    pub fn new(path: &Path) -> Self {
-        let inotify = match watch(path) {
+    /// Watches `path` (`file` is what it led to when opened) and every
+    /// directory above it; no watch on a filesystem that does not report
+    /// every change through inotify (NFS, FUSE, anything not known local).
+    pub fn new(path: &Path, file: &File) -> Self {
+        let inotify = match local_filesystem(file).and_then(|()| watch(path)) {
             Ok(fd) => Some(fd),
             Err(err) => {
                 tracing::warn!(
@@ -50,6 +53,11 @@ impl PathWatch {
             inotify,
             look_up: true,
         }
+    }
+
+    /// Whether there is a watch (else every write looks the path up).
+    pub fn is_watching(&self) -> bool {
+        self.inotify.is_some()
     }
 
     /// Whether the path must be looked up before the next write: something
@@ -76,6 +84,29 @@ impl PathWatch {
     }
 }
 
+/// Filesystems whose every change, to a file or a name, is made by this
+/// kernel and so reported by inotify: ext4, XFS, Btrfs, tmpfs, overlayfs,
+/// ZFS, F2FS. On NFS, CIFS or FUSE another machine or process can change
+/// the path unseen, and an unlink may be a rename the watch does not see.
+const LOCAL_FILESYSTEMS: [u64; 7] = [
+    0xEF53,
+    0x5846_5342,
+    0x9123_683E,
+    0x0102_1994,
+    0x794C_7630,
+    0x2FC1_2FC1,
+    0xF2F5_2010,
+];
+
+fn local_filesystem(file: &File) -> rustix::io::Result<()> {
+    let kind = rustix::fs::fstatfs(file)?.f_type;
+    if u64::try_from(kind).is_ok_and(|kind| LOCAL_FILESYSTEMS.contains(&kind)) {
+        Ok(())
+    } else {
+        Err(Errno::NOTSUP)
+    }
+}
+
 /// A non-blocking inotify descriptor watching `path` and its ancestors.
 fn watch(path: &Path) -> rustix::io::Result<OwnedFd> {
     let fd = inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC)?;
@@ -90,6 +121,12 @@ fn watch(path: &Path) -> rustix::io::Result<OwnedFd> {
         inotify::add_watch(&fd, name, mask | WatchFlags::DONT_FOLLOW)?;
         inotify::add_watch(&fd, name, mask)?;
     }
+    // And every directory on the way to where the links lead (a directory
+    // above a link's target moved away sends nothing to the target).
+    let resolved = std::fs::canonicalize(path).map_err(|_| Errno::NOENT)?;
+    for name in resolved.ancestors() {
+        inotify::add_watch(&fd, name, mask)?;
+    }
     Ok(fd)
 }
 
@@ -100,7 +137,8 @@ mod tests {
     fn watched(dir: &Path) -> (std::path::PathBuf, std::fs::File, PathWatch) {
         let path = dir.join("audit.log");
         let file = std::fs::File::create(&path).unwrap();
-        let mut watch = PathWatch::new(&path);
+        let mut watch = PathWatch::new(&path, &file);
+        assert!(watch.is_watching(), "a local filesystem");
         assert!(watch.path_may_have_changed(), "looked up once at first");
         (path, file, watch)
     }
@@ -172,6 +210,18 @@ mod tests {
         let next = root.path().join("data.next");
         std::os::unix::fs::symlink("two", &next).unwrap();
         std::fs::rename(&next, &link).unwrap();
+        assert!(watch.path_may_have_changed());
+    }
+
+    #[test]
+    fn a_directory_above_a_links_target_moved_away_is_a_change() {
+        let root = tempfile::tempdir().unwrap();
+        let volume = root.path().join("vol");
+        std::fs::create_dir_all(volume.join("gw")).unwrap();
+        let link = root.path().join("data");
+        std::os::unix::fs::symlink(volume.join("gw"), &link).unwrap();
+        let (_path, _file, mut watch) = watched(&link);
+        std::fs::rename(&volume, root.path().join("vol.old")).unwrap();
         assert!(watch.path_may_have_changed());
     }
 

@@ -267,13 +267,21 @@ impl Writer {
 
     /// Closes the file when its path no longer leads to it, or it was made read-only.
     fn check_file(&mut self) {
-        if self.file.is_none()
-            || !self
-                .watch
-                .as_mut()
-                .is_none_or(PathWatch::path_may_have_changed)
-        {
+        let Some(file) = &self.file else {
             return;
+        };
+        if let Some(watch) = &mut self.watch
+            && watch.is_watching()
+        {
+            if !watch.path_may_have_changed() {
+                return;
+            }
+            // Something happened: watch the path as it is now (a link
+            // replaced by one to the same place is a new inode), then look.
+            // What happens after the new watch starts is in the lookup.
+            let mut fresh = PathWatch::new(&self.cfg.path, file);
+            fresh.path_may_have_changed();
+            self.watch = Some(fresh);
         }
         match std::fs::metadata(&self.cfg.path) {
             Err(_) => self.close("the file went missing"),
@@ -337,9 +345,7 @@ impl Writer {
                     // An empty file put in its place (renamed over the log,
                     // say) is taken over as a new one, private like one.
                     Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {
-                        let file = open_append(&path, false)?;
-                        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-                        file
+                        take_over_empty(&path)?
                     }
                     opened => opened?,
                 };
@@ -364,7 +370,7 @@ impl Writer {
     fn adopt(&mut self, file: File) -> io::Result<()> {
         let meta = file.metadata()?;
         self.ident = (meta.dev(), meta.ino());
-        self.watch = Some(PathWatch::new(&self.cfg.path));
+        self.watch = Some(PathWatch::new(&self.cfg.path, &file));
         self.len = meta.len();
         self.file = Some(Arc::new(file));
         Ok(())
@@ -460,6 +466,32 @@ fn open_append(path: &Path, create: bool) -> io::Result<File> {
         options.create_new(true);
     }
     options.open(path)
+}
+
+/// The empty file found in the log's place (renamed over it, say), taken
+/// over as a new log only when it is what creating one would have made: a
+/// regular file (not followed through a link), empty, with no other name,
+/// and ours; then made private. Anything else fails the write, as before.
+fn take_over_empty(path: &Path) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options
+        .append(true)
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32);
+    let file = options.open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file()
+        || meta.len() != 0
+        || meta.nlink() != 1
+        || meta.uid() != rustix::process::geteuid().as_raw()
+    {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            "the file in the audit log's place is not an empty regular file of the gateway's own",
+        ));
+    }
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    Ok(file)
 }
 
 fn sync_dir(path: &Path) -> io::Result<()> {
