@@ -123,9 +123,12 @@ fn watch(path: &Path) -> rustix::io::Result<OwnedFd> {
     }
     // And every directory on the way to where the links lead (a directory
     // above a link's target moved away sends nothing to the target).
+    // Without links on the way, those are the directories above, watched.
     let resolved = std::fs::canonicalize(path).map_err(|_| Errno::NOENT)?;
-    for name in resolved.ancestors() {
-        inotify::add_watch(&fd, name, mask)?;
+    if resolved != absolute {
+        for name in resolved.ancestors() {
+            inotify::add_watch(&fd, name, mask)?;
+        }
     }
     Ok(fd)
 }

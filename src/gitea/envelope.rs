@@ -112,17 +112,22 @@ pub fn envelope_shell(identity: &Identity, call: &GiteaCall, response: &Upstream
     shell
 }
 
-/// The body when it is JSON the envelope parses: whole, of a JSON (or
-/// unlabelled) text type, and nested at most [`MAX_JSON_DEPTH`] levels.
-/// Whether it parses is the parser's to say.
-pub fn json_body(response: &UpstreamResponse) -> Option<&[u8]> {
+/// The body when it is JSON the envelope parses: [`json_text`], nested at
+/// most [`MAX_JSON_DEPTH`] levels. Whether it parses is the parser's to
+/// say.
+fn json_body(response: &UpstreamResponse) -> Option<&[u8]> {
+    json_text(response).filter(|body| json_depth(body) <= MAX_JSON_DEPTH)
+}
+
+/// The body when it may be JSON: whole, non-empty, of a JSON (or
+/// unlabelled) text type. Its depth is not checked: a reader of it
+/// bounds the depth itself (the streamed result pass does) or uses
+/// [`json_body`].
+pub fn json_text(response: &UpstreamResponse) -> Option<&[u8]> {
     let content_type = response.content_type.as_deref();
     let looks_like_json = is_textual(content_type)
         && content_type.is_none_or(|ct| ct.to_ascii_lowercase().contains("json"));
-    (looks_like_json
-        && !response.body.is_empty()
-        && !response.body_truncated
-        && json_depth(&response.body) <= MAX_JSON_DEPTH)
+    (looks_like_json && !response.body.is_empty() && !response.body_truncated)
         .then_some(&response.body[..])
 }
 

@@ -14,9 +14,8 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use secrecy::{ExposeSecret, SecretString};
 use sha2::{Digest, Sha256};
@@ -159,17 +158,11 @@ fn token_in_query(query: Option<&str>) -> bool {
     })
 }
 
-/// Middleware on the MCP URLs: authenticates and attaches the identity.
-/// Runs after the URL's [`Surface`] is resolved.
-pub async fn authenticate(
-    State(app): State<Arc<App>>,
-    mut request: Request,
-    next: Next,
-) -> Response {
+/// Authenticates an MCP request and attaches the identity, or answers in
+/// its place. Runs after the URL's [`Surface`] is resolved.
+pub async fn authenticate(app: &App, request: &mut Request) -> Result<(), Response> {
     let span = spans::authenticate();
-    let identified = identify(&app, &mut request, &span)
-        .instrument(span.clone())
-        .await;
+    let identified = identify(app, request, &span).instrument(span.clone()).await;
     span.record(
         "aegis.outcome",
         match &identified {
@@ -180,10 +173,7 @@ pub async fn authenticate(
     );
     // The span ends here: what follows is the call, not its authentication.
     drop(span);
-    match identified {
-        Ok(()) => next.run(request).await,
-        Err(refusal) => refusal,
-    }
+    identified
 }
 
 /// Puts the caller's `Identity` (and for an `agm_` token its

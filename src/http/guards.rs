@@ -270,30 +270,32 @@ pub struct McpGuard {
     pub max_body_bytes: usize,
 }
 
-/// Middleware on `/mcp`: 403 for any `Origin` that is not ours (the
-/// DNS-rebinding defence), 415 for a `POST` that is not
-/// `application/json`, 413 for a declared body over the limit.
-pub async fn check_mcp_request(
-    State(guard): State<Arc<McpGuard>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    if let Some(origin) = request.headers().get(header::ORIGIN)
-        && !origin.to_str().is_ok_and(|o| guard.policy.allows_origin(o))
-    {
-        return cross_origin_refused();
+impl McpGuard {
+    /// The first step on `/mcp` (`super::mcp_gate`): 403 for any `Origin`
+    /// that is not ours (the DNS-rebinding defence), 415 for a `POST` that
+    /// is not `application/json`, 413 for a declared body over the limit.
+    #[expect(
+        clippy::result_large_err,
+        reason = "the answer axum sends in the request's place, as the other steps of `mcp_gate` return it"
+    )]
+    pub fn check(&self, request: &Request) -> Result<(), Response> {
+        if let Some(origin) = request.headers().get(header::ORIGIN)
+            && !origin.to_str().is_ok_and(|o| self.policy.allows_origin(o))
+        {
+            return Err(cross_origin_refused());
+        }
+        if request.method() == Method::POST && !is_json(request.headers()) {
+            return Err((
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "Content-Type must be application/json",
+            )
+                .into_response());
+        }
+        if declared_length(request.headers()).is_some_and(|n| n > self.max_body_bytes as u64) {
+            return Err((StatusCode::PAYLOAD_TOO_LARGE, "request body too large").into_response());
+        }
+        Ok(())
     }
-    if request.method() == Method::POST && !is_json(request.headers()) {
-        return (
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "Content-Type must be application/json",
-        )
-            .into_response();
-    }
-    if declared_length(request.headers()).is_some_and(|n| n > guard.max_body_bytes as u64) {
-        return (StatusCode::PAYLOAD_TOO_LARGE, "request body too large").into_response();
-    }
-    next.run(request).await
 }
 
 /// True when `Content-Type`'s media type is `application/json`.

@@ -13,9 +13,8 @@
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{Request, State};
-use axum::http::{Method, StatusCode, header};
-use axum::middleware::Next;
+use axum::extract::Request;
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use rmcp::transport::common::http_header::HEADER_MCP_PROTOCOL_VERSION;
@@ -28,17 +27,23 @@ use crate::mcp::intake::{IntakeRefusal, RefusalKind, check_as_rmcp_reads, check_
 use crate::surface::Surface;
 use crate::telemetry::spans;
 
-/// Middleware on the MCP URLs.
+/// A `POST` body intake read and passed, kept for [`after_rmcp`].
+pub struct Passed {
+    body: Bytes,
+    header_version: Option<HeaderValue>,
+}
+
+/// Reads and checks a `POST` body: the request again, its body readable,
+/// with what [`after_rmcp`] needs; or the answer. Other methods pass.
 pub async fn check_jsonrpc_body(
-    State(app): State<Arc<App>>,
+    app: &App,
     request: Request,
-    next: Next,
-) -> Response {
+) -> Result<(Request, Option<Passed>), Response> {
     if request.method() != Method::POST {
-        return next.run(request).await;
+        return Ok((request, None));
     }
     let span = spans::intake(app.settings().limits.mcp_max_body_bytes);
-    let checked = read_and_check(&app, request, &span)
+    let checked = read_and_check(app, request, &span)
         .instrument(span.clone())
         .await;
     span.record(
@@ -47,25 +52,34 @@ pub async fn check_jsonrpc_body(
     );
     // The span ends here: rmcp and the call are the request's children.
     drop(span);
-    let (request, body) = match checked {
-        Ok(checked) => checked,
-        Err(refusal) => return refusal,
-    };
+    let (request, body) = checked?;
     let header_version = request.headers().get(HEADER_MCP_PROTOCOL_VERSION).cloned();
-    let response = next.run(request).await;
-    if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+    Ok((
+        request,
+        Some(Passed {
+            body,
+            header_version,
+        }),
+    ))
+}
+
+/// rmcp's answer to a body intake passed, unless rmcp could not read it.
+pub fn after_rmcp(response: Response, passed: Option<Passed>) -> Response {
+    match passed {
         // rmcp's answer to a body it cannot read quotes serde's message,
         // and with it pieces of the input. The quick read of a tool call
         // (`crate::mcp::intake`) means to pass only what rmcp reads; if it
         // ever passes more, the caller still gets the full check's answer.
-        return rmcp_refused(&body, header_version.as_ref());
+        Some(passed) if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE => {
+            rmcp_refused(&passed.body, passed.header_version.as_ref())
+        }
+        _ => response,
     }
-    response
 }
 
 /// The JSON-RPC refusal of a body that passed intake and that rmcp could
 /// not read: the full check's, else `-32600` with the id unread.
-fn rmcp_refused(body: &[u8], header_version: Option<&axum::http::HeaderValue>) -> Response {
+fn rmcp_refused(body: &[u8], header_version: Option<&HeaderValue>) -> Response {
     tracing::warn!("rmcp refused a body that intake passed");
     let version = header_version.and_then(|v| v.to_str().ok());
     let refusal = check_as_rmcp_reads(body, version)
@@ -131,13 +145,17 @@ async fn read_and_check(
     {
         let args = call.arguments.unwrap_or_default();
         if app.dispatcher().call_writes(surface, &call.name, &args) {
-            app.audit()
-                .record_best_effort(crate::mcp::call_events::refused_event(
-                    identity,
-                    &call.name,
-                    &crate::mcp::dispatcher::Refusal::ReadOnlyGrant,
-                ))
-                .await;
+            // Boxed: inline, this refusal's entry would make every MCP
+            // request's future that much bigger.
+            Box::pin(
+                app.audit()
+                    .record_best_effort(crate::mcp::call_events::refused_event(
+                        identity,
+                        &call.name,
+                        &crate::mcp::dispatcher::Refusal::ReadOnlyGrant,
+                    )),
+            )
+            .await;
             return Err(insufficient_scope(
                 app.oauth().map(Arc::as_ref),
                 parts.uri.path(),

@@ -6,9 +6,8 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{Method, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tracing::Instrument;
 
@@ -17,17 +16,14 @@ use crate::identity::{Connection, Identity};
 use crate::surface::Surface;
 use crate::telemetry::spans;
 
-/// Middleware on the MCP URLs.
-pub async fn apply_policy(
-    State(app): State<Arc<App>>,
-    mut request: Request,
-    next: Next,
-) -> Response {
+/// Narrows the request's surface by the operator's policy, or answers
+/// 503 when the policy's facts cannot be looked up.
+pub async fn apply_policy(app: &App, request: &mut Request) -> Result<(), Response> {
     let Some(policy) = app.policy() else {
-        return next.run(request).await;
+        return Ok(());
     };
     if request.method() != Method::POST {
-        return next.run(request).await;
+        return Ok(());
     }
     let extensions = request.extensions();
     // The static bearer, stdio and loopback are the operator's own: the
@@ -37,7 +33,7 @@ pub async fn apply_policy(
         extensions.get::<Connection>(),
         extensions.get::<Surface>(),
     ) else {
-        return next.run(request).await;
+        return Ok(());
     };
     let span = spans::policy();
     // Boxed: inline, the lookup's future (1.1 KB) would make every MCP
@@ -58,23 +54,23 @@ pub async fn apply_policy(
     );
     drop(span);
     match narrowing {
-        Ok(None) => next.run(request).await,
+        Ok(None) => Ok(()),
         Ok(Some(narrowing)) => {
             let narrowed = Surface {
                 narrowing: Some(Arc::new(narrowing)),
                 ..surface.clone()
             };
             request.extensions_mut().insert(narrowed);
-            next.run(request).await
+            Ok(())
         }
         Err(err) => {
             tracing::warn!(error = %err, "the policy's facts could not be looked up");
-            (
+            Err((
                 StatusCode::SERVICE_UNAVAILABLE,
                 [(header::RETRY_AFTER, "5")],
                 "the operator's policy could not be checked right now",
             )
-                .into_response()
+                .into_response())
         }
     }
 }

@@ -4,11 +4,8 @@
 //! unknown toolset, or one this server exposes nothing of, is a 404 with
 //! a JSON error that says which; never an empty tool list.
 
-use std::sync::Arc;
-
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::StatusCode;
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::app::App;
@@ -24,27 +21,27 @@ pub const MCP_ROUTES: &[&str] = &[
     "/mcp/x/{toolsets}/readonly",
 ];
 
-/// Middleware: puts the URL's surface into the request, or answers 404.
-pub async fn resolve_surface(
-    State(app): State<Arc<App>>,
-    mut request: Request,
-    next: Next,
-) -> Response {
+/// Puts the URL's surface into the request, or answers 404.
+#[expect(
+    clippy::result_large_err,
+    reason = "the answer axum sends in the request's place, as the other steps of `mcp_gate` return it"
+)]
+pub fn resolve_surface(app: &App, request: &mut Request) -> Result<(), Response> {
     let dispatcher = app.dispatcher();
     let resolved = Surface::parse(request.uri().path(), catalog_toolsets(dispatcher.catalog()))
         .and_then(|surface| dispatcher.check_surface(&surface).map(|()| surface));
     match resolved {
         Ok(surface) => {
             request.extensions_mut().insert(surface);
-            next.run(request).await
+            Ok(())
         }
-        Err(err) => (
+        Err(err) => Err((
             StatusCode::NOT_FOUND,
             axum::Json(serde_json::json!({
                 "error": "unknown_mcp_url",
                 "error_description": err.to_string(),
             })),
         )
-            .into_response(),
+            .into_response()),
     }
 }

@@ -9,16 +9,20 @@
 //! close` on early refusals → panic catcher (500, no detail) → access log
 //! (path only, the query is `[redacted]`) → `Host` guard (421) → the
 //! group's timeout and body limit → its `Origin` rule → rate limits (429;
-//! a tighter one on the routes that park state) → on the MCP URLs, the
-//! URL's surface (404 for an unknown toolset) then authentication, then
-//! the JSON-RPC intake (400 with a JSON-RPC error for a body that is not
-//! one message) → handler. Unknown paths get 404 after the `Host` guard.
+//! a tighter one on the routes that park state) → handler. On the MCP
+//! URLs, the steps after the timeout are one middleware (`mcp_gate`):
+//! `Origin`, content type and declared size, rate limits, the URL's
+//! surface (404 for an unknown toolset), authentication, the operator's
+//! policy, then the JSON-RPC intake (400 with a JSON-RPC error for a body
+//! that is not one message) → rmcp. Unknown paths get 404 after the
+//! `Host` guard.
 
 pub(crate) mod auth;
 pub(crate) mod guards;
 pub(crate) mod health;
 pub(crate) mod layers;
 pub(crate) mod listener;
+pub(crate) mod mcp_gate;
 pub(crate) mod mcp_intake;
 pub(crate) mod mcp_policy;
 pub(crate) mod mcp_url;
@@ -213,9 +217,13 @@ pub fn router_with_limiters(
 ) -> Router {
     let settings = app.settings();
     let policy = Arc::new(HostPolicy::from_settings(settings));
-    let mcp_guard = Arc::new(McpGuard {
-        policy: policy.clone(),
-        max_body_bytes: settings.limits.mcp_max_body_bytes,
+    let gate = Arc::new(mcp_gate::McpGate {
+        app: app.clone(),
+        guard: McpGuard {
+            policy: policy.clone(),
+            max_body_bytes: settings.limits.mcp_max_body_bytes,
+        },
+        limiter: limiter.clone(),
     });
     let mcp_timeout = mcp_timeout(settings.limits.gitea_timeout);
 
@@ -229,33 +237,10 @@ pub fn router_with_limiters(
     // router clones a route's service for every request, and a stack of
     // per-route layers would be cloned, box by box, once per layer
     // (`Router::layer` boxes each; 160 allocations per call, issue 30).
-    // `ServiceBuilder` runs its layers top-down: the first one runs first.
+    // Its steps are one middleware for the same reason (`mcp_gate`).
     let mcp_stack = tower::ServiceBuilder::new()
         .layer(layers::timeout(mcp_timeout))
-        .layer(middleware::from_fn_with_state(
-            mcp_guard,
-            guards::check_mcp_request,
-        ))
-        .layer(middleware::from_fn_with_state(
-            limiter.clone(),
-            rate_limit::limit,
-        ))
-        .layer(middleware::from_fn_with_state(
-            app.clone(),
-            mcp_url::resolve_surface,
-        ))
-        .layer(middleware::from_fn_with_state(
-            app.clone(),
-            auth::authenticate,
-        ))
-        .layer(middleware::from_fn_with_state(
-            app.clone(),
-            mcp_policy::apply_policy,
-        ))
-        .layer(middleware::from_fn_with_state(
-            app.clone(),
-            mcp_intake::check_jsonrpc_body,
-        ))
+        .layer(middleware::from_fn_with_state(gate, mcp_gate::pass))
         .service(mcp);
     let mcp_routes = mcp_url::MCP_ROUTES
         .iter()

@@ -48,7 +48,7 @@ use self::secrets::is_credential_issuing;
 use self::transcode::{Masking, Projection, TextPasses, transcode};
 use super::call::GiteaCall;
 use super::envelope::{
-    clean_message, decode_body, envelope_shell, gitea_message, json_body, note_hidden_characters,
+    clean_message, decode_body, envelope_shell, gitea_message, json_text, note_hidden_characters,
     note_view, truncate_message,
 };
 use super::error::{ErrorKind, ToolError};
@@ -155,9 +155,10 @@ struct ResultMaking<'a> {
 
 impl ResultMaking<'_> {
     /// The streamed path, or `None` when the body is not a JSON list or
-    /// object it can rewrite.
+    /// object it can rewrite (one nested too deep among them: the
+    /// transcoder counts the depth as it reads).
     fn streamed(&self) -> Option<Result<String, ToolError>> {
-        let body = json_body(self.response)?;
+        let body = json_text(self.response)?;
         let passes = TextPasses::new(
             self.redactor,
             match self.mode {

@@ -27,7 +27,10 @@
 //! - the webhook `authorization_header` field;
 //! - a credential in block mode (the tree path names its families);
 //! - a top-level value that is neither a list nor an object, and
-//!   anything serde_json refuses (the tree path returns it as text).
+//!   anything serde_json refuses (the tree path returns it as text);
+//! - nesting deeper than [`MAX_JSON_DEPTH`] anywhere, in values left out
+//!   too (the tree path returns it as text). The depth is counted in this
+//!   pass, so the body is not scanned for it first.
 //!
 //! Only duplicate keys differ: serde_json's `Map` keeps the last value of
 //! a repeated key, this pass writes each as Gitea sent it. Gitea's
@@ -38,8 +41,9 @@ use std::cell::Cell;
 use std::fmt;
 
 use serde::Deserializer as _;
-use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::ser::{CompactFormatter, Formatter};
+use serde_json::value::RawValue;
 
 use super::text_passes::cut_long_text;
 use keys::{KeyCheck, PassedKeys};
@@ -48,6 +52,7 @@ use keys::{KeyCheck, PassedKeys};
 mod keys;
 pub use super::text_passes::{LIST_TEXT_CHARS, Masking, TextPasses};
 use crate::catalog::{Node, Shapes};
+use crate::gitea::envelope::{MAX_JSON_DEPTH, json_depth};
 use crate::hidden_text::reveal;
 
 /// Go's zero time as Gitea writes it for a date that was never set (a
@@ -95,6 +100,7 @@ pub fn transcode(
         shapes: projection.map(|p| p.shapes),
         hidden: Cell::new(0),
         passed_keys: PassedKeys::default(),
+        depth: Cell::new(0),
     };
     let root = projection.map(|p| p.root);
     let mut de = serde_json::Deserializer::from_slice(body);
@@ -126,11 +132,40 @@ struct Context<'p> {
     hidden: Cell<usize>,
     /// Keys found to pass `passes` unchanged, not checked again.
     passed_keys: PassedKeys,
+    /// Lists and objects open around the value being read.
+    depth: Cell<usize>,
 }
 
 impl Context<'_> {
     fn compact(&self) -> bool {
         self.shapes.is_some()
+    }
+
+    /// Into a list or object; declined past [`MAX_JSON_DEPTH`].
+    fn enter<E: de::Error>(&self) -> Result<(), E> {
+        self.within(1)?;
+        self.depth.set(self.depth.get() + 1);
+        Ok(())
+    }
+
+    /// Out of the list or object [`Context::enter`] went into. On an
+    /// error the whole pass ends, so only the success path leaves.
+    fn leave(&self) {
+        self.depth.set(self.depth.get() - 1);
+    }
+
+    /// Declined if a value `levels` deep, here, passes [`MAX_JSON_DEPTH`].
+    fn within<E: de::Error>(&self, levels: usize) -> Result<(), E> {
+        if self.depth.get() + levels > MAX_JSON_DEPTH {
+            return Err(declined());
+        }
+        Ok(())
+    }
+
+    /// Reads a value that is left out, unparsed (serde_json only finds
+    /// its end), and counts its nesting.
+    fn skip<E: de::Error>(&self, raw: &RawValue) -> Result<(), E> {
+        self.within(json_depth(raw.get().as_bytes()))
     }
 
     /// `text` with its format characters shown, counted.
@@ -248,6 +283,7 @@ impl<'de> Visitor<'de> for TopLevel<'_, '_, '_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<usize, A::Error> {
+        self.writer.context.enter()?;
         // A top-level list holds results, whatever its schema says.
         let place = match self.root {
             Some(Node::Results(item) | Node::List(item)) => Place {
@@ -270,6 +306,7 @@ impl<'de> Visitor<'de> for TopLevel<'_, '_, '_> {
             };
             if seq.next_element_seed(item)?.is_none() {
                 self.writer.byte(b']');
+                self.writer.context.leave();
                 return Ok(0);
             }
             kept += 1;
@@ -292,10 +329,12 @@ impl<'de> Visitor<'de> for TopLevel<'_, '_, '_> {
                 omitted += 1;
             }
         } else {
-            while seq.next_element::<IgnoredAny>()?.is_some() {
+            while let Some(raw) = seq.next_element::<&RawValue>()? {
+                self.writer.context.skip(raw)?;
                 omitted += 1;
             }
         }
+        self.writer.context.leave();
         Ok(omitted)
     }
 
@@ -445,6 +484,7 @@ impl<'de> Visitor<'de> for AnyValue<'_, '_, '_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<Written, A::Error> {
+        self.writer.context.enter()?;
         let place = self.place.items();
         self.writer.byte(b'[');
         let mut first = true;
@@ -459,13 +499,17 @@ impl<'de> Visitor<'de> for AnyValue<'_, '_, '_> {
             first = false;
         }
         self.writer.byte(b']');
+        self.writer.context.leave();
         Ok(Written::of(first))
     }
 
     fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<Written, A::Error> {
+        self.writer.context.enter()?;
         let shapes = self.writer.context.shapes;
         if let (Some(_), Some(Node::Named(field))) = (shapes, self.place.node) {
-            return self.named(map, field);
+            let written = self.named(map, field)?;
+            self.writer.context.leave();
+            return Ok(written);
         }
         self.writer.byte(b'{');
         let mut wrote_any = false;
@@ -506,6 +550,7 @@ impl<'de> Visitor<'de> for AnyValue<'_, '_, '_> {
             }
         }
         self.writer.byte(b'}');
+        self.writer.context.leave();
         Ok(Written::of(!wrote_any))
     }
 }
@@ -515,7 +560,7 @@ impl AnyValue<'_, '_, '_> {
     /// other fields are read and left out. Nothing is written when the
     /// field is missing.
     fn named<'de, A: MapAccess<'de>>(
-        mut self,
+        &mut self,
         mut map: A,
         field: &str,
     ) -> Result<Written, A::Error> {
@@ -554,8 +599,7 @@ impl AnyValue<'_, '_, '_> {
 /// value still goes through the passes, into a scratch buffer.
 fn skip_value<'de, A: MapAccess<'de>>(map: &mut A, context: &Context<'_>) -> Result<(), A::Error> {
     if context.passes.masking != Masking::Decline {
-        map.next_value::<IgnoredAny>()?;
-        return Ok(());
+        return context.skip(map.next_value::<&RawValue>()?);
     }
     let mut scratch = Vec::new();
     let sink = Writer {

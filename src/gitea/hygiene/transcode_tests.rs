@@ -254,6 +254,54 @@ fn a_long_text_in_a_list_item_is_cut_and_says_how_much_is_left() {
     assert!(full.json.contains(&long));
 }
 
+/// A list in a list, `levels` deep: `[[[]]]` for 3.
+fn nested(levels: usize) -> String {
+    "[".repeat(levels) + &"]".repeat(levels)
+}
+
+#[test]
+fn nesting_up_to_the_depth_bound_is_written() {
+    let body = format!("[{}]", nested(MAX_JSON_DEPTH - 1));
+    assert_eq!(json_of(&body), body);
+}
+
+#[test]
+fn nesting_past_the_depth_bound_is_left_to_the_tree() {
+    let body = format!(r#"{{"a":[{}]}}"#, nested(MAX_JSON_DEPTH - 1));
+    assert_eq!(run(&body, Masking::Mask, usize::MAX), Err(Declined));
+}
+
+#[test]
+fn nesting_past_the_bound_in_an_item_the_item_bound_leaves_out_is_left_to_the_tree() {
+    let deep = format!("[1,{}]", nested(MAX_JSON_DEPTH));
+    assert_eq!(run(&deep, Masking::Mask, 1), Err(Declined));
+    let at_bound = format!("[1,{}]", nested(MAX_JSON_DEPTH - 1));
+    let out = run(&at_bound, Masking::Mask, 1).expect("within the bound");
+    assert_eq!((out.json.as_str(), out.omitted_items), ("[1]", 1));
+}
+
+#[test]
+fn nesting_past_the_bound_in_a_field_the_compact_view_drops_is_left_to_the_tree() {
+    let catalog = crate::catalog::Catalog::bundled();
+    let op = catalog.get("gitea_issue_list_issues").unwrap();
+    let projection = Projection {
+        shapes: catalog.shapes(),
+        root: op.response.as_ref().unwrap(),
+    };
+    let redactor = redactor();
+    let passes = TextPasses::new(&redactor, Masking::Mask);
+    // `url` is a field the compact view leaves out (see above).
+    let item = |levels| format!(r#"[{{"number":1,"url":{}}}]"#, nested(levels));
+    let deep = item(MAX_JSON_DEPTH - 1);
+    assert_eq!(
+        transcode(deep.as_bytes(), &passes, Some(&projection), usize::MAX),
+        Err(Declined)
+    );
+    let at_bound = item(MAX_JSON_DEPTH - 2);
+    let out = transcode(at_bound.as_bytes(), &passes, Some(&projection), usize::MAX);
+    assert_eq!(out.map(|t| t.json), Ok(r#"[{"number":1}]"#.to_owned()));
+}
+
 // The two paths of `tool_result`, side by side.
 
 fn identity(login: &str) -> Identity {
@@ -294,19 +342,13 @@ fn shown(outcome: Result<String, crate::gitea::ToolError>) -> String {
     outcome.unwrap_or_else(|e| e.to_json().to_string())
 }
 
-#[test]
-fn a_gitea_issue_list_takes_the_streamed_path_and_matches_the_tree() {
-    let issue = |n: u64| {
-        json!({"id": n, "number": n, "title": format!("Bug <{n}> & co"),
-               "body": format!("steps:\n1. run\n\nlog: token {TOKEN} key {AWS} at {SHA1}"),
-               "user": {"login": "alice", "avatar_url": "https://g/a.png"},
-               "labels": [], "state": "open", "comments": 2, "score": 0.5,
-               "created_at": "2026-01-01T00:00:00Z", "pull_request": null})
-    };
-    let list = Value::Array((1..=30).map(issue).collect());
+/// Both paths of `tool_result` on `body` as Gitea's answer to an issue
+/// list (full view, mask mode): the streamed one, if it takes the body,
+/// and the tree's.
+fn both_paths(body: Vec<u8>) -> (Option<String>, String) {
     let limits = Limits::default();
     let policy = ResultPolicy::new(&limits, SecretDetectionMode::Mask);
-    let resp = response(list.to_string().into_bytes());
+    let resp = response(body);
     let (id, call, redactor) = (identity("alice"), call("/repos/o/r/issues"), redactor());
     let made = ResultMaking {
         identity: &id,
@@ -317,9 +359,32 @@ fn a_gitea_issue_list_takes_the_streamed_path_and_matches_the_tree() {
         mode: effective_mode(policy.mode, None),
         view: ResultView::Full,
     };
-    let streamed = shown(made.streamed().expect("an issue list is streamed"));
-    assert_eq!(streamed, shown(made.tree()));
+    (made.streamed().map(shown), shown(made.tree()))
+}
+
+#[test]
+fn a_gitea_issue_list_takes_the_streamed_path_and_matches_the_tree() {
+    let issue = |n: u64| {
+        json!({"id": n, "number": n, "title": format!("Bug <{n}> & co"),
+               "body": format!("steps:\n1. run\n\nlog: token {TOKEN} key {AWS} at {SHA1}"),
+               "user": {"login": "alice", "avatar_url": "https://g/a.png"},
+               "labels": [], "state": "open", "comments": 2, "score": 0.5,
+               "created_at": "2026-01-01T00:00:00Z", "pull_request": null})
+    };
+    let list = Value::Array((1..=30).map(issue).collect());
+    let (streamed, tree) = both_paths(list.to_string().into_bytes());
+    let streamed = streamed.expect("an issue list is streamed");
+    assert_eq!(streamed, tree);
     assert!(!streamed.contains(TOKEN) && !streamed.contains(AWS));
+}
+
+#[test]
+fn a_body_nested_past_the_bound_is_not_streamed_and_the_tree_answers_it_as_text() {
+    let body = format!("[{}]", nested(MAX_JSON_DEPTH));
+    let (streamed, tree) = both_paths(body.clone().into_bytes());
+    assert_eq!(streamed, None);
+    let envelope: Value = serde_json::from_str(&tree).unwrap();
+    assert_eq!(envelope["data"], Value::String(body));
 }
 
 /// A piece of generated text: plain words, text the escapes and the char

@@ -367,6 +367,15 @@ pub async fn limit(
     request: Request,
     next: Next,
 ) -> Response {
+    match admit(&limiter, request).await {
+        Ok(request) => next.run(request).await,
+        Err(refusal) => refusal,
+    }
+}
+
+/// The request with its client's address in its extensions, or the 429
+/// with `Retry-After` for a client over its limit.
+pub async fn admit(limiter: &RateLimiter, request: Request) -> Result<Request, Response> {
     let peer = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
@@ -390,8 +399,8 @@ pub async fn limit(
         refused => refused,
     };
     match refusal {
-        None => next.run(request).await,
-        Some(refusal) => too_many_requests(refusal),
+        None => Ok(request),
+        Some(refusal) => Err(too_many_requests(refusal)),
     }
 }
 
