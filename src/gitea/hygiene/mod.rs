@@ -206,6 +206,9 @@ impl ResultMaking<'_> {
                     projection.as_ref(),
                     self.policy.bounds.max_items,
                 )
+                // The tree came from a body of at most `MAX_JSON_DEPTH`
+                // levels (`decode_body`), and cleaning only swaps strings:
+                // the pass declines nothing it holds.
                 .expect("a serialized tree transcodes");
                 self.envelope(
                     DataText::Json(written.json),

@@ -32,9 +32,12 @@
 //!   too (the tree path returns it as text). The depth is counted in this
 //!   pass, so the body is not scanned for it first.
 //!
-//! Only duplicate keys differ: serde_json's `Map` keeps the last value of
-//! a repeated key, this pass writes each as Gitea sent it. Gitea's
-//! encoder never repeats a key.
+//! Only two things differ. Duplicate keys: serde_json's `Map` keeps the
+//! last value of a repeated key, this pass writes each as Gitea sent it
+//! (Gitea's encoder never repeats a key). And a lone surrogate escape
+//! (`"\ud800"`) inside a value this pass leaves out: serde_json refuses
+//! it only when it reads the string, so the tree path returns such a body
+//! as text, while this pass leaves the value out unread.
 
 use std::borrow::Cow;
 use std::cell::Cell;
