@@ -48,15 +48,15 @@ use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::ser::{CompactFormatter, Formatter};
 use serde_json::value::RawValue;
 
-use super::text_passes::cut_long_text;
 use keys::{KeyCheck, PassedKeys};
 
 #[path = "transcode_keys.rs"]
 mod keys;
+#[path = "transcode_writer.rs"]
+mod writer;
 pub use super::text_passes::{LIST_TEXT_CHARS, Masking, TextPasses};
 use crate::catalog::{Node, Shapes};
-use crate::gitea::envelope::{MAX_JSON_DEPTH, json_depth};
-use crate::hidden_text::reveal;
+use writer::{Context, Place, Writer, declined, write_escaped};
 
 /// Go's zero time as Gitea writes it for a date that was never set (a
 /// user who never signed in, a repository never archived): empty, as far
@@ -125,148 +125,6 @@ pub fn transcode(
         omitted_items,
         hidden_chars: context.hidden.get(),
     })
-}
-
-/// What every value of one document is written with.
-struct Context<'p> {
-    passes: &'p TextPasses<'p>,
-    /// `Some` in the compact view.
-    shapes: Option<&'p Shapes>,
-    hidden: Cell<usize>,
-    /// Keys found to pass `passes` unchanged, not checked again.
-    passed_keys: PassedKeys,
-    /// Lists and objects open around the value being read.
-    depth: Cell<usize>,
-}
-
-impl Context<'_> {
-    fn compact(&self) -> bool {
-        self.shapes.is_some()
-    }
-
-    /// Into a list or object; declined past [`MAX_JSON_DEPTH`].
-    fn enter<E: de::Error>(&self) -> Result<(), E> {
-        self.within(1)?;
-        self.depth.set(self.depth.get() + 1);
-        Ok(())
-    }
-
-    /// Out of the list or object [`Context::enter`] went into. On an
-    /// error the whole pass ends, so only the success path leaves.
-    fn leave(&self) {
-        self.depth.set(self.depth.get() - 1);
-    }
-
-    /// Declined if a value `levels` deep, here, passes [`MAX_JSON_DEPTH`].
-    fn within<E: de::Error>(&self, levels: usize) -> Result<(), E> {
-        if self.depth.get() + levels > MAX_JSON_DEPTH {
-            return Err(declined());
-        }
-        Ok(())
-    }
-
-    /// Reads a value that is left out, unparsed (serde_json only finds
-    /// its end), and counts its nesting.
-    fn skip<E: de::Error>(&self, raw: &RawValue) -> Result<(), E> {
-        self.within(json_depth(raw.get().as_bytes()))
-    }
-
-    /// `text` with its format characters shown, counted.
-    fn reveal<'s>(&self, text: Cow<'s, str>) -> Cow<'s, str> {
-        let (shown, count) = reveal(&text);
-        if count == 0 {
-            return text;
-        }
-        self.hidden.set(self.hidden.get() + count);
-        Cow::Owned(shown.into_owned())
-    }
-}
-
-/// How one value is written: its node of the projection (`None` in the
-/// full view) and whether it sits inside a result list's item.
-#[derive(Debug, Clone, Copy)]
-struct Place<'n> {
-    node: Option<&'n Node>,
-    in_item: bool,
-}
-
-impl<'n> Place<'n> {
-    const FULL: Place<'static> = Place {
-        node: None,
-        in_item: false,
-    };
-
-    /// The place of the items of a list at this place.
-    fn items(self) -> Place<'n> {
-        match self.node {
-            Some(Node::List(item)) => Place {
-                node: Some(item),
-                in_item: self.in_item,
-            },
-            Some(Node::Results(item)) => Place {
-                node: Some(item),
-                in_item: true,
-            },
-            Some(_) => Place {
-                node: Some(&Node::Any),
-                in_item: self.in_item,
-            },
-            None => Place::FULL,
-        }
-    }
-}
-
-/// The output and the passes, handed down the document.
-struct Writer<'w, 'p> {
-    out: &'w mut Vec<u8>,
-    context: &'p Context<'p>,
-}
-
-impl Writer<'_, '_> {
-    fn reborrow(&mut self) -> Writer<'_, '_> {
-        Writer {
-            out: self.out,
-            context: self.context,
-        }
-    }
-
-    fn byte(&mut self, byte: u8) {
-        self.out.push(byte);
-    }
-
-    /// A string after the passes, escaped as serde_json escapes it, cut
-    /// when it is a long text in a compact list item.
-    fn string<E: de::Error>(&mut self, text: &str, in_item: bool) -> Result<(), E> {
-        let text = self
-            .context
-            .passes
-            .rewrite(text)
-            .ok_or_else(declined::<E>)?;
-        // Cut before the invisible characters are shown, so a cut never
-        // splits a `[U+XXXX]` and the count is of what the model sees.
-        if in_item && self.context.compact() {
-            let (kept, cut) = cut_long_text(&text);
-            let shown = self.context.reveal(Cow::Borrowed(kept));
-            match cut {
-                Some(marker) => write_escaped(self.out, &format!("{shown}{marker}")),
-                None => write_escaped(self.out, &shown),
-            }
-        } else {
-            write_escaped(self.out, &self.context.reveal(text));
-        }
-        Ok(())
-    }
-}
-
-/// `text` as a JSON string, escaped by serde_json's own serializer.
-fn write_escaped(out: &mut Vec<u8>, text: &str) {
-    use serde::Serializer as _;
-    // Writing to a `Vec` cannot fail.
-    let _ = serde_json::Serializer::new(out).serialize_str(text);
-}
-
-fn declined<E: de::Error>() -> E {
-    E::custom(Declined)
 }
 
 /// The top-level value: a list (item-bounded) or an object.

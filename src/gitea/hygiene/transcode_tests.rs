@@ -5,6 +5,7 @@ use super::super::{ResultMaking, ResultPolicy, ResultView, effective_mode};
 use super::*;
 use crate::config::{Limits, SecretDetectionMode};
 use crate::gitea::call::{CallBody, GiteaCall};
+use crate::gitea::envelope::MAX_JSON_DEPTH;
 use crate::gitea::executor::UpstreamResponse;
 use crate::gitea::hygiene::Redactor;
 use crate::identity::{Identity, IdentityMode};
@@ -195,14 +196,19 @@ fn invisible_characters_in_an_issue_body_are_shown_and_counted() {
     assert!(!out.json.chars().any(crate::hidden_text::is_format_char));
 }
 
+/// The compact view of `tool`'s answer.
+fn projection_of<'c>(catalog: &'c crate::catalog::Catalog, tool: &str) -> Projection<'c> {
+    let op = catalog.get(tool).expect("a bundled tool");
+    Projection {
+        shapes: catalog.shapes(),
+        root: op.response.as_ref().expect("a described answer"),
+    }
+}
+
 #[test]
 fn the_compact_view_names_nested_objects_and_leaves_out_empty_values() {
     let catalog = crate::catalog::Catalog::bundled();
-    let op = catalog.get("gitea_issue_list_issues").unwrap();
-    let projection = Projection {
-        shapes: catalog.shapes(),
-        root: op.response.as_ref().unwrap(),
-    };
+    let projection = projection_of(&catalog, "gitea_issue_list_issues");
     let body = json!([{"id": 1, "number": 7, "url": "http://g/api/v1/x", "html_url": "http://g/x",
         "title": "t", "body": "", "user": {"id": 3, "login": "alice", "avatar_url": "http://g/a"},
         "labels": [{"id": 9, "name": "bug", "color": "f00"}], "milestone": null, "comments": 0,
@@ -220,11 +226,7 @@ fn the_compact_view_names_nested_objects_and_leaves_out_empty_values() {
 #[test]
 fn a_named_object_without_its_name_is_left_out_or_null_in_a_list() {
     let catalog = crate::catalog::Catalog::bundled();
-    let op = catalog.get("gitea_issue_get_issue").unwrap();
-    let projection = Projection {
-        shapes: catalog.shapes(),
-        root: op.response.as_ref().unwrap(),
-    };
+    let projection = projection_of(&catalog, "gitea_issue_get_issue");
     let body = json!({"number": 1, "user": {"id": 3}, "assignees": [{"id": 4}, {"login": "bob"}]})
         .to_string();
     let redactor = redactor();
@@ -283,11 +285,7 @@ fn nesting_past_the_bound_in_an_item_the_item_bound_leaves_out_is_left_to_the_tr
 #[test]
 fn nesting_past_the_bound_in_a_field_the_compact_view_drops_is_left_to_the_tree() {
     let catalog = crate::catalog::Catalog::bundled();
-    let op = catalog.get("gitea_issue_list_issues").unwrap();
-    let projection = Projection {
-        shapes: catalog.shapes(),
-        root: op.response.as_ref().unwrap(),
-    };
+    let projection = projection_of(&catalog, "gitea_issue_list_issues");
     let redactor = redactor();
     let passes = TextPasses::new(&redactor, Masking::Mask);
     // `url` is a field the compact view leaves out (see above).
