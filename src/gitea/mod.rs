@@ -8,8 +8,9 @@
 //!    is sent;
 //! 3. `executor`: the HTTP client sends it and reads the answer with size
 //!    caps;
-//! 4. `envelope`: the answer is decoded and labelled (`pagination` reads
-//!    the paging headers), or becomes a sanitized error (`error`);
+//! 4. `envelope`: the answer is decoded and labelled (`envelope_shell`,
+//!    its fields but the data; `pagination` reads the paging headers), or
+//!    becomes a sanitized error (`error`);
 //! 5. `hygiene`: the result pipeline on the way out (exact redaction,
 //!    pattern masking, bounds, in that order).
 
@@ -17,6 +18,7 @@ pub(crate) mod admin;
 pub mod call;
 pub mod encoding;
 pub mod envelope;
+pub mod envelope_shell;
 pub(crate) mod error;
 pub mod executor;
 pub mod hygiene;

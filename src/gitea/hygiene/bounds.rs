@@ -29,7 +29,7 @@
 use std::io::{self, Write};
 
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// The two bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +57,13 @@ impl DataText {
         }
     }
 
+    /// Bytes of its text (before escaping).
+    fn len(&self) -> usize {
+        match self {
+            Self::Json(text) | Self::Text(text) => text.len(),
+        }
+    }
+
     /// Characters it takes in the envelope.
     fn serialized_chars(&self) -> usize {
         match self {
@@ -78,58 +85,104 @@ pub fn cut_items(data: &mut Value, max_items: usize) -> usize {
     }
 }
 
-/// The envelope's text: `shell` (every field but `data`, in order), the
-/// notices of both bounds, then `data` (`omitted_items` already left out
-/// of it by the item bound), cut when the whole is longer than
-/// `max_chars`.
-pub fn bounded_envelope(
-    mut shell: Map<String, Value>,
+/// The bounds' notices, written as `"truncated": true, "truncation":
+/// {...}` after the shell's fields and before `data`, in this order; a
+/// field left `None` is not written.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Truncation {
+    /// Gitea's text body was longer than the executor reads: the bytes read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upstream_body_limit_bytes: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub items_returned: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub items_omitted: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_chars: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_format: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_chars_omitted: Option<usize>,
+}
+
+impl Truncation {
+    /// True when nothing was cut: no notice is written.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// `"truncated":true,"truncation":{...}`, or nothing.
+    fn notice(&self) -> String {
+        if self.is_empty() {
+            return String::new();
+        }
+        let fields = serde_json::to_string(self).expect("the notice serializes");
+        format!(r#""truncated":true,"truncation":{fields}"#)
+    }
+}
+
+/// The envelope's text: `shell` (a JSON object of every field but `data`
+/// and the notices, in order), the notices of both bounds after
+/// `truncation`'s, then `data` (`omitted_items` already left out of it by
+/// the item bound), cut when the whole is longer than `max_chars`.
+pub fn bounded_envelope<S: Serialize + ?Sized>(
+    shell: &S,
+    mut truncation: Truncation,
     data: DataText,
     omitted_items: usize,
     bounds: Bounds,
 ) -> String {
     if omitted_items > 0 {
-        note_truncation(&mut shell, "items_returned", bounds.max_items.into());
-        note_truncation(&mut shell, "items_omitted", omitted_items.into());
+        truncation.items_returned = Some(bounds.max_items);
+        truncation.items_omitted = Some(omitted_items);
     }
-    let data = bound_chars(&mut shell, data, bounds.max_chars);
-    let mut out = serde_json::to_string(&shell).expect("a JSON map serializes");
+    // The bound counts the shell on the text written here.
+    let mut out = serde_json::to_string(shell).expect("the shell serializes");
+    if out.pop() != Some('}') {
+        unreachable!("the shell is a JSON object");
+    }
+    let shell_chars = char_count(&out) + "}".len();
+    let data = bound_chars(shell_chars, &mut truncation, data, bounds.max_chars);
+    let notice = truncation.notice();
+    out.reserve(notice.len() + DATA_FIELD_CHARS + data.len() + 2);
+    push_field(&mut out, &notice);
     // `data` goes last, after every notice: a reader meets them first.
-    out.pop();
-    if !shell.is_empty() {
-        out.push(',');
-    }
-    out.push_str("\"data\":");
+    push_field(&mut out, "\"data\":");
     match data {
         DataText::Json(json) => out.push_str(&json),
-        DataText::Text(text) => out.push_str(&Value::String(text).to_string()),
+        DataText::Text(text) => {
+            out.push_str(&serde_json::to_string(&text).expect("a string serializes"));
+        }
     }
     out.push('}');
     out
 }
 
-/// Records one fact in the envelope's `truncation` object, creating it
-/// (with `"truncated": true`) just before `data` (at the end of a shell
-/// without it), so a reader meets the notice before the cut content.
-pub fn note_truncation(obj: &mut Map<String, Value>, key: &str, value: Value) {
-    if let Some(Value::Object(truncation)) = obj.get_mut("truncation") {
-        truncation.insert(key.to_owned(), value);
+/// Adds one field's text to an object being written (open, its `}` not
+/// yet written), with the comma when a field came before.
+fn push_field(out: &mut String, field: &str) {
+    if field.is_empty() {
         return;
     }
-    let at = obj.keys().position(|k| k == "data").unwrap_or(obj.len());
-    let mut truncation = Map::new();
-    truncation.insert(key.to_owned(), value);
-    obj.shift_insert(at, "truncated".into(), Value::Bool(true));
-    obj.shift_insert(at + 1, "truncation".into(), Value::Object(truncation));
+    if !out.ends_with('{') {
+        out.push(',');
+    }
+    out.push_str(field);
 }
 
 /// `"data":` and the comma before it.
 const DATA_FIELD_CHARS: usize = r#","data":"#.len();
 
 /// The data as it fits the character bound: whole, or the start of its
-/// text as a string, with the notices in `shell`.
-fn bound_chars(shell: &mut Map<String, Value>, data: DataText, max_chars: usize) -> DataText {
-    let whole = serialized_chars(&*shell) + DATA_FIELD_CHARS + data.serialized_chars();
+/// text as a string, with the notices in `truncation`. `shell_chars` is
+/// the shell's serialized length.
+fn bound_chars(
+    shell_chars: usize,
+    truncation: &mut Truncation,
+    data: DataText,
+    max_chars: usize,
+) -> DataText {
+    let whole = shell_chars + notice_chars(truncation) + DATA_FIELD_CHARS + data.serialized_chars();
     if whole <= max_chars {
         return data;
     }
@@ -138,17 +191,26 @@ fn bound_chars(shell: &mut Map<String, Value>, data: DataText, max_chars: usize)
         DataText::Json(json) => ("json", json),
     };
     let total = text.chars().count();
-    note_truncation(shell, "max_chars", max_chars.into());
-    note_truncation(shell, "data_format", format.into());
+    truncation.max_chars = Some(max_chars);
+    truncation.data_format = Some(format);
     // `total` has at least as many digits as the final count, so the
     // overhead measured with it is an upper bound.
-    note_truncation(shell, "data_chars_omitted", total.into());
-    let overhead = serialized_chars(&*shell) + DATA_FIELD_CHARS + r#""""#.len();
+    truncation.data_chars_omitted = Some(total);
+    let overhead = shell_chars + notice_chars(truncation) + DATA_FIELD_CHARS + r#""""#.len();
     let budget = max_chars.saturating_sub(overhead);
     let prefix = escaped_prefix(&text, budget).to_owned();
-    let omitted = total - prefix.chars().count();
-    note_truncation(shell, "data_chars_omitted", omitted.into());
+    truncation.data_chars_omitted = Some(total - prefix.chars().count());
     DataText::Text(prefix)
+}
+
+/// Characters the notice takes, with its comma.
+fn notice_chars(truncation: &Truncation) -> usize {
+    let notice = truncation.notice();
+    if notice.is_empty() {
+        0
+    } else {
+        ",".len() + char_count(&notice)
+    }
 }
 
 /// The longest prefix of `text` whose JSON-escaped form has at most
@@ -216,7 +278,13 @@ mod tests {
             unreachable!()
         };
         let omitted = cut_items(&mut data, bounds.max_items);
-        let text = bounded_envelope(shell, DataText::from_value(data), omitted, bounds);
+        let text = bounded_envelope(
+            &shell,
+            Truncation::default(),
+            DataText::from_value(data),
+            omitted,
+            bounds,
+        );
         serde_json::from_str(&text).expect("the envelope is JSON")
     }
 

@@ -16,7 +16,8 @@
 //! 7. bounds: items, then characters, as the envelope's text is written.
 //!
 //! A JSON list or object runs all steps in one streamed pass over Gitea's
-//! bytes (`transcode`), the envelope's other fields as a small tree;
+//! bytes (`transcode`), the envelope's other fields a typed value
+//! (`gitea::envelope_shell`) whose caller strings get steps 2 and 4;
 //! everything else, and what the streamed pass declines (base64 file
 //! fields, keys the passes change, webhook headers, block-mode findings),
 //! runs steps 1 to 4 on a `serde_json::Value` tree and then the same
@@ -40,6 +41,9 @@ pub mod secrets;
 pub mod text_passes;
 pub mod transcode;
 
+use std::borrow::Cow;
+use std::collections::BTreeSet;
+
 use serde_json::{Map, Value};
 
 use self::bounds::{Bounds, DataText, bounded_envelope};
@@ -47,10 +51,8 @@ use self::redaction::{Redactor, redact_authorization_headers};
 use self::secrets::is_credential_issuing;
 use self::transcode::{Masking, Projection, TextPasses, transcode};
 use super::call::GiteaCall;
-use super::envelope::{
-    clean_message, decode_body, envelope_shell, gitea_message, json_text, note_hidden_characters,
-    note_view, truncate_message,
-};
+use super::envelope::{clean_message, decode_body, gitea_message, json_text, truncate_message};
+use super::envelope_shell::EnvelopeShell;
 use super::error::{ErrorKind, ToolError};
 use super::executor::UpstreamResponse;
 use super::text_files::decode_text_files;
@@ -225,28 +227,54 @@ impl ResultMaking<'_> {
         }
     }
 
-    /// The envelope around `data`: the shell (cleaned like the data: it
-    /// holds the caller's login and the request path), the view, the hidden
-    /// characters, then the bounds as it is written.
+    /// The envelope around `data`: the shell (its caller strings cleaned
+    /// like the data: they hold the caller's login and the request path),
+    /// the view, the hidden characters, then the bounds as it is written.
     fn envelope(
         &self,
         data: DataText,
         omitted_items: usize,
         hidden_chars: usize,
     ) -> Result<String, ToolError> {
-        let mut shell = envelope_shell(self.identity, self.call, self.response);
-        self.clean(&mut shell)?;
-        let Value::Object(mut shell) = shell else {
-            unreachable!("the envelope shell is an object");
-        };
-        note_view(&mut shell, matches!(self.view, ResultView::Compact { .. }));
-        note_hidden_characters(&mut shell, hidden_chars);
+        let (mut shell, truncation) = EnvelopeShell::new(self.identity, self.call, self.response);
+        self.clean_shell(&mut shell)?;
+        shell.note_view(matches!(self.view, ResultView::Compact { .. }));
+        shell.note_hidden_characters(hidden_chars);
         Ok(bounded_envelope(
-            shell,
+            &shell,
+            truncation,
             data,
             omitted_items,
             self.policy.bounds,
         ))
+    }
+
+    /// Steps 2 and 4 on the shell's caller strings (it has no webhook
+    /// header): exact redaction, then masking, or in block mode the same
+    /// refusal a credential in the data gets.
+    fn clean_shell(&self, shell: &mut EnvelopeShell<'_>) -> Result<(), ToolError> {
+        let mut families = BTreeSet::new();
+        for text in shell.caller_strings() {
+            if let Some(redacted) = self.redactor.redact_if_found(text) {
+                *text = Cow::Owned(redacted);
+            }
+            match self.mode {
+                SecretDetectionMode::Off => {}
+                SecretDetectionMode::Mask => {
+                    if let Some(masked) = masker().mask_if_found(text) {
+                        *text = Cow::Owned(masked);
+                    }
+                }
+                SecretDetectionMode::Block => {
+                    families.extend(masker().findings(text).into_iter().map(|f| f.family));
+                }
+            }
+        }
+        if families.is_empty() {
+            Ok(())
+        } else {
+            Err(secret_blocked(self.response.status, &families))
+        }
     }
 
     /// Steps 2 to 4 on a tree: exact redaction, webhook headers, the mode.
@@ -272,21 +300,28 @@ fn apply_mode(
         SecretDetectionMode::Block => {
             let families = masker().families_in_value(envelope);
             if families.is_empty() {
-                return Ok(());
+                Ok(())
+            } else {
+                Err(secret_blocked(status, &families))
             }
-            let names: Vec<&str> = families.into_iter().collect();
-            // The status tells the model whether a write happened even
-            // though it cannot see the result.
-            Err(ToolError {
-                status: Some(status),
-                kind: ErrorKind::SecretBlocked,
-                message: format!(
-                    "Gitea answered HTTP {status}, but the result was withheld because it appears to contain a credential ({}). SECRET_DETECTION_MODE=block withholds such results.",
-                    names.join(", ")
-                ),
-                type_name: None,
-            })
         }
+    }
+}
+
+/// Block mode's refusal of a result that appears to hold a credential of
+/// `families` (named; the values themselves are never repeated).
+fn secret_blocked(status: u16, families: &BTreeSet<&'static str>) -> ToolError {
+    let names: Vec<&str> = families.iter().copied().collect();
+    // The status tells the model whether a write happened even though it
+    // cannot see the result.
+    ToolError {
+        status: Some(status),
+        kind: ErrorKind::SecretBlocked,
+        message: format!(
+            "Gitea answered HTTP {status}, but the result was withheld because it appears to contain a credential ({}). SECRET_DETECTION_MODE=block withholds such results.",
+            names.join(", ")
+        ),
+        type_name: None,
     }
 }
 
@@ -330,6 +365,10 @@ pub fn gitea_error(
 #[cfg(test)]
 #[path = "hygiene_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "hygiene_proptests.rs"]
+mod proptests;
 
 #[cfg(test)]
 #[path = "compact_tests.rs"]

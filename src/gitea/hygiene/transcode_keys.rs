@@ -5,7 +5,6 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::collections::HashSet;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Visitor};
@@ -50,8 +49,14 @@ const MAX_PASSED_KEY_BYTES: usize = 64;
 /// hygiene of a 300-issue list (`docs/benchmarks.md`, issue 30). A key's
 /// check depends on its text and the passes only, and one document has one
 /// set of passes.
+///
+/// Hashed with foldhash (seeded per set), not std's SipHash, which was
+/// 3.6 % of the CPU serving that list's full view: the lookups went from
+/// 5.6 % to 4.1 %. Its resistance to crafted collisions is weaker, but the
+/// set holds at most [`MAX_PASSED_KEYS`] keys, so what colliding keys can
+/// cost is bounded.
 #[derive(Default)]
-pub(super) struct PassedKeys(RefCell<HashSet<Box<str>>>);
+pub(super) struct PassedKeys(RefCell<foldhash::HashSet<Box<str>>>);
 
 impl PassedKeys {
     fn contains(&self, key: &str) -> bool {
