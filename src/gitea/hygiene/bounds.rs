@@ -121,8 +121,9 @@ impl Truncation {
     }
 }
 
-/// The envelope's text: `shell` (a JSON object of every field but `data`
-/// and the notices, in order), the notices of both bounds after
+/// The envelope's text: `shell` (every field but `data` and the notices,
+/// in order: it must serialize as a JSON object, as the envelope's shell
+/// and the tests' `Value` objects do), the notices of both bounds after
 /// `truncation`'s, then `data` (`omitted_items` already left out of it by
 /// the item bound), cut when the whole is longer than `max_chars`.
 pub fn bounded_envelope<S: Serialize + ?Sized>(
@@ -292,6 +293,19 @@ mod tests {
         json!({"status": 200, "untrusted_content": "notice", "data": data})
     }
 
+    /// The test shell's fields, the notices, then `data`.
+    const NOTICED_KEYS: [&str; 5] = [
+        "status",
+        "untrusted_content",
+        "truncated",
+        "truncation",
+        "data",
+    ];
+
+    fn keys_of(v: &Value) -> Vec<&str> {
+        v.as_object().unwrap().keys().map(String::as_str).collect()
+    }
+
     fn len(v: &Value) -> usize {
         v.to_string().chars().count()
     }
@@ -317,17 +331,7 @@ mod tests {
             v["truncation"],
             json!({"items_returned": 100, "items_omitted": 20})
         );
-        let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
-        assert_eq!(
-            keys,
-            [
-                "status",
-                "untrusted_content",
-                "truncated",
-                "truncation",
-                "data"
-            ]
-        );
+        assert_eq!(keys_of(&v), NOTICED_KEYS);
     }
 
     #[test]
@@ -399,6 +403,37 @@ mod tests {
         assert_eq!(t["items_omitted"], 50);
         assert_eq!(t["data_format"], "json");
         assert!(v["data"].as_str().unwrap().starts_with("[{\"n\":0"));
+    }
+
+    #[test]
+    fn a_body_cut_at_the_read_limit_and_at_the_character_bound_says_both_within_the_bound() {
+        let shell = json!({"status": 200, "untrusted_content": "notice"});
+        let truncation = Truncation {
+            upstream_body_limit_bytes: Some(16_777_216),
+            ..Truncation::default()
+        };
+        let text = "line \"quoted\"\n".repeat(500);
+        let bounds = Bounds {
+            max_items: 100,
+            max_chars: 1_000,
+        };
+        let written = bounded_envelope(&shell, truncation, DataText::Text(text.clone()), 0, bounds);
+        assert!(
+            written.chars().count() <= 1_000,
+            "{}",
+            written.chars().count()
+        );
+        let v: Value = serde_json::from_str(&written).expect("the envelope is JSON");
+        assert_eq!(keys_of(&v), NOTICED_KEYS);
+        let t = &v["truncation"];
+        assert_eq!(t["upstream_body_limit_bytes"], 16_777_216);
+        assert_eq!(t["data_format"], "text");
+        let data = v["data"].as_str().unwrap();
+        assert!(text.starts_with(data));
+        assert_eq!(
+            t["data_chars_omitted"],
+            text.chars().count() - data.chars().count()
+        );
     }
 
     #[test]

@@ -52,9 +52,10 @@ const MAX_PASSED_KEY_BYTES: usize = 64;
 ///
 /// Hashed with foldhash (seeded per set), not std's SipHash, which was
 /// 3.6 % of the CPU serving that list's full view: the lookups went from
-/// 5.6 % to 4.1 %. Its resistance to crafted collisions is weaker, but the
-/// set holds at most [`MAX_PASSED_KEYS`] keys, so what colliding keys can
-/// cost is bounded.
+/// 5.6 % to 4.1 %. Its resistance to crafted collisions is weaker, but
+/// each set has its own random seed and holds at most [`MAX_PASSED_KEYS`]
+/// keys of at most [`MAX_PASSED_KEY_BYTES`], so a lookup among colliding
+/// keys compares with at most that many.
 #[derive(Default)]
 pub(super) struct PassedKeys(RefCell<foldhash::HashSet<Box<str>>>);
 
