@@ -161,14 +161,7 @@ impl ResultMaking<'_> {
     /// transcoder counts the depth as it reads).
     fn streamed(&self) -> Option<Result<String, ToolError>> {
         let body = json_text(self.response)?;
-        let passes = TextPasses::new(
-            self.redactor,
-            match self.mode {
-                SecretDetectionMode::Off => Masking::None,
-                SecretDetectionMode::Mask => Masking::Mask,
-                SecretDetectionMode::Block => Masking::Decline,
-            },
-        );
+        let passes = self.text_passes();
         let projection = self.view.projection();
         let data = transcode(
             body,
@@ -253,21 +246,19 @@ impl ResultMaking<'_> {
     /// header): exact redaction, then masking, or in block mode the same
     /// refusal a credential in the data gets.
     fn clean_shell(&self, shell: &mut EnvelopeShell<'_>) -> Result<(), ToolError> {
+        let passes = self.text_passes();
         let mut families = BTreeSet::new();
         for text in shell.caller_strings() {
-            if let Some(redacted) = self.redactor.redact_if_found(text) {
-                *text = Cow::Owned(redacted);
-            }
-            match self.mode {
-                SecretDetectionMode::Off => {}
-                SecretDetectionMode::Mask => {
-                    if let Some(masked) = masker().mask_if_found(text) {
-                        *text = Cow::Owned(masked);
-                    }
-                }
-                SecretDetectionMode::Block => {
-                    families.extend(masker().findings(text).into_iter().map(|f| f.family));
-                }
+            match passes.rewrite(text) {
+                Some(Cow::Borrowed(_)) => {}
+                Some(Cow::Owned(clean)) => *text = Cow::Owned(clean),
+                // Block mode found a credential: name its families.
+                None => families.extend(
+                    masker()
+                        .findings(&self.redactor.redact_str(text))
+                        .into_iter()
+                        .map(|f| f.family),
+                ),
             }
         }
         if families.is_empty() {
@@ -275,6 +266,18 @@ impl ResultMaking<'_> {
         } else {
             Err(secret_blocked(self.response.status, &families))
         }
+    }
+
+    /// The passes of every string, redaction then this call's mode.
+    fn text_passes(&self) -> TextPasses<'_> {
+        TextPasses::new(
+            self.redactor,
+            match self.mode {
+                SecretDetectionMode::Off => Masking::None,
+                SecretDetectionMode::Mask => Masking::Mask,
+                SecretDetectionMode::Block => Masking::Decline,
+            },
+        )
     }
 
     /// Steps 2 to 4 on a tree: exact redaction, webhook headers, the mode.
