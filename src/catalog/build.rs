@@ -31,14 +31,7 @@ impl Builder<'_> {
             .filter(|id| !id.trim().is_empty())
             .map(str::to_string);
         match self.build(route, path_item, method.clone(), operation) {
-            Ok(mut op) => {
-                if let Value::Object(operation) = operation {
-                    op.response = self.shapes.response_root(operation);
-                }
-                if op.response.is_some() {
-                    let schema = Arc::make_mut(&mut op.input_schema);
-                    params::add_view_property(schema);
-                }
+            Ok(op) => {
                 self.operation_ids.insert(op.operation_id.clone());
                 self.index
                     .insert(op.tool_name.clone(), self.operations.len());
@@ -63,7 +56,7 @@ impl Builder<'_> {
     }
 
     fn build(
-        &self,
+        &mut self,
         route: &str,
         path_item: &Map<String, Value>,
         method: http::Method,
@@ -127,6 +120,12 @@ impl Builder<'_> {
             // all (tested).
             wording::set_notes(&mut input_schema, core.notes);
         }
+        // Last, once nothing can skip the operation: its shapes join the
+        // catalog's.
+        let response = self.shapes.response_root(operation);
+        if response.is_some() {
+            params::add_view_property(&mut input_schema);
+        }
         let effect = effects::effect_of(&method, operation_id);
         Ok(Operation {
             title,
@@ -141,8 +140,8 @@ impl Builder<'_> {
             description,
             params: input.params,
             body_encoding: input.body_encoding,
-            input_schema: Arc::new(input_schema),
-            response: None,
+            input_schema: InputSchema::new(input_schema),
+            response,
             produces,
             consumes,
             deprecated,

@@ -35,6 +35,7 @@ use serde_json::{Map, Value};
 mod build;
 pub mod core;
 pub(crate) mod effects;
+mod input_schema;
 pub(crate) mod naming;
 mod params;
 pub mod projection;
@@ -46,6 +47,7 @@ pub(crate) mod wording;
 
 use build::{Builder, string_list, warn_of_oversized_toolsets};
 pub use effects::Effect;
+pub use input_schema::{InputSchema, SchemaObject};
 pub use naming::tool_name_for_operation_id;
 pub use params::{ALTERNATE_BODY_PROPERTY, SUDO_PROPERTY, VIEW_PROPERTY, VIEWS, sudo_property};
 pub use projection::{Node, Shapes};
@@ -114,8 +116,9 @@ pub struct Operation {
     /// JSON Schema (draft 2020-12) of the tool's arguments, `additionalProperties: false`,
     /// with `$ref`s pointing into its own `$defs`, worded per [`wording`]. It
     /// holds `view` when the operation answers with JSON, and never `sudo`:
-    /// that is added where the caller may use it (`mcp::caller`).
-    pub input_schema: Arc<serde_json::Map<String, serde_json::Value>>,
+    /// that is added where the caller may use it (`mcp::caller`). Kept as
+    /// text, parsed on first use ([`InputSchema`]).
+    pub input_schema: InputSchema,
     /// The compact view of the success response ([`projection`]), or `None`
     /// when the operation declares no JSON object or list.
     pub response: Option<Node>,

@@ -16,7 +16,7 @@ fn op(name: &str) -> Operation {
 }
 
 fn schema(name: &str) -> Value {
-    Value::Object((*op(name).input_schema).clone())
+    Value::Object((**op(name).input_schema.object()).clone())
 }
 
 fn required(name: &str) -> Vec<String> {
@@ -105,7 +105,7 @@ fn operations_keep_document_order() {
 #[test]
 fn every_input_schema_is_valid_draft_2020_12_and_compiles() {
     for op in Catalog::bundled().operations() {
-        let schema = Value::Object((*op.input_schema).clone());
+        let schema = Value::Object((**op.input_schema.object()).clone());
         if let Err(e) = jsonschema::draft202012::meta::validate(&schema) {
             panic!("{}: {e} at {}", op.tool_name, e.instance_path());
         }
@@ -119,7 +119,7 @@ fn every_input_schema_is_valid_draft_2020_12_and_compiles() {
 fn no_schema_has_a_dangling_ref() {
     let mut total_bytes = 0;
     for op in Catalog::bundled().operations() {
-        let schema = Value::Object((*op.input_schema).clone());
+        let schema = Value::Object((**op.input_schema.object()).clone());
         total_bytes += serde_json::to_string(&schema).unwrap().len();
         let mut found = Vec::new();
         refs(&schema, &mut found);
@@ -143,7 +143,7 @@ fn no_schema_has_a_dangling_ref() {
 #[test]
 fn every_schema_is_a_closed_object_without_sudo() {
     for op in Catalog::bundled().operations() {
-        let s = &op.input_schema;
+        let s = op.input_schema.object();
         assert_eq!(s["type"], "object", "{}", op.tool_name);
         assert_eq!(s["additionalProperties"], false, "{}", op.tool_name);
         // Added per caller (mcp::caller), never in the catalog.
@@ -168,7 +168,7 @@ fn every_schema_is_a_closed_object_without_sudo() {
 #[test]
 fn schemas_carry_no_swagger_only_keys() {
     for op in Catalog::bundled().operations() {
-        let text = serde_json::to_string(&*op.input_schema).unwrap();
+        let text = op.input_schema.text();
         for key in [
             "\"x-go-name\"",
             "\"x-go-package\"",
@@ -245,7 +245,7 @@ fn multi_arrays_are_arrays() {
     let op = op("gitea_notify_get_list");
     let p = op.param("subject-type").unwrap();
     assert!(p.is_array && p.location == ParamLocation::Query);
-    let s = &op.input_schema["properties"]["subject-type"];
+    let s = &op.input_schema.object()["properties"]["subject-type"];
     assert_eq!(s["type"], "array");
     assert_eq!(
         s["items"]["enum"],
@@ -285,7 +285,7 @@ fn attachment_uploads_are_multipart_file_params() {
         assert_eq!(op.body_encoding, Some(BodyEncoding::Multipart), "{name}");
         let p = op.param("attachment").unwrap();
         assert!(p.is_file && p.location == ParamLocation::FormData, "{name}");
-        let s = &op.input_schema["properties"]["attachment"];
+        let s = &op.input_schema.object()["properties"]["attachment"];
         assert_eq!(s["required"], json!(["content_base64", "filename"]));
         assert_eq!(s["additionalProperties"], false);
         assert_eq!(
@@ -299,7 +299,10 @@ fn attachment_uploads_are_multipart_file_params() {
 fn raw_markdown_is_a_text_body() {
     let op = op("gitea_render_markdown_raw");
     assert_eq!(op.body_encoding, Some(BodyEncoding::Text));
-    assert_eq!(op.input_schema["properties"]["body"]["type"], "string");
+    assert_eq!(
+        op.input_schema.object()["properties"]["body"]["type"],
+        "string"
+    );
 }
 
 #[test]
@@ -432,8 +435,12 @@ fn header_params_are_never_exposed() {
     let catalog = Catalog::from_openapi(&doc).unwrap();
     let op = catalog.get("gitea_create_thing").unwrap();
     assert_eq!(op.params.len(), 1);
-    assert!(op.input_schema["properties"].get("X-Secret").is_none());
-    assert!(op.input_schema.get("required").is_none());
+    assert!(
+        op.input_schema.object()["properties"]
+            .get("X-Secret")
+            .is_none()
+    );
+    assert!(op.input_schema.object().get("required").is_none());
 }
 
 #[test]
@@ -453,8 +460,11 @@ fn body_becomes_request_body_when_a_param_is_named_body() {
     assert_eq!(op.body_param().unwrap().name, ALTERNATE_BODY_PROPERTY);
     assert_eq!(op.param("body").unwrap().location, ParamLocation::Query);
     // `Opt` is used once, so it is written in place.
-    assert!(op.input_schema["properties"]["request_body"].is_object());
-    assert_eq!(op.input_schema["required"], json!(["body", "request_body"]));
+    assert!(op.input_schema.object()["properties"]["request_body"].is_object());
+    assert_eq!(
+        op.input_schema.object()["required"],
+        json!(["body", "request_body"])
+    );
 }
 
 #[test]
@@ -469,7 +479,7 @@ fn an_own_sudo_param_yields_to_the_gateways() {
     let catalog = Catalog::from_openapi(&doc).unwrap();
     let op = catalog.get("gitea_create_thing").unwrap();
     assert!(op.params.is_empty());
-    assert!(op.input_schema["properties"].get("sudo").is_none());
+    assert!(op.input_schema.object()["properties"].get("sudo").is_none());
 }
 
 #[test]

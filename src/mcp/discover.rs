@@ -139,7 +139,7 @@ pub fn describe_operation(op: &Operation, call_with: &str) -> Value {
         "read_only": op.is_read_only(),
         "destructive": op.is_destructive(),
         "call_with": call_with,
-        "input_schema": Value::Object(op.input_schema.as_ref().clone()),
+        "input_schema": Value::Object(op.input_schema.object().as_ref().clone()),
     })
 }
 

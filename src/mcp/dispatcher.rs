@@ -18,7 +18,7 @@ use super::discover::{
 use super::exposure::Exposure;
 use super::surface_tools::SurfaceTools;
 use super::validation::ArgumentValidator;
-use crate::catalog::{Catalog, Operation, VIEW_PROPERTY, VIEWS};
+use crate::catalog::{Catalog, InputSchema, Operation, VIEW_PROPERTY, VIEWS};
 use crate::config::{Limits, Settings};
 use crate::gitea::call::{CallError, GiteaCall, build_call};
 use crate::gitea::executor::{GiteaClient, UpstreamError};
@@ -150,7 +150,10 @@ impl Dispatcher {
         ]
         .into_iter()
         .filter_map(|name| tools.any_tool(name))
-        .map(|t| (t.name.to_string(), t.input_schema.clone()));
+        .map(|t| {
+            let schema = InputSchema::new(t.input_schema.as_ref().clone());
+            (t.name.to_string(), schema)
+        });
         let schemas: Vec<_> = tools
             .catalog()
             .operations()

@@ -49,15 +49,14 @@ enum Listing {
 pub struct SurfaceTools {
     catalog: Catalog,
     exposure: Exposure,
-    /// One tool per catalog operation, in catalog order.
-    operation_tools: Vec<Tool>,
     search: Tool,
     call_read: Tool,
     call_write: Tool,
     raw: Tool,
     raw_read_only: Tool,
-    /// `tools/list` of the four surfaces without toolsets, built once for
-    /// a person, and for the admin token when first asked.
+    /// `tools/list` of the four surfaces without toolsets, each built when
+    /// first asked and kept. Built lazily, so that the operations' schemas
+    /// are only parsed for a list someone reads (`/mcp/all` lists them all).
     fixed_lists: HashMap<Surface, FixedList>,
     /// The toolsets with an exposed operation, and those with an exposed
     /// read: what [`SurfaceTools::check`] asks on every toolset URL request,
@@ -67,8 +66,9 @@ pub struct SurfaceTools {
 }
 
 /// One surface's list, for each kind of caller.
+#[derive(Default)]
 struct FixedList {
-    person: Arc<Vec<Tool>>,
+    person: OnceLock<Arc<Vec<Tool>>>,
     admin: OnceLock<Arc<Vec<Tool>>>,
 }
 
@@ -97,7 +97,7 @@ fn takes_sudo(name: &str) -> bool {
 impl std::fmt::Debug for SurfaceTools {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SurfaceTools")
-            .field("operations", &self.operation_tools.len())
+            .field("operations", &self.catalog.len())
             .finish_non_exhaustive()
     }
 }
@@ -111,7 +111,6 @@ impl SurfaceTools {
             Effect::Destructive
         };
         let mut tools = Self {
-            operation_tools: catalog.operations().iter().map(operation_tool).collect(),
             search: fixed_tool(
                 SEARCH_TOOL_NAME,
                 SEARCH_TOOL_TITLE,
@@ -170,11 +169,7 @@ impl SurfaceTools {
                     read_only,
                     narrowing: None,
                 };
-                let list = FixedList {
-                    person: Arc::new(tools.build_list(&surface)),
-                    admin: OnceLock::new(),
-                };
-                tools.fixed_lists.insert(surface, list);
+                tools.fixed_lists.insert(surface, FixedList::default());
             }
         }
         tools
@@ -291,14 +286,21 @@ impl SurfaceTools {
 
     /// `tools/list` of this surface for `caller`.
     pub fn tools(&self, surface: &Surface, caller: Caller) -> Arc<Vec<Tool>> {
-        match (self.fixed_lists.get(surface), caller) {
-            (Some(list), Caller::Person) => list.person.clone(),
-            (Some(list), Caller::AdminToken) => list
+        let Some(list) = self.fixed_lists.get(surface) else {
+            return match caller {
+                Caller::Person => Arc::new(self.build_list(surface)),
+                Caller::AdminToken => Arc::new(admin_list(&self.build_list(surface))),
+            };
+        };
+        let person = list
+            .person
+            .get_or_init(|| Arc::new(self.build_list(surface)));
+        match caller {
+            Caller::Person => person.clone(),
+            Caller::AdminToken => list
                 .admin
-                .get_or_init(|| Arc::new(admin_list(&list.person)))
+                .get_or_init(|| Arc::new(admin_list(person)))
                 .clone(),
-            (None, Caller::Person) => Arc::new(self.build_list(surface)),
-            (None, Caller::AdminToken) => Arc::new(admin_list(&self.build_list(surface))),
         }
     }
 
@@ -307,9 +309,8 @@ impl SurfaceTools {
             .catalog
             .operations()
             .iter()
-            .zip(&self.operation_tools)
-            .filter(|(op, _)| self.lists_operation(surface, op))
-            .map(|(_, tool)| tool.clone())
+            .filter(|op| self.lists_operation(surface, op))
+            .map(operation_tool)
             .collect();
         for (name, tool) in [
             (SEARCH_TOOL_NAME, &self.search),
@@ -333,8 +334,8 @@ impl SurfaceTools {
     /// Any tool of ours by name, whatever the surface (the SDK's lookup of
     /// a schema for header validation).
     pub fn any_tool(&self, name: &str) -> Option<Tool> {
-        if let Some(index) = self.catalog.position(name) {
-            return Some(self.operation_tools[index].clone());
+        if let Some(op) = self.catalog.get(name) {
+            return Some(operation_tool(op));
         }
         match name {
             SEARCH_TOOL_NAME => Some(self.search.clone()),
@@ -419,6 +420,31 @@ mod tests {
             assert!(listed.contains(&fixed.to_owned()), "{fixed}");
         }
         assert!(listed.len() <= 40, "{} tools", listed.len());
+    }
+
+    #[test]
+    fn only_the_schemas_of_a_list_someone_reads_are_parsed() {
+        // A catalog of its own: the shared bundled one is read by other tests.
+        let doc = serde_json::from_str(crate::catalog::BUNDLED_OPENAPI).unwrap();
+        let catalog = Catalog::from_openapi(&doc).unwrap();
+        let tools = SurfaceTools::new(catalog.clone(), Exposure::new(ExposureSettings::default()));
+        let parsed = || {
+            catalog
+                .operations()
+                .iter()
+                .filter(|op| op.input_schema.is_parsed())
+                .count()
+        };
+        assert_eq!(parsed(), 0);
+        let listed = tools.tools(&surface("/mcp"), Caller::Person);
+        let core = listed
+            .iter()
+            .filter(|t| catalog.get(&t.name).is_some())
+            .count();
+        assert!(core > 0);
+        assert_eq!(parsed(), core);
+        tools.tools(&surface("/mcp/all"), Caller::Person);
+        assert_eq!(parsed(), catalog.len());
     }
 
     #[test]

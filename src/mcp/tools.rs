@@ -35,7 +35,7 @@ pub fn operation_tool(op: &Operation) -> Tool {
     Tool::new(
         op.tool_name.clone(),
         op.description.clone(),
-        op.input_schema.clone(),
+        op.input_schema.object().clone(),
     )
     .with_title(op.title.clone())
     .annotate(annotations(op.effect, op.is_idempotent()))

@@ -5,10 +5,12 @@
 //! failed keyword, never the offending value.
 
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use jsonschema::error::ValidationErrorKind;
 use serde_json::{Map, Value};
+
+use crate::catalog::InputSchema;
 
 /// Most validation problems reported in one message.
 const MAX_REPORTED_ERRORS: usize = 5;
@@ -17,10 +19,7 @@ const MAX_NAME_CHARS: usize = 64;
 
 /// A tool's schema and its validator, compiled on first use (`None` when
 /// the schema does not compile).
-type LazyValidator = (
-    Arc<Map<String, Value>>,
-    OnceLock<Option<jsonschema::Validator>>,
-);
+type LazyValidator = (InputSchema, OnceLock<Option<jsonschema::Validator>>);
 
 /// Why arguments were refused. Its text names JSON paths and failed
 /// keywords, never a value.
@@ -53,7 +52,7 @@ impl std::fmt::Debug for ArgumentValidator {
 }
 
 impl ArgumentValidator {
-    pub fn new(schemas: impl IntoIterator<Item = (String, Arc<Map<String, Value>>)>) -> Self {
+    pub fn new(schemas: impl IntoIterator<Item = (String, InputSchema)>) -> Self {
         Self {
             schemas: schemas
                 .into_iter()
@@ -73,7 +72,7 @@ impl ArgumentValidator {
         let Some(Value::Object(properties)) = self
             .schemas
             .get(tool)
-            .and_then(|(schema, _)| schema.get("properties"))
+            .and_then(|(schema, _)| schema.object().get("properties"))
         else {
             return Vec::new();
         };
@@ -101,7 +100,7 @@ impl ArgumentValidator {
             return Err(ArgumentError::NoSchema);
         };
         let validator = compiled.get_or_init(|| {
-            let schema = Value::Object(schema.as_ref().clone());
+            let schema = Value::Object(schema.object().as_ref().clone());
             match jsonschema::draft202012::new(&schema) {
                 Ok(v) => Some(v),
                 Err(_) => {
@@ -188,7 +187,7 @@ mod tests {
         });
         ArgumentValidator::new([(
             "t".to_owned(),
-            Arc::new(schema.as_object().unwrap().clone()),
+            InputSchema::new(schema.as_object().unwrap().clone()),
         )])
     }
 

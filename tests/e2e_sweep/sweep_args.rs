@@ -150,6 +150,7 @@ fn arg_value(op: &Operation, name: &str, fx: &Fixture, known: &Known) -> Option<
 fn as_schema_type(op: &Operation, name: &str, value: Value) -> Value {
     let ty = op
         .input_schema
+        .object()
         .get("properties")
         .and_then(|p| p.get(name))
         .and_then(|p| p.get("type"))
