@@ -63,29 +63,40 @@ impl ChainKey {
 
     /// The chain value of `canonical` after `prev`.
     pub fn next(&self, prev: &str, canonical: &str) -> String {
-        match &self.0 {
+        hex_digits(&self.next_hex(prev.as_bytes(), canonical.as_bytes())).to_owned()
+    }
+
+    /// [`ChainKey::next`] as its 64 hex digits on the stack: the writer's
+    /// form, which allocates nothing per entry (issue 30).
+    pub fn next_hex(&self, prev: &[u8], canonical: &[u8]) -> ChainHex {
+        let digest: [u8; 32] = match &self.0 {
             Some(keyed) => {
                 let mut mac = keyed.clone();
-                mac.update(prev.as_bytes());
+                mac.update(prev);
                 mac.update(b"\n");
-                mac.update(canonical.as_bytes());
-                hex(&mac.finalize().into_bytes())
+                mac.update(canonical);
+                mac.finalize().into_bytes().into()
             }
             None => {
                 let mut hash = Sha256::new();
-                hash.update(prev.as_bytes());
+                hash.update(prev);
                 hash.update(b"\n");
-                hash.update(canonical.as_bytes());
-                hex(&hash.finalize())
+                hash.update(canonical);
+                hash.finalize().into()
             }
-        }
+        };
+        let mut digits = [0; 64];
+        hex::encode_to_slice(digest, &mut digits).expect("32 bytes are 64 hex digits");
+        digits
     }
 }
 
-/// Lower-case hex, in one allocation (a `format!` per byte made 64 of
-/// them per call: issue 30).
-fn hex(bytes: &[u8]) -> String {
-    hex::encode(bytes)
+/// A chain value: SHA-256 or HMAC-SHA256 in lower-case hex.
+pub type ChainHex = [u8; 64];
+
+/// The chain value as text.
+pub fn hex_digits(value: &ChainHex) -> &str {
+    std::str::from_utf8(value).expect("hex digits are ASCII")
 }
 
 /// A complete line, parsed.
@@ -287,6 +298,20 @@ mod tests {
 
     fn keyed() -> ChainKey {
         ChainKey::new(Some(b"0123456789abcdef0123456789abcdef"))
+    }
+
+    #[test]
+    fn chain_values_are_the_documented_sha256_and_hmac() {
+        // Computed apart from this crate (Python's hashlib and hmac), so logs
+        // written before and after a change to the writer verify alike.
+        let canonical = r#"{"v":1,"seq":1}"#;
+        let unkeyed = "672c4c6bc82a9d517332529d593943f623f76bb4a1db7aa5aec0d0b81dd2a389";
+        let hmac = "a38a2f0ad7fe6c08a6ebf09a7c0d536a17bb69a0eff007969d390493ec600902";
+        for (key, expected) in [(ChainKey::new(None), unkeyed), (keyed(), hmac)] {
+            assert_eq!(key.next(GENESIS, canonical), expected);
+            let value = key.next_hex(GENESIS.as_bytes(), canonical.as_bytes());
+            assert_eq!(hex_digits(&value), expected);
+        }
     }
 
     #[test]

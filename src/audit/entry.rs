@@ -261,9 +261,16 @@ pub struct EntryBody<'a> {
 }
 
 impl EntryBody<'_> {
-    /// The canonical JSON (no newline, no chain).
+    /// The canonical JSON as its own string (tests and fuzz targets).
+    #[cfg(any(test, fuzzing))]
     pub fn canonical(&self) -> String {
         serde_json::to_string(self).expect("an audit entry always serializes")
+    }
+
+    /// Appends the canonical JSON (no newline, no chain) to `out`, for the
+    /// writer to build a group of lines in one buffer.
+    pub fn write_canonical(&self, out: &mut Vec<u8>) {
+        serde_json::to_writer(out, self).expect("an audit entry always serializes")
     }
 }
 
@@ -271,11 +278,20 @@ impl EntryBody<'_> {
 pub const CHAIN_MEMBER: &str = ",\"chain\":\"";
 
 /// The full line (with newline) from a canonical entry and its chain value.
+#[cfg(any(test, fuzzing))]
 pub fn line(canonical: &str, chain: &str) -> String {
-    let open = canonical
-        .strip_suffix('}')
-        .expect("a canonical entry is a JSON object");
-    format!("{open}{CHAIN_MEMBER}{chain}\"}}\n")
+    let mut line = canonical.as_bytes().to_vec();
+    close_line(&mut line, chain);
+    String::from_utf8(line).expect("a canonical entry and a chain value are UTF-8")
+}
+
+/// Makes the canonical entry at the end of `out` a full line: its closing
+/// brace becomes the chain member, the brace and the newline.
+pub fn close_line(out: &mut Vec<u8>, chain: &str) {
+    assert_eq!(out.pop(), Some(b'}'), "a canonical entry is a JSON object");
+    out.extend_from_slice(CHAIN_MEMBER.as_bytes());
+    out.extend_from_slice(chain.as_bytes());
+    out.extend_from_slice(b"\"}\n");
 }
 
 /// Splits a line (without newline) into its canonical entry and chain
@@ -330,6 +346,29 @@ mod tests {
         assert_eq!(back, canonical);
         assert_eq!(c, chain);
         assert!(split_line(&full[..full.len() - 5]).is_none());
+    }
+
+    #[test]
+    fn lines_written_into_one_buffer_are_the_lines_made_one_by_one() {
+        let events = [
+            Event::new(EventKind::ToolCallStarted).tool("gitea_user_get_current"),
+            Event::new(EventKind::ToolCallFinished).detail("started_seq", "1"),
+        ];
+        let (mut buf, mut expected) = (b"\n".to_vec(), "\n".to_owned());
+        for (seq, event) in (1..).zip(&events) {
+            let body = EntryBody {
+                v: 1,
+                seq,
+                ts: "2026-01-01T00:00:00.000Z",
+                replica: Some("r1"),
+                event,
+            };
+            let chain = format!("{seq:064x}");
+            body.write_canonical(&mut buf);
+            close_line(&mut buf, &chain);
+            expected.push_str(&line(&body.canonical(), &chain));
+        }
+        assert_eq!(String::from_utf8(buf).unwrap(), expected);
     }
 
     #[test]

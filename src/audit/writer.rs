@@ -34,14 +34,17 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 
 use super::AuditError;
-use super::chain::{ChainKey, GENESIS, parse_line};
-use super::entry::{EntryBody, Event, EventKind, FORMAT_VERSION, line, now_rfc3339};
+use super::chain::{ChainKey, GENESIS, hex_digits, parse_line};
+use super::entry::{EntryBody, Event, EventKind, FORMAT_VERSION, close_line, now_rfc3339};
 use super::lock::{LogLock, lock_log};
 use super::watch::PathWatch;
 
 /// How much of a file is read at a time when searching backwards for the
 /// last line (which may be of any length).
 const TAIL_BYTES: u64 = 256 * 1024;
+/// Room reserved per entry of a group: a tool call's two lines are about
+/// 280 and 360 bytes, so the buffer rarely grows while it is written.
+const LINE_BYTES_HINT: usize = 512;
 
 /// Answers once an fsync covers the entry (or failed to).
 pub(super) type Fsynced = oneshot::Receiver<Result<(), AuditError>>;
@@ -420,25 +423,31 @@ impl Writer {
     fn commit(&mut self, group: Group) -> io::Result<()> {
         let mut seq = self.seq;
         let mut chain = self.chain.clone();
-        let mut buf = group.prefix;
+        // The group's lines are written into one buffer, each canonical entry
+        // chained where it lies: no allocation per entry (issue 30).
+        let mut buf = group.prefix.into_bytes();
+        buf.reserve(group.events.len() * LINE_BYTES_HINT);
         let ts = now_rfc3339();
         for event in &group.events {
             seq += 1;
-            let canonical = EntryBody {
+            let start = buf.len();
+            EntryBody {
                 v: FORMAT_VERSION,
                 seq,
                 ts: &ts,
                 replica: self.cfg.replica.as_deref(),
                 event,
             }
-            .canonical();
-            chain = self.cfg.key.next(&chain, &canonical);
-            buf.push_str(&line(&canonical, &chain));
+            .write_canonical(&mut buf);
+            let value = self.cfg.key.next_hex(chain.as_bytes(), &buf[start..]);
+            chain.clear();
+            chain.push_str(hex_digits(&value));
+            close_line(&mut buf, &chain);
         }
         let Some(file) = self.file.clone() else {
             return Err(io::Error::other("the audit log is not open"));
         };
-        if let Err(err) = (&*file).write_all(buf.as_bytes()) {
+        if let Err(err) = (&*file).write_all(&buf) {
             let _ = file.set_len(self.len);
             self.close("a write failed");
             return Err(err);
