@@ -129,8 +129,8 @@ impl<'a> EnvelopeShell<'a> {
     }
 
     /// Says, when there were any, how many characters that display as
-    /// nothing were made visible in `data`: content that hides something
-    /// from a person.
+    /// nothing were made visible in `data` and the caller strings: content
+    /// that hides something from a person.
     pub fn note_hidden_characters(&mut self, count: usize) {
         self.hidden_characters = (count > 0).then(|| {
             format!(

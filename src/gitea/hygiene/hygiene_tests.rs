@@ -511,3 +511,21 @@ fn a_known_secret_as_the_login_is_redacted() {
     .unwrap();
     assert_eq!(env["identity"]["login"], "[REDACTED]-login");
 }
+
+#[test]
+fn invisible_characters_in_the_request_path_are_shown_and_counted() {
+    // The raw tool sends a path as typed: a bidi override in it would
+    // reorder what the model reads of `request.path`.
+    let env = run_call(
+        SecretDetectionMode::Mask,
+        &get("/repos/o/\u{202E}cod.exe/contents/a\u{200B}b"),
+    )
+    .unwrap();
+    assert_eq!(
+        env["request"]["path"],
+        "/repos/o/[U+202E]cod.exe/contents/a[U+200B]b"
+    );
+    assert!(!env.to_string().contains('\u{202E}'));
+    let note = env["hidden_characters"].as_str().unwrap();
+    assert!(note.starts_with('2'), "{note}");
+}

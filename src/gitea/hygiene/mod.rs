@@ -230,9 +230,9 @@ impl ResultMaking<'_> {
         hidden_chars: usize,
     ) -> Result<String, ToolError> {
         let (mut shell, truncation) = EnvelopeShell::new(self.identity, self.call, self.response);
-        self.clean_shell(&mut shell)?;
+        let hidden_in_shell = self.clean_shell(&mut shell)?;
         shell.note_view(matches!(self.view, ResultView::Compact { .. }));
-        shell.note_hidden_characters(hidden_chars);
+        shell.note_hidden_characters(hidden_chars + hidden_in_shell);
         Ok(bounded_envelope(
             &shell,
             truncation,
@@ -244,10 +244,13 @@ impl ResultMaking<'_> {
 
     /// Steps 2 and 4 on the shell's caller strings (it has no webhook
     /// header): exact redaction, then masking, or in block mode the same
-    /// refusal a credential in the data gets.
-    fn clean_shell(&self, shell: &mut EnvelopeShell<'_>) -> Result<(), ToolError> {
+    /// refusal a credential in the data gets; then their invisible
+    /// characters shown, as in the data (the raw tool sends a path as
+    /// typed). How many were shown.
+    fn clean_shell(&self, shell: &mut EnvelopeShell<'_>) -> Result<usize, ToolError> {
         let passes = self.text_passes();
         let mut families = BTreeSet::new();
+        let mut hidden_chars = 0;
         for text in shell.caller_strings() {
             match passes.rewrite(text) {
                 Some(Cow::Borrowed(_)) => {}
@@ -260,9 +263,15 @@ impl ResultMaking<'_> {
                         .map(|f| f.family),
                 ),
             }
+            let (shown, count) = reveal(text);
+            if count > 0 {
+                let shown = shown.into_owned();
+                *text = Cow::Owned(shown);
+                hidden_chars += count;
+            }
         }
         if families.is_empty() {
-            Ok(())
+            Ok(hidden_chars)
         } else {
             Err(secret_blocked(self.response.status, &families))
         }
