@@ -6,7 +6,14 @@
 //! for the life of the process; their text is 195 KB. The default surface
 //! lists a few core tools and a call validates against one schema, so most
 //! trees were built and never read (docs/benchmarks.md, issue 30: peak RSS
-//! at c=64 33.9 MB, 31.2 MB with the trees dropped).
+//! at c=64 33.9 MB before, 31.7 MB after).
+//!
+//! A schema whose text would not read back as the same object keeps its
+//! tree from the start: one nested deeper than `serde_json` reads, or one
+//! holding a floating-point number (read back, a long decimal can move by
+//! one unit in the last place). A live OpenAPI document could hold either;
+//! the bundled one holds neither (`surface_tools`' test finds no schema
+//! parsed at start).
 
 use std::sync::{Arc, OnceLock};
 
@@ -27,12 +34,19 @@ struct Kept {
 }
 
 impl InputSchema {
-    /// Keeps `object` as its compact text.
+    /// Keeps `object` as its compact text, and as the object too when the
+    /// text would not read back as the same object.
     pub fn new(object: SchemaObject) -> Self {
-        Self(Arc::new(Kept {
-            text: Value::Object(object).to_string().into_boxed_str(),
-            parsed: OnceLock::new(),
-        }))
+        let object = Value::Object(object);
+        let text = object.to_string().into_boxed_str();
+        let parsed = OnceLock::new();
+        if !reads_back(&object, 1) {
+            let Value::Object(object) = object else {
+                unreachable!("made an object above")
+            };
+            let _ = parsed.set(Arc::new(object));
+        }
+        Self(Arc::new(Kept { text, parsed }))
     }
 
     /// The schema as compact JSON.
@@ -57,6 +71,26 @@ impl InputSchema {
     /// The object has been parsed (for tests of what is parsed when).
     pub fn is_parsed(&self) -> bool {
         self.0.parsed.get().is_some()
+    }
+}
+
+/// Deepest nesting `serde_json` reads back (its recursion limit is 128
+/// levels, with a margin).
+const MAX_READ_BACK_DEPTH: usize = 120;
+
+/// `value`, at nesting `depth`, reads back from its text as itself: not
+/// nested past [`MAX_READ_BACK_DEPTH`], and no floating-point number.
+fn reads_back(value: &Value, depth: usize) -> bool {
+    match value {
+        Value::Number(number) => !number.is_f64(),
+        Value::Array(items) => {
+            depth < MAX_READ_BACK_DEPTH && items.iter().all(|item| reads_back(item, depth + 1))
+        }
+        Value::Object(members) => {
+            depth < MAX_READ_BACK_DEPTH
+                && members.values().all(|member| reads_back(member, depth + 1))
+        }
+        Value::Null | Value::Bool(_) | Value::String(_) => true,
     }
 }
 
@@ -111,11 +145,35 @@ mod tests {
         let given = object(json!({
             "type": "object",
             "properties": {
-                "n": {"type": "number", "minimum": 0.1, "maximum": 1e300},
+                "n": {"type": "integer", "minimum": -3, "maximum": 18446744073709551615u64},
                 "s": {"type": "string", "pattern": "^[\\u0000-\\u001f\"]$", "default": "é\u{202e}"}
             },
             "required": ["n"]
         }));
-        assert_eq!(**InputSchema::new(given.clone()).object(), given);
+        let schema = InputSchema::new(given.clone());
+        assert!(!schema.is_parsed());
+        assert_eq!(**schema.object(), given);
+    }
+
+    #[test]
+    fn a_schema_with_a_float_keeps_its_tree() {
+        // 968730.2436888135 reads back one unit in the last place off
+        // without serde_json's `float_roundtrip`.
+        let given = object(json!({"type": "number", "minimum": 968730.2436888135}));
+        let schema = InputSchema::new(given.clone());
+        assert!(schema.is_parsed());
+        assert_eq!(**schema.object(), given);
+    }
+
+    #[test]
+    fn a_schema_nested_past_what_serde_json_reads_keeps_its_tree() {
+        let mut deep = json!({"type": "string"});
+        for _ in 0..200 {
+            deep = json!({"type": "object", "properties": {"x": deep}});
+        }
+        let schema = InputSchema::new(object(deep.clone()));
+        assert!(schema.is_parsed());
+        assert!(serde_json::from_str::<Value>(schema.text()).is_err());
+        assert_eq!(Value::Object((**schema.object()).clone()), deep);
     }
 }

@@ -20,9 +20,9 @@
 //! walks the document and assembles [`Operation`]s.
 //!
 //! Input schemas carry no `$schema`: MCP defines 2020-12 as the default
-//! dialect, and 485 copies of the URI would only cost tokens in `tools/list`.
-//! The `sudo` property is in every schema but not in `params`: it travels as
-//! the `Sudo` header, which the executor owns.
+//! dialect, and 486 copies of the URI would only cost tokens in `tools/list`.
+//! No schema here holds `sudo`: `mcp::caller` adds it where the caller may
+//! use it, and it travels as the `Sudo` header, which the executor owns.
 //!
 //! Operations come out in document order (paths, then methods within a path),
 //! so `tools/list` is deterministic for a given document.
@@ -371,11 +371,6 @@ impl Catalog {
             .index
             .get(tool_name)
             .map(|&i| &self.inner.operations[i])
-    }
-
-    /// Where the operation behind a tool name sits in [`Catalog::operations`].
-    pub fn position(&self, tool_name: &str) -> Option<usize> {
-        self.inner.index.get(tool_name).copied()
     }
 
     /// The document's `info.version` (`1.27.1` for the bundled one).

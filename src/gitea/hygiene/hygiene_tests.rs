@@ -527,5 +527,23 @@ fn invisible_characters_in_the_request_path_are_shown_and_counted() {
     );
     assert!(!env.to_string().contains('\u{202E}'));
     let note = env["hidden_characters"].as_str().unwrap();
-    assert!(note.starts_with('2'), "{note}");
+    assert!(note.starts_with("2 invisible characters"), "{note}");
+}
+
+#[test]
+fn invisible_characters_in_the_login_are_shown_and_counted() {
+    let mut who = identity();
+    who.login = Some("ad\u{2066}min".to_owned());
+    let env = tool_result(
+        &who,
+        &get("/user"),
+        &json_response(200, &json!({"id": 1})),
+        &policy(SecretDetectionMode::Mask),
+        &redactor(),
+        None,
+    )
+    .unwrap();
+    assert_eq!(env["identity"]["login"], "ad[U+2066]min");
+    let note = env["hidden_characters"].as_str().unwrap();
+    assert!(note.starts_with("1 invisible character"), "{note}");
 }
