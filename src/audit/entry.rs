@@ -232,12 +232,19 @@ impl Event {
         }
         self.args.iter_mut().flatten().for_each(clean);
         self.detail.values_mut().for_each(clean);
-        let keys: Vec<String> = self.detail.keys().cloned().collect();
-        for key in keys {
-            if let Some(masked) = masker.mask_if_found(&key) {
-                let value = self.detail.remove(&key).unwrap_or_default();
-                self.detail.insert(masked, value);
-            }
+        // Keys are copied only when one needs masking (none, nearly always).
+        let masked_keys: Vec<(String, String)> = self
+            .detail
+            .keys()
+            .filter_map(|key| {
+                masker
+                    .mask_if_found(key)
+                    .map(|masked| (key.clone(), masked))
+            })
+            .collect();
+        for (key, masked) in masked_keys {
+            let value = self.detail.remove(&key).unwrap_or_default();
+            self.detail.insert(masked, value);
         }
         self
     }
@@ -372,11 +379,33 @@ mod tests {
     }
 
     #[test]
+    fn a_line_is_the_canonical_entry_with_the_chain_member_last() {
+        let chain = "ab".repeat(32);
+        assert_eq!(
+            line(r#"{"v":1,"seq":1}"#, &chain),
+            format!("{{\"v\":1,\"seq\":1,\"chain\":\"{chain}\"}}\n")
+        );
+    }
+
+    #[test]
     fn strings_are_masked_once_more() {
         let token = format!("ghp_{}", "a1B2c3D4e5F6g7H8i9J0".repeat(2));
         let event = Event::new(EventKind::AdminAction)
             .detail("target", &token)
             .masked();
         assert!(!event.detail["target"].contains(&token));
+    }
+
+    #[test]
+    fn a_detail_key_holding_a_credential_is_masked_and_keeps_its_value() {
+        let token = format!("ghp_{}", "a1B2c3D4e5F6g7H8i9J0".repeat(2));
+        let event = Event::new(EventKind::AdminAction)
+            .detail(&token, "kept")
+            .detail("plain", "also kept")
+            .masked();
+        assert!(event.detail.keys().all(|key| !key.contains(&token)));
+        assert_eq!(event.detail.len(), 2);
+        assert!(event.detail.values().any(|value| value == "kept"));
+        assert_eq!(event.detail["plain"], "also kept");
     }
 }

@@ -34,7 +34,7 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 
 use super::AuditError;
-use super::chain::{ChainKey, GENESIS, hex_digits, parse_line};
+use super::chain::{ChainHex, ChainKey, GENESIS, hex_digits, parse_line};
 use super::entry::{EntryBody, Event, EventKind, FORMAT_VERSION, close_line, now_rfc3339};
 use super::lock::{LogLock, lock_log};
 use super::watch::PathWatch;
@@ -160,8 +160,8 @@ impl Writer {
         event: Event,
         wait: bool,
     ) -> Result<(u64, Option<Fsynced>), AuditError> {
-        match self.write_group(vec![event]) {
-            Ok(seqs) => {
+        match self.write_group(Some(event)) {
+            Ok(seq) => {
                 let receiver = wait.then(|| {
                     let (reply, receiver) = oneshot::channel();
                     self.waiters.push(Waiter {
@@ -170,7 +170,7 @@ impl Writer {
                     });
                     receiver
                 });
-                Ok((seqs[0], receiver))
+                Ok((seq, receiver))
             }
             Err(err) => {
                 tracing::error!(error = %err, "the audit log could not be written");
@@ -187,7 +187,7 @@ impl Writer {
         if self.file.is_some() {
             return Ok(());
         }
-        self.write_group(Vec::new())
+        self.write_group(None)
             .map(drop)
             .map_err(|err| AuditError::Unavailable(err.to_string()))
     }
@@ -250,9 +250,9 @@ impl Writer {
         }
     }
 
-    /// Writes the callers' events (after any housekeeping entries) as one
-    /// group; the sequence numbers of the callers' entries.
-    fn write_group(&mut self, events: Vec<Event>) -> io::Result<Vec<u64>> {
+    /// Writes the caller's event (after any housekeeping entries) as one
+    /// group; the last sequence number written, the caller's when given.
+    fn write_group(&mut self, caller: Option<Event>) -> io::Result<u64> {
         let mut group = Group::default();
         self.check_file();
         if self.file.is_none() {
@@ -261,11 +261,10 @@ impl Writer {
         } else if self.len >= self.cfg.max_bytes {
             self.rotate(&mut group)?;
         }
-        let count = events.len() as u64;
-        group.events.extend(events);
+        group.caller = caller;
         self.commit(group)?;
         self.closed_because = None;
-        Ok((self.seq + 1 - count..=self.seq).collect())
+        Ok(self.seq)
     }
 
     /// Closes the file when its path no longer leads to it, or it was made read-only.
@@ -422,13 +421,15 @@ impl Writer {
     /// length before it, closes it and keeps nothing of the group.
     fn commit(&mut self, group: Group) -> io::Result<()> {
         let mut seq = self.seq;
-        let mut chain = self.chain.clone();
         // The group's lines are written into one buffer, each canonical entry
-        // chained where it lies: no allocation per entry (issue 30).
+        // chained where it lies, its chain value on the stack: the buffer and
+        // the timestamp are the group's only allocations (issue 30).
+        let mut last: Option<ChainHex> = None;
         let mut buf = group.prefix.into_bytes();
-        buf.reserve(group.events.len() * LINE_BYTES_HINT);
+        let events = group.events.iter().chain(&group.caller);
+        buf.reserve(events.clone().count() * LINE_BYTES_HINT);
         let ts = now_rfc3339();
-        for event in &group.events {
+        for event in events {
             seq += 1;
             let start = buf.len();
             EntryBody {
@@ -439,10 +440,12 @@ impl Writer {
                 event,
             }
             .write_canonical(&mut buf);
-            let value = self.cfg.key.next_hex(chain.as_bytes(), &buf[start..]);
-            chain.clear();
-            chain.push_str(hex_digits(&value));
-            close_line(&mut buf, &chain);
+            let prev = last
+                .as_ref()
+                .map_or(self.chain.as_bytes(), |value| &value[..]);
+            let value = self.cfg.key.next_hex(prev, &buf[start..]);
+            close_line(&mut buf, hex_digits(&value));
+            last = Some(value);
         }
         let Some(file) = self.file.clone() else {
             return Err(io::Error::other("the audit log is not open"));
@@ -455,17 +458,21 @@ impl Writer {
         self.len += buf.len() as u64;
         self.appended += buf.len() as u64;
         self.seq = seq;
-        self.chain = chain;
+        if let Some(value) = last {
+            self.chain.clear();
+            self.chain.push_str(hex_digits(&value));
+        }
         Ok(())
     }
 }
 
-/// Housekeeping before the callers' entries: a newline ending a torn line,
-/// then entries such as `log_recovered` or `log_rotated`.
+/// One `write`: housekeeping (a newline ending a torn line, then entries
+/// such as `log_recovered` or `log_rotated`), then the caller's entry.
 #[derive(Default)]
 struct Group {
     prefix: String,
     events: Vec<Event>,
+    caller: Option<Event>,
 }
 
 fn open_append(path: &Path, create: bool) -> io::Result<File> {
