@@ -66,6 +66,17 @@ pub fn reveal(text: &str) -> (Cow<'_, str>, usize) {
     (Cow::Owned(shown), count)
 }
 
+/// [`reveal`] for a text the caller may give away: itself when nothing
+/// is hidden, so a borrowed text stays borrowed.
+pub fn reveal_cow(text: Cow<'_, str>) -> (Cow<'_, str>, usize) {
+    let (shown, count) = reveal(&text);
+    if count == 0 {
+        return (text, 0);
+    }
+    let shown = shown.into_owned();
+    (Cow::Owned(shown), count)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -38,15 +38,28 @@ impl InputSchema {
     /// text would not read back as the same object.
     pub fn new(object: SchemaObject) -> Self {
         let object = Value::Object(object);
-        let text = object.to_string().into_boxed_str();
-        let parsed = OnceLock::new();
         if !reads_back(&object, 1) {
             let Value::Object(object) = object else {
                 unreachable!("made an object above")
             };
-            let _ = parsed.set(Arc::new(object));
+            return Self::parsed(Arc::new(object));
         }
-        Self(Arc::new(Kept { text, parsed }))
+        Self(Arc::new(Kept {
+            text: object.to_string().into_boxed_str(),
+            parsed: OnceLock::new(),
+        }))
+    }
+
+    /// A schema already held parsed (a fixed tool's), shared as it is:
+    /// nothing is parsed again.
+    pub fn parsed(object: Arc<SchemaObject>) -> Self {
+        let text = serde_json::to_string(&*object)
+            .expect("a JSON object serializes")
+            .into_boxed_str();
+        Self(Arc::new(Kept {
+            text,
+            parsed: OnceLock::from(object),
+        }))
     }
 
     /// The schema as compact JSON.
@@ -131,6 +144,14 @@ mod tests {
         assert!(!schema.is_parsed());
         assert_eq!(schema.object()["type"], "object");
         assert!(schema.is_parsed());
+    }
+
+    #[test]
+    fn a_schema_given_parsed_is_shared_not_parsed_again() {
+        let given = Arc::new(object(json!({"type": "object"})));
+        let schema = InputSchema::parsed(given.clone());
+        assert!(Arc::ptr_eq(schema.object(), &given));
+        assert_eq!(schema.text(), r#"{"type":"object"}"#);
     }
 
     #[test]

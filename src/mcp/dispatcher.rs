@@ -150,10 +150,7 @@ impl Dispatcher {
         ]
         .into_iter()
         .filter_map(|name| tools.any_tool(name))
-        .map(|t| {
-            let schema = InputSchema::new(t.input_schema.as_ref().clone());
-            (t.name.to_string(), schema)
-        });
+        .map(|t| (t.name.to_string(), InputSchema::parsed(t.input_schema)));
         let schemas: Vec<_> = tools
             .catalog()
             .operations()

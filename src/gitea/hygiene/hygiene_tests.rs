@@ -496,19 +496,24 @@ fn block_mode_withholds_a_result_whose_request_path_holds_a_credential() {
     assert!(!err.message.contains(AWS));
 }
 
-#[test]
-fn a_known_secret_as_the_login_is_redacted() {
+/// `GET /user` answered for a caller whose login is `login`.
+fn run_as(login: &str, mode: SecretDetectionMode) -> Value {
     let mut who = identity();
-    who.login = Some(format!("{TOKEN}-login"));
-    let env = tool_result(
+    who.login = Some(login.to_owned());
+    tool_result(
         &who,
         &get("/user"),
         &json_response(200, &json!({"id": 1})),
-        &policy(SecretDetectionMode::Off),
+        &policy(mode),
         &redactor(),
         None,
     )
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn a_known_secret_as_the_login_is_redacted() {
+    let env = run_as(&format!("{TOKEN}-login"), SecretDetectionMode::Off);
     assert_eq!(env["identity"]["login"], "[REDACTED]-login");
 }
 
@@ -532,17 +537,7 @@ fn invisible_characters_in_the_request_path_are_shown_and_counted() {
 
 #[test]
 fn invisible_characters_in_the_login_are_shown_and_counted() {
-    let mut who = identity();
-    who.login = Some("ad\u{2066}min".to_owned());
-    let env = tool_result(
-        &who,
-        &get("/user"),
-        &json_response(200, &json!({"id": 1})),
-        &policy(SecretDetectionMode::Mask),
-        &redactor(),
-        None,
-    )
-    .unwrap();
+    let env = run_as("ad\u{2066}min", SecretDetectionMode::Mask);
     assert_eq!(env["identity"]["login"], "ad[U+2066]min");
     let note = env["hidden_characters"].as_str().unwrap();
     assert!(note.starts_with("1 invisible character"), "{note}");

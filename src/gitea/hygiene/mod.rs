@@ -58,7 +58,7 @@ use super::executor::UpstreamResponse;
 use super::text_files::decode_text_files;
 use crate::catalog::{Node, Shapes};
 use crate::config::{Limits, SecretDetectionMode};
-use crate::hidden_text::reveal;
+use crate::hidden_text::reveal_cow;
 use crate::identity::Identity;
 use crate::masking::masker;
 
@@ -212,9 +212,8 @@ impl ResultMaking<'_> {
                 )
             }
             Value::String(text) => {
-                let (shown, hidden) = reveal(&text);
-                let shown = shown.into_owned();
-                self.envelope(DataText::Text(shown), 0, hidden)
+                let (shown, hidden) = reveal_cow(Cow::Owned(text));
+                self.envelope(DataText::Text(shown.into_owned()), 0, hidden)
             }
             other => self.envelope(DataText::Json(other.to_string()), 0, 0),
         }
@@ -263,12 +262,9 @@ impl ResultMaking<'_> {
                         .map(|f| f.family),
                 ),
             }
-            let (shown, count) = reveal(text);
-            if count > 0 {
-                let shown = shown.into_owned();
-                *text = Cow::Owned(shown);
-                hidden_chars += count;
-            }
+            let (shown, count) = reveal_cow(std::mem::take(text));
+            *text = shown;
+            hidden_chars += count;
         }
         if families.is_empty() {
             Ok(hidden_chars)

@@ -15,7 +15,7 @@ use super::{Declined, TextPasses};
 use crate::catalog::{Node, Shapes};
 use crate::gitea::envelope::{MAX_JSON_DEPTH, json_depth};
 use crate::gitea::hygiene::text_passes::cut_long_text;
-use crate::hidden_text::reveal;
+use crate::hidden_text::reveal_cow;
 
 /// What every value of one document is written with.
 pub(super) struct Context<'p> {
@@ -63,12 +63,9 @@ impl Context<'_> {
 
     /// `text` with its format characters shown, counted.
     pub(super) fn reveal<'s>(&self, text: Cow<'s, str>) -> Cow<'s, str> {
-        let (shown, count) = reveal(&text);
-        if count == 0 {
-            return text;
-        }
+        let (shown, count) = reveal_cow(text);
         self.hidden.set(self.hidden.get() + count);
-        Cow::Owned(shown.into_owned())
+        shown
     }
 }
 
