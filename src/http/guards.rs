@@ -14,6 +14,7 @@ use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use super::step::Step;
 use crate::config::Settings;
 
 /// The hosts and ports this server answers for.
@@ -245,19 +246,25 @@ fn cross_origin_refused() -> Response {
         .into_response()
 }
 
-/// Middleware on every route: 400 for a `Host` that is not one valid
+/// The step on every route: 400 for a `Host` that is not one valid
 /// authority, 421 for a foreign one.
-pub async fn check_host(
-    State(policy): State<Arc<HostPolicy>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    match request_host(&request) {
-        Err(problem) => return bad_host(problem),
-        Ok(host) if !policy.allows_host(&host) => return misdirected(),
-        Ok(_) => {}
+#[derive(Debug, Clone)]
+pub struct CheckHost(pub Arc<HostPolicy>);
+
+impl Step for CheckHost {
+    type Carry = ();
+
+    fn before(&self, request: &Request) -> Result<(), Response> {
+        match request_host(request) {
+            Err(problem) => Err(bad_host(problem)),
+            Ok(host) if !self.0.allows_host(&host) => Err(misdirected()),
+            Ok(_) => Ok(()),
+        }
     }
-    next.run(request).await
+
+    fn after(&self, (): (), response: Response) -> Response {
+        response
+    }
 }
 
 /// What `/mcp` checks before rate limiting and authentication.

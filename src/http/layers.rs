@@ -13,6 +13,7 @@ use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use tracing::{Instrument, Level};
 
+use super::step::Step;
 use crate::telemetry::spans;
 
 /// The refusals our guards, limiter and authentication send before a
@@ -26,32 +27,40 @@ const EARLY_REFUSALS: [StatusCode; 6] = [
     StatusCode::TOO_MANY_REQUESTS,
 ];
 
-/// Middleware: an HTTP/1 request that declared a body and got an early
+/// The step: an HTTP/1 request that declared a body and got an early
 /// refusal is answered with `Connection: close`. Its body may be unread,
 /// and hyper then closes the connection; without the header a keep-alive
 /// client would send its next request into a closing socket (seen with
 /// httpx: "Server disconnected without sending a response" right after the
 /// 401 that starts every OAuth sign-in). Reading unauthenticated bodies
 /// instead would spend work on requests we refuse.
-pub async fn close_after_early_refusal(
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> Response {
-    let http1 = request.version() <= axum::http::Version::HTTP_11;
-    let headers = request.headers();
-    let declares_body = headers.contains_key(header::TRANSFER_ENCODING)
-        || headers
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.trim() != "0");
-    let mut response = next.run(request).await;
-    if http1 && declares_body && EARLY_REFUSALS.contains(&response.status()) {
-        response.headers_mut().insert(
-            header::CONNECTION,
-            axum::http::HeaderValue::from_static("close"),
-        );
+#[derive(Debug, Clone, Copy)]
+pub struct CloseAfterEarlyRefusal;
+
+impl Step for CloseAfterEarlyRefusal {
+    /// Whether the request is HTTP/1 and declared a body.
+    type Carry = bool;
+
+    fn before(&self, request: &Request<Body>) -> Result<bool, Response> {
+        let http1 = request.version() <= axum::http::Version::HTTP_11;
+        let headers = request.headers();
+        let declares_body = headers.contains_key(header::TRANSFER_ENCODING)
+            || headers
+                .get(header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.trim() != "0");
+        Ok(http1 && declares_body)
     }
-    response
+
+    fn after(&self, http1_with_body: bool, mut response: Response) -> Response {
+        if http1_with_body && EARLY_REFUSALS.contains(&response.status()) {
+            response.headers_mut().insert(
+                header::CONNECTION,
+                axum::http::HeaderValue::from_static("close"),
+            );
+        }
+        response
+    }
 }
 
 /// Middleware: the request's trace span (`crate::telemetry::spans`),

@@ -5,18 +5,22 @@
 //! answer. Each step is a function of its own module that returns the
 //! request or the answer in its place.
 //!
-//! One middleware rather than one `from_fn` layer per step: each such
-//! layer clones the rest of the stack for every request and boxes its own
+//! One service rather than one `from_fn` layer per step: each such layer
+//! clones the rest of the stack for every request and boxes its own
 //! future and the next one's. As six layers they cost 16 allocations and
 //! about 7 KB of boxed futures per call, held while the call is in flight
 //! (docs/benchmarks.md, "After the close"); here the steps run one after
-//! the other inside one future.
+//! the other inside one future, boxed once.
 
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
-use axum::extract::{Request, State};
-use axum::middleware::Next;
-use axum::response::Response;
+use axum::extract::Request;
+use axum::response::{IntoResponse, Response};
+use tower::{Layer, Service};
 
 use super::guards::McpGuard;
 use super::mcp_intake::{self, Passed};
@@ -31,11 +35,59 @@ pub struct McpGate {
     pub limiter: Arc<RateLimiter>,
 }
 
-/// Middleware on the MCP URLs, in front of rmcp.
-pub async fn pass(State(gate): State<Arc<McpGate>>, request: Request, next: Next) -> Response {
-    match gate.admit(request).await {
-        Ok((request, passed)) => mcp_intake::after_rmcp(next.run(request).await, passed),
-        Err(answer) => answer,
+/// The gate in front of rmcp on the MCP URLs.
+#[derive(Clone)]
+pub struct McpGateLayer(pub Arc<McpGate>);
+
+impl<S> Layer<S> for McpGateLayer {
+    type Service = McpGateService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        McpGateService {
+            gate: self.0.clone(),
+            inner,
+        }
+    }
+}
+
+/// rmcp behind the gate. A service of its own rather than a `from_fn`
+/// layer: the steps await, so the call's future is boxed, but once; a
+/// `from_fn` layer also boxes `Next` and, inside it, rmcp's future.
+#[derive(Clone)]
+pub struct McpGateService<S> {
+    gate: Arc<McpGate>,
+    inner: S,
+}
+
+impl<S> Service<Request> for McpGateService<S>
+where
+    S: Service<Request, Error = Infallible> + Clone + Send + 'static,
+    S::Response: IntoResponse,
+    S::Future: Send,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        // The service that was polled ready answers this request; a clone
+        // stays for the next (tower's rule for a service called later).
+        let ready = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, ready);
+        let gate = self.gate.clone();
+        Box::pin(async move {
+            Ok(match gate.admit(request).await {
+                Ok((request, passed)) => {
+                    let Ok(answer) = inner.call(request).await;
+                    mcp_intake::after_rmcp(answer.into_response(), passed)
+                }
+                Err(answer) => answer,
+            })
+        })
     }
 }
 

@@ -5,37 +5,57 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use axum::Router;
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::{StatusCode, header};
-use axum::middleware::Next;
+use axum::http::{Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{Router, middleware};
 
 use super::guards::{self, HostPolicy};
 use super::rate_limit::Refusal;
+use super::step::{Step, StepLayer};
 use crate::app::App;
 use crate::metrics::{CONTENT_TYPE, Metrics, UNMATCHED_ROUTE};
 
-/// Middleware around every route: one observation per answered request,
+/// The step around every route: one observation per answered request,
 /// labelled with the route template (never the raw path).
-pub async fn observe(
-    State(metrics): State<Arc<Metrics>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| UNMATCHED_ROUTE.to_owned(), |p| p.as_str().to_owned());
-    let method = request.method().clone();
-    let began = Instant::now();
-    let response = next.run(request).await;
-    metrics.observe_request(&route, &method, response.status().as_u16(), began.elapsed());
-    if let Some(refusal) = response.extensions().get::<Refusal>() {
-        metrics.observe_rate_limited(refusal.key_kind.as_str());
+#[derive(Clone)]
+pub struct ObserveRequests(pub Arc<Metrics>);
+
+/// What an observation needs from the request.
+pub struct Observed {
+    route: Option<MatchedPath>,
+    method: Method,
+    began: Instant,
+}
+
+impl Step for ObserveRequests {
+    type Carry = Observed;
+
+    fn before(&self, request: &Request) -> Result<Observed, Response> {
+        Ok(Observed {
+            route: request.extensions().get::<MatchedPath>().cloned(),
+            method: request.method().clone(),
+            began: Instant::now(),
+        })
     }
-    response
+
+    fn after(&self, observed: Observed, response: Response) -> Response {
+        let route = observed
+            .route
+            .as_ref()
+            .map_or(UNMATCHED_ROUTE, MatchedPath::as_str);
+        self.0.observe_request(
+            route,
+            &observed.method,
+            response.status().as_u16(),
+            observed.began.elapsed(),
+        );
+        if let Some(refusal) = response.extensions().get::<Refusal>() {
+            self.0.observe_rate_limited(refusal.key_kind.as_str());
+        }
+        response
+    }
 }
 
 /// The metrics listener's router: `GET /metrics` only, behind a `Host`
@@ -45,11 +65,8 @@ pub fn router(app: Arc<App>) -> Router {
     Router::new()
         .route("/metrics", get(scrape))
         .with_state(app.clone())
-        .layer(middleware::from_fn_with_state(policy, guards::check_host))
-        .layer(middleware::from_fn_with_state(
-            app.metrics().clone(),
-            observe,
-        ))
+        .layer(StepLayer(guards::CheckHost(policy)))
+        .layer(StepLayer(ObserveRequests(app.metrics().clone())))
 }
 
 /// Reads the store's active grant count, then renders. A store that does

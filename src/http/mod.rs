@@ -10,7 +10,7 @@
 //! (path only, the query is `[redacted]`) → `Host` guard (421) → the
 //! group's timeout and body limit → its `Origin` rule → rate limits (429;
 //! a tighter one on the routes that park state) → handler. On the MCP
-//! URLs, the steps after the timeout are one middleware (`mcp_gate`):
+//! URLs, the steps after the timeout are one service (`mcp_gate`):
 //! `Origin`, content type and declared size, rate limits, the URL's
 //! surface (404 for an unknown toolset), authentication, the operator's
 //! policy, then the JSON-RPC intake (400 with a JSON-RPC error for a body
@@ -28,6 +28,7 @@ pub(crate) mod mcp_policy;
 pub(crate) mod mcp_url;
 pub(crate) mod metrics;
 pub(crate) mod rate_limit;
+pub(crate) mod step;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -237,10 +238,10 @@ pub fn router_with_limiters(
     // router clones a route's service for every request, and a stack of
     // per-route layers would be cloned, box by box, once per layer
     // (`Router::layer` boxes each; 160 allocations per call, issue 30).
-    // Its steps are one middleware for the same reason (`mcp_gate`).
+    // Its steps are one service for the same reason (`mcp_gate`).
     let mcp_stack = tower::ServiceBuilder::new()
         .layer(layers::timeout(mcp_timeout))
-        .layer(middleware::from_fn_with_state(gate, mcp_gate::pass))
+        .layer(mcp_gate::McpGateLayer(gate))
         .service(mcp);
     let mcp_routes = mcp_url::MCP_ROUTES
         .iter()
@@ -268,19 +269,20 @@ pub fn router_with_limiters(
             page_policy,
         ));
     }
-    // The layers around every route, outermost first, as one stack: each
+    // The layers around every route, outermost first, as one stack (the
+    // steps that do not await are `step::Step`s, not `from_fn`): each
     // `Router::layer` boxes every route once more, and the router clones a
     // route box by box for every request (41 allocations per call as five
     // layers, issue 30). Inside the router, they see the matched route.
     let global = tower::ServiceBuilder::new()
-        .layer(middleware::from_fn_with_state(metrics, metrics::observe))
-        .layer(middleware::from_fn(layers::close_after_early_refusal))
+        .layer(step::StepLayer(metrics::ObserveRequests(metrics)))
+        .layer(step::StepLayer(layers::CloseAfterEarlyRefusal))
         .layer(layers::catch_panic())
         .layer(layers::access_log())
         .option_layer(
             crate::telemetry::exporting().then(|| middleware::from_fn(layers::trace_request)),
         )
-        .layer(middleware::from_fn_with_state(policy, guards::check_host));
+        .layer(step::StepLayer(guards::CheckHost(policy)));
     // An explicit fallback: otherwise a merged group's layered default
     // fallback (say `/mcp`'s authentication) would answer unknown paths.
     router.fallback(not_found).layer(global)
