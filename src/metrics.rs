@@ -26,7 +26,8 @@ pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; cha
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
     route: String,
-    method: String,
+    /// `method_label`'s: a fixed label needs no copy per request.
+    method: &'static str,
     status: u16,
 }
 
@@ -38,7 +39,8 @@ struct RouteLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ToolCallLabels {
     tool: String,
-    outcome: String,
+    /// `CallOutcome::as_str`'s.
+    outcome: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -227,7 +229,7 @@ impl Metrics {
         self.requests
             .get_or_create(&RequestLabels {
                 route: route.to_owned(),
-                method: method_label(method).to_owned(),
+                method: method_label(method),
                 status,
             })
             .inc();
@@ -250,7 +252,7 @@ impl Metrics {
         self.tool_calls
             .get_or_create(&ToolCallLabels {
                 tool: tool.to_owned(),
-                outcome: outcome.as_str().to_owned(),
+                outcome: outcome.as_str(),
             })
             .inc();
         if outcome != CallOutcome::Refused {

@@ -277,28 +277,42 @@ impl GiteaClient {
 }
 
 fn authorization_value(token: &SecretString) -> http::HeaderValue {
-    let mut value = http::HeaderValue::from_str(&format!("token {}", token.expose_secret()))
+    // The header keeps this buffer (`from_maybe_shared` checks it and does
+    // not copy it; a buffer filled to its capacity needs no second block).
+    let secret = token.expose_secret();
+    let mut text = String::with_capacity("token ".len() + secret.len());
+    text.push_str("token ");
+    text.push_str(secret);
+    let mut value = http::HeaderValue::from_maybe_shared(Bytes::from(text))
         .unwrap_or_else(|_| http::HeaderValue::from_static("token invalid"));
     value.set_sensitive(true);
     value
 }
 
-/// JSON and text are decoded; everything else is binary.
+/// JSON and text are decoded; everything else is binary. Compared without
+/// case and without a lowercased copy (it runs twice a call).
 pub fn is_textual(content_type: Option<&str>) -> bool {
     let Some(ct) = content_type else {
         return true;
     };
-    let essence = ct
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    essence.starts_with("text/")
-        || essence == "application/json"
-        || essence.ends_with("+json")
-        || essence == "application/xml"
-        || essence == "application/x-yaml"
+    let essence = ct.split(';').next().unwrap_or("").trim().as_bytes();
+    let starts = |prefix: &str| {
+        essence
+            .get(..prefix.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(prefix.as_bytes()))
+    };
+    let ends = |suffix: &str| {
+        essence
+            .len()
+            .checked_sub(suffix.len())
+            .is_some_and(|at| essence[at..].eq_ignore_ascii_case(suffix.as_bytes()))
+    };
+    let is = |name: &str| essence.eq_ignore_ascii_case(name.as_bytes());
+    starts("text/")
+        || is("application/json")
+        || ends("+json")
+        || is("application/xml")
+        || is("application/x-yaml")
 }
 
 async fn read_capped(
@@ -408,5 +422,30 @@ mod tests {
         assert!(is_textual(None));
         assert!(!is_textual(Some("application/octet-stream")));
         assert!(!is_textual(Some("image/png")));
+    }
+
+    #[test]
+    fn the_authorization_header_carries_the_token_and_is_marked_sensitive() {
+        let value = authorization_value(&SecretString::from("abc123".to_owned()));
+        assert_eq!(value, "token abc123");
+        assert!(value.is_sensitive());
+    }
+
+    #[test]
+    fn a_token_that_cannot_be_a_header_is_never_sent() {
+        let value = authorization_value(&SecretString::from("abc\r\nX-Injected: 1".to_owned()));
+        assert_eq!(value, "token invalid");
+        assert!(value.is_sensitive());
+    }
+
+    #[test]
+    fn content_types_are_compared_without_case_and_whole() {
+        assert!(is_textual(Some("Application/JSON")));
+        assert!(is_textual(Some(" TEXT/Markdown ; charset=utf-8")));
+        assert!(is_textual(Some("application/VND.api+JSON")));
+        assert!(is_textual(Some("APPLICATION/X-YAML")));
+        assert!(!is_textual(Some("application/jsonp")));
+        assert!(!is_textual(Some("tex")));
+        assert!(!is_textual(Some("json")));
     }
 }
