@@ -9,12 +9,17 @@
 //!   log on disk (under `target/`), with default settings; and a second
 //!   one with the result bounds raised so the big list is never cut.
 //!
-//! Then, for each scenario (the small list, the big list) and concurrency
-//! level, drives `tools/call` of `gitea_issue_list_issues` through `POST
-//! /mcp` (stateless, no `initialize`) and the same upstream route directly
-//! with reqwest, and prints calls, calls/s, p50, p99 and the process's CPU
-//! time per call (getrusage: client, gateway and upstream together, so the
-//! gateway's own cost is the gateway row minus the direct row). Every
+//! - with `LOAD_FLOOR_BIN`, `floor-rmcp` (`support/floor.rs`) in front of
+//!   the same fake Gitea, as a child process.
+//!
+//! Then, for each scenario (the small list, the big list, the user) and
+//! concurrency level, drives `tools/call` (`gitea_issue_list_issues`, or
+//! `gitea_user_get_current` for the user) through `POST /mcp` (stateless,
+//! no `initialize`), on the user scenario the floor's same tool, and the
+//! same upstream route directly with reqwest, and prints calls, calls/s,
+//! p50, p99 and the process's CPU time per call (getrusage: client,
+//! gateway and upstream together, so the gateway's own cost is the gateway
+//! row minus the direct row; the floor row adds the floor's own). Every
 //! response is checked (200 with a JSON-RPC `result` that is not an error
 //! for the gateway and holds every issue, 200 with every issue directly),
 //! with as little parsing as proves it (items are counted, not built), so
@@ -33,6 +38,8 @@
 //! - `LOAD_MAX_SECONDS` — time cap per scenario (default 60)
 //! - `LOAD_VIEW` — `compact` (the default view) or `full`: the view the
 //!   gateway calls ask for
+//! - `LOAD_FLOOR_BIN` — the `floor-rmcp` binary (`../shared/perf/floor/`)
+//!   for the user scenario's floor row; without it the row is left out
 //! - `LOAD_GATEWAY_SETTINGS` — more settings of the measured gateway,
 //!   `NAME=value` separated by spaces (for example OAuth with a
 //!   `DATABASE_URL` and high rate limits, to price the shared windows)
@@ -40,14 +47,19 @@
 //! Client, gateway and fake upstream share one tokio runtime and the same
 //! cores, so the figures are relative (gateway vs direct), not absolute.
 
+#[path = "support/floor.rs"]
+mod floor;
 #[path = "support/gitea_issues.rs"]
 mod gitea_issues;
+#[path = "support/load_config.rs"]
+mod load_config;
+#[path = "support/load_drive.rs"]
+mod load_drive;
 #[path = "support/load_upstream.rs"]
 mod load_upstream;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use aegis_gitea_mcp::app::App;
@@ -55,80 +67,25 @@ use aegis_gitea_mcp::config::{Settings, SettingsSource};
 use anyhow::{Context, anyhow, bail, ensure};
 use axum::http::header;
 use bytes::Bytes;
+use floor::Floor;
+use load_config::Config;
+use load_drive::{drive, ms, process_cpu};
 use load_upstream::{BIG_REPO, loopback_listener, spawn_upstream};
 use serde::de::IgnoredAny;
 use serde_json::{Value, json};
-use tokio::time::Instant;
 
 const GITEA_TOKEN: &str = "bench-admin-token-0123456789abcdef";
 const AUDIT_KEY: &str = "load-bench-audit-key-0123456789abcdef";
 const BEARER: &str = "bench-bearer-token-0123456789abcdef-0123";
 const PROTOCOL_VERSION: &str = "2025-11-25";
 const TOOL: &str = "gitea_issue_list_issues";
+/// The user scenario's tool: the one `floor-rmcp` has too.
+const USER_TOOL: &str = "gitea_user_get_current";
 const OWNER: &str = "acme";
 const REPO: &str = "widgets";
 const ISSUES_PER_PAGE: usize = 20;
 const TOTAL_ISSUES: u64 = 57;
 const WARMUP_REQUESTS: usize = 32;
-
-struct Config {
-    requests: usize,
-    concurrency: Vec<usize>,
-    max_time: Duration,
-    big_issues: usize,
-    /// The calls ask for `view: "full"`.
-    full_view: bool,
-}
-
-impl Config {
-    fn from_env() -> anyhow::Result<Self> {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-        let requests = match var("LOAD_REQUESTS") {
-            Some(v) => v.trim().parse().context("LOAD_REQUESTS must be a number")?,
-            None => 2000,
-        };
-        let concurrency = match var("LOAD_CONCURRENCY") {
-            Some(v) => v
-                .split(',')
-                .map(|c| c.trim().parse::<usize>())
-                .collect::<Result<Vec<_>, _>>()
-                .context("LOAD_CONCURRENCY must be a comma-separated list of numbers")?,
-            None => vec![1, 8, 64],
-        };
-        let big_issues = match var("LOAD_BIG_ISSUES") {
-            Some(v) => v
-                .trim()
-                .parse()
-                .context("LOAD_BIG_ISSUES must be a number")?,
-            None => 300,
-        };
-        let max_secs: u64 = match var("LOAD_MAX_SECONDS") {
-            Some(v) => v
-                .trim()
-                .parse()
-                .context("LOAD_MAX_SECONDS must be a number")?,
-            None => 60,
-        };
-        let full_view = match var("LOAD_VIEW").as_deref().map(str::trim) {
-            None | Some("compact") => false,
-            Some("full") => true,
-            Some(_) => bail!("LOAD_VIEW must be `compact` or `full`"),
-        };
-        ensure!(requests > 0, "LOAD_REQUESTS must be positive");
-        ensure!(
-            concurrency.iter().all(|&c| c > 0),
-            "LOAD_CONCURRENCY levels must be positive"
-        );
-        ensure!(max_secs > 0, "LOAD_MAX_SECONDS must be positive");
-        Ok(Self {
-            requests,
-            concurrency,
-            max_time: Duration::from_secs(max_secs),
-            big_issues,
-            full_view,
-        })
-    }
-}
 
 // ----------------------------------------------------------------- gateway
 
@@ -179,6 +136,8 @@ async fn spawn_gateway(
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Target {
     Gateway,
+    /// `floor-rmcp` (`LOAD_FLOOR_BIN`), on the user scenario.
+    Floor,
     Direct,
 }
 
@@ -186,27 +145,43 @@ impl Target {
     fn label(self) -> &'static str {
         match self {
             Self::Gateway => "gateway",
+            Self::Floor => "floor",
             Self::Direct => "direct",
         }
     }
 }
 
-/// One measured call: a gateway's `/mcp` and the upstream list it runs.
+/// One measured call: a gateway's `/mcp` and the upstream route it runs.
 struct Scenario {
     label: &'static str,
+    tool: &'static str,
     mcp_url: String,
-    issues_url: String,
+    /// `floor-rmcp`'s `/mcp`, on the scenario that has a floor row.
+    floor_url: Option<String>,
+    direct_url: String,
     repo: &'static str,
-    issues: usize,
+    /// The issues a list holds; `None` for the user scenario's one object.
+    issues: Option<usize>,
     /// The tool's arguments: the repository, and the view when not the default.
     arguments: Value,
 }
 
 struct Endpoints {
     client: reqwest::Client,
+    floor: Option<Floor>,
 }
 
 impl Endpoints {
+    /// The CPU time a row counts: this process's (client, gateway,
+    /// upstream), and the floor's on its own row.
+    fn cpu(&self, target: Target) -> anyhow::Result<Duration> {
+        let floor = match (target, &self.floor) {
+            (Target::Floor, Some(floor)) => floor.cpu()?,
+            _ => Duration::ZERO,
+        };
+        Ok(process_cpu() + floor)
+    }
+
     async fn mcp(
         &self,
         url: &str,
@@ -247,7 +222,7 @@ impl Endpoints {
 
     /// One `tools/call` through the gateway; returns the tool result.
     async fn gateway_call(&self, scenario: &Scenario, id: usize) -> anyhow::Result<Value> {
-        let args = json!({"name": TOOL, "arguments": scenario.arguments});
+        let args = json!({"name": scenario.tool, "arguments": scenario.arguments});
         let bytes = self.mcp(&scenario.mcp_url, id, "tools/call", args).await?;
         let mut message: Value = serde_json::from_slice(&bytes)
             .with_context(|| format!("tools/call #{id}: the response is not JSON"))?;
@@ -264,11 +239,16 @@ impl Endpoints {
         Ok(result)
     }
 
-    /// One timed `tools/call` through the gateway, checked with the least
+    /// One timed `tools/call` to `url` (a gateway, or the floor), checked with the least
     /// parsing that proves it (the same the direct call does): the
     /// JSON-RPC answer, then, for the big list, the items of `data`,
     /// skipped rather than built.
-    async fn timed_gateway_call(&self, scenario: &Scenario, id: usize) -> anyhow::Result<()> {
+    async fn timed_mcp_call(
+        &self,
+        scenario: &Scenario,
+        url: &str,
+        id: usize,
+    ) -> anyhow::Result<()> {
         #[derive(serde::Deserialize)]
         struct Answer {
             result: Option<ToolResult>,
@@ -287,8 +267,8 @@ impl Endpoints {
         struct Envelope {
             data: Vec<IgnoredAny>,
         }
-        let args = json!({"name": TOOL, "arguments": scenario.arguments});
-        let bytes = self.mcp(&scenario.mcp_url, id, "tools/call", args).await?;
+        let args = json!({"name": scenario.tool, "arguments": scenario.arguments});
+        let bytes = self.mcp(url, id, "tools/call", args).await?;
         let answer: Answer = serde_json::from_slice(&bytes)
             .with_context(|| format!("tools/call #{id}: not a JSON-RPC tool result"))?;
         let result = answer
@@ -304,18 +284,19 @@ impl Endpoints {
             let items = serde_json::from_str::<Envelope>(text)?.data.len();
             // Every issue came through: nothing was cut.
             ensure!(
-                items == scenario.issues,
+                Some(items) == scenario.issues,
                 "#{id}: {items} issues came through"
             );
         }
         Ok(())
     }
 
-    /// One direct GET of the upstream route, its issues counted.
+    /// One direct GET of the upstream route, its issues counted (or the
+    /// user's login found).
     async fn direct_call(&self, scenario: &Scenario, id: usize) -> anyhow::Result<()> {
         let response = self
             .client
-            .get(&scenario.issues_url)
+            .get(&scenario.direct_url)
             .header(header::AUTHORIZATION, format!("token {GITEA_TOKEN}"))
             .header(header::ACCEPT, "application/json")
             .send()
@@ -326,19 +307,35 @@ impl Endpoints {
             status == reqwest::StatusCode::OK,
             "direct #{id}: HTTP {status}"
         );
+        let Some(expected) = scenario.issues else {
+            #[derive(serde::Deserialize)]
+            struct User {
+                login: String,
+            }
+            let user: User = serde_json::from_slice(&bytes)
+                .with_context(|| format!("direct #{id}: not a user"))?;
+            ensure!(user.login == "admin", "direct #{id}: login {}", user.login);
+            return Ok(());
+        };
         let issues: Vec<IgnoredAny> = serde_json::from_slice(&bytes)
             .with_context(|| format!("direct #{id}: the response is not a JSON list"))?;
         ensure!(
-            issues.len() == scenario.issues,
-            "direct #{id}: expected {} issues",
-            scenario.issues
+            issues.len() == expected,
+            "direct #{id}: expected {expected} issues"
         );
         Ok(())
     }
 
     async fn call(&self, scenario: &Scenario, target: Target, id: usize) -> anyhow::Result<()> {
         match target {
-            Target::Gateway => self.timed_gateway_call(scenario, id).await,
+            Target::Gateway => self.timed_mcp_call(scenario, &scenario.mcp_url, id).await,
+            Target::Floor => {
+                let url = scenario
+                    .floor_url
+                    .as_deref()
+                    .context("no floor on this scenario")?;
+                self.timed_mcp_call(scenario, url, id).await
+            }
             Target::Direct => self.direct_call(scenario, id).await,
         }
     }
@@ -404,95 +401,6 @@ async fn verify_gateway(endpoints: &Endpoints, scenario: &Scenario) -> anyhow::R
     Ok(())
 }
 
-struct Figures {
-    calls: usize,
-    elapsed: Duration,
-    p50: Duration,
-    p99: Duration,
-    /// The whole process's CPU time over the timed calls.
-    cpu: Duration,
-    capped: bool,
-}
-
-/// User plus system CPU time of this process so far.
-fn process_cpu() -> Duration {
-    // SAFETY: getrusage only writes the struct it is given.
-    let usage = unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
-        usage
-    };
-    let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    time(usage.ru_utime) + time(usage.ru_stime)
-}
-
-/// Nearest-rank percentile of sorted samples.
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-/// Runs `requests` calls with `concurrency` workers, stopping early at
-/// `max_time`. Any failed call aborts the run.
-async fn drive(
-    endpoints: Arc<Endpoints>,
-    scenario: Arc<Scenario>,
-    target: Target,
-    requests: usize,
-    concurrency: usize,
-    max_time: Duration,
-) -> anyhow::Result<Figures> {
-    for i in 0..WARMUP_REQUESTS.min(requests) {
-        endpoints.call(&scenario, target, i).await?;
-    }
-    let next = Arc::new(AtomicUsize::new(0));
-    let started = Instant::now();
-    let cpu_before = process_cpu();
-    let deadline = started + max_time;
-    let workers: Vec<_> = (0..concurrency)
-        .map(|_| {
-            let endpoints = endpoints.clone();
-            let scenario = scenario.clone();
-            let next = next.clone();
-            tokio::spawn(async move {
-                let mut latencies = Vec::with_capacity(requests / concurrency + 1);
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= requests || Instant::now() >= deadline {
-                        break;
-                    }
-                    let t = Instant::now();
-                    endpoints
-                        .call(&scenario, target, WARMUP_REQUESTS + i)
-                        .await?;
-                    latencies.push(t.elapsed());
-                }
-                anyhow::Ok(latencies)
-            })
-        })
-        .collect();
-    let mut latencies = Vec::with_capacity(requests);
-    for worker in workers {
-        latencies.extend(worker.await??);
-    }
-    let elapsed = started.elapsed();
-    let cpu = process_cpu().saturating_sub(cpu_before);
-    ensure!(!latencies.is_empty(), "no call completed");
-    latencies.sort_unstable();
-    Ok(Figures {
-        calls: latencies.len(),
-        elapsed,
-        p50: percentile(&latencies, 50.0),
-        p99: percentile(&latencies, 99.0),
-        cpu,
-        capped: latencies.len() < requests,
-    })
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
 /// Size in bytes of a `tools/list` response, and its tool count.
 async fn tools_list_size(
     endpoints: &Endpoints,
@@ -547,7 +455,12 @@ async fn main() -> anyhow::Result<()> {
         .pool_max_idle_per_host(max_concurrency.max(1) * 2)
         .timeout(Duration::from_secs(30))
         .build()?;
-    let endpoints = Arc::new(Endpoints { client });
+    let floor = match Floor::binary_from_env() {
+        Some(binary) => Some(Floor::spawn(&binary, upstream, GITEA_TOKEN, BEARER).await?),
+        None => None,
+    };
+    let floor_url = floor.as_ref().map(|f| format!("http://{}/mcp", f.addr));
+    let endpoints = Arc::new(Endpoints { client, floor });
     let list_url = |repo: &str| format!("http://{upstream}/api/v1/repos/{OWNER}/{repo}/issues");
     let arguments = |repo: &str| match config.full_view {
         true => json!({"owner": OWNER, "repo": repo, "view": "full"}),
@@ -556,19 +469,34 @@ async fn main() -> anyhow::Result<()> {
     let scenarios = [
         Scenario {
             label: "small",
+            tool: TOOL,
             mcp_url: format!("http://{gateway}/mcp"),
-            issues_url: list_url(REPO),
+            floor_url: None,
+            direct_url: list_url(REPO),
             repo: REPO,
-            issues: ISSUES_PER_PAGE,
+            issues: Some(ISSUES_PER_PAGE),
             arguments: arguments(REPO),
         },
         Scenario {
             label: "big",
+            tool: TOOL,
             mcp_url: format!("http://{big_gateway}/mcp"),
-            issues_url: list_url(BIG_REPO),
+            floor_url: None,
+            direct_url: list_url(BIG_REPO),
             repo: BIG_REPO,
-            issues: config.big_issues,
+            issues: Some(config.big_issues),
             arguments: arguments(BIG_REPO),
+        },
+        // The floor's one tool, through the gateway, the floor and directly.
+        Scenario {
+            label: "user",
+            tool: USER_TOOL,
+            mcp_url: format!("http://{gateway}/mcp"),
+            floor_url,
+            direct_url: format!("http://{upstream}/api/v1/user"),
+            repo: "",
+            issues: None,
+            arguments: json!({}),
         },
     ]
     .map(Arc::new);
@@ -597,6 +525,15 @@ async fn main() -> anyhow::Result<()> {
     println!(
         "  CPU us/call: the whole process (client, gateway, upstream); gateway minus direct is the gateway's own"
     );
+    match &endpoints.floor {
+        Some(floor) => println!(
+            "  floor     http://{}/mcp (floor-rmcp, LOAD_FLOOR_BIN; its row adds its own CPU from /proc)",
+            floor.addr
+        ),
+        None => println!(
+            "  floor     none: LOAD_FLOOR_BIN is not set (../shared/perf/README.md builds floor-rmcp)"
+        ),
+    }
     println!();
     println!(
         "{:<6} {:<8} {:>11} {:>7} {:>10} {:>9} {:>9} {:>12}",
@@ -604,7 +541,10 @@ async fn main() -> anyhow::Result<()> {
     );
     for scenario in &scenarios {
         for &concurrency in &config.concurrency {
-            for target in [Target::Gateway, Target::Direct] {
+            for target in [Target::Gateway, Target::Floor, Target::Direct] {
+                if target == Target::Floor && scenario.floor_url.is_none() {
+                    continue;
+                }
                 let f = drive(
                     endpoints.clone(),
                     scenario.clone(),
