@@ -239,10 +239,10 @@ impl Endpoints {
         Ok(result)
     }
 
-    /// One timed `tools/call` to `url` (a gateway, or the floor), checked with the least
-    /// parsing that proves it (the same the direct call does): the
-    /// JSON-RPC answer, then, for the big list, the items of `data`,
-    /// skipped rather than built.
+    /// One timed `tools/call` to `url` (a gateway, or the floor), checked
+    /// with the least parsing that proves it (the same the direct call
+    /// does): the JSON-RPC answer, then, for the big list, the items of
+    /// `data`, skipped rather than built.
     async fn timed_mcp_call(
         &self,
         scenario: &Scenario,
