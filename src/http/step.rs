@@ -76,14 +76,11 @@ where
 
     fn call(&mut self, request: Request) -> Self::Future {
         match self.step.before(&request) {
-            Ok(carry) => StepFuture {
-                inner: Some(self.inner.call(request)),
+            Ok(carry) => StepFuture::Passed {
+                inner: self.inner.call(request),
                 after: Some((self.step.clone(), carry)),
-                answer: None,
             },
-            Err(answer) => StepFuture {
-                inner: None,
-                after: None,
+            Err(answer) => StepFuture::Answered {
                 answer: Some(answer),
             },
         }
@@ -93,11 +90,16 @@ where
 pin_project_lite::pin_project! {
     /// The inner service's answer, passed through the step's `after`; or
     /// the step's own answer.
-    pub struct StepFuture<T: Step, F> {
-        #[pin]
-        inner: Option<F>,
-        after: Option<(T, T::Carry)>,
-        answer: Option<Response>,
+    #[project = StepFutureProjection]
+    pub enum StepFuture<T: Step, F> {
+        /// The request went on; `after` is taken when the answer comes.
+        Passed {
+            #[pin]
+            inner: F,
+            after: Option<(T, T::Carry)>,
+        },
+        /// The step answered; the answer is taken when polled.
+        Answered { answer: Option<Response> },
     }
 }
 
@@ -110,20 +112,18 @@ where
     type Output = Result<Response, Infallible>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        let Some(inner) = this.inner.as_pin_mut() else {
-            let answer = this
-                .answer
+        match self.project() {
+            StepFutureProjection::Answered { answer } => Poll::Ready(Ok(answer
                 .take()
-                .expect("a step's own answer is taken once: polled after it was ready");
-            return Poll::Ready(Ok(answer));
-        };
-        let Ok(response) = ready!(inner.poll(cx));
-        let (step, carry) = this
-            .after
-            .take()
-            .expect("the inner answer is taken once: polled after it was ready");
-        Poll::Ready(Ok(step.after(carry, response.into_response())))
+                .expect("a step's own answer is taken once: polled after it was ready"))),
+            StepFutureProjection::Passed { inner, after } => {
+                let Ok(response) = ready!(inner.poll(cx));
+                let (step, carry) = after
+                    .take()
+                    .expect("the inner answer is taken once: polled after it was ready");
+                Poll::Ready(Ok(step.after(carry, response.into_response())))
+            }
+        }
     }
 }
 
