@@ -10,14 +10,26 @@
 //!
 //! It also assembles the process's subscriber: this log, and beside it
 //! the trace exporter's layer when traces are on (`crate::telemetry`).
+//!
+//! The log's filter is asked on every event ([`AskEveryTime`]): a
+//! per-layer filter that lets the registry cache a callsite as always
+//! enabled loses lines. `tracing-subscriber` carries each per-layer
+//! filter's verdict from `enabled` to `on_event` in thread-local state;
+//! a callsite cached as always enabled skips `enabled`, so it reads the
+//! verdict left by whatever asked last. sqlx asks whether its query log is
+//! enabled after every statement, and the access-log line that followed
+//! was dropped: 10 lines for 200 requests on PostgreSQL (issue 43;
+//! tokio-rs/tracing#2519, whose fix upstream is this same cap).
 
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use tracing::subscriber::Interest;
+use tracing::{Event, Metadata, span};
 use tracing_subscriber::Registry;
-use tracing_subscriber::filter::{FilterExt, filter_fn};
+use tracing_subscriber::filter::{FilterExt, LevelFilter, filter_fn};
 use tracing_subscriber::fmt::MakeWriter;
-use tracing_subscriber::layer::{Layer, SubscriberExt};
+use tracing_subscriber::layer::{Context, Filter, Layer, SubscriberExt};
 use tracing_subscriber::util::SubscriberInitExt;
 
 /// Log lines stderr refused since start.
@@ -36,9 +48,11 @@ pub type ExtraLayer = Box<dyn Layer<Registry> + Send + Sync>;
 /// people reading a terminal. `traces` is the OpenTelemetry layer when
 /// traces are exported; the log never shows the spans made for it.
 pub fn init(traces: Option<ExtraLayer>) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("RUST_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"))
-        .and(filter_fn(crate::telemetry::not_trace_spans));
+    let filter = AskEveryTime(
+        tracing_subscriber::EnvFilter::try_from_env("RUST_LOG")
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"))
+            .and(filter_fn(crate::telemetry::not_trace_spans)),
+    );
     let format = std::env::var("LOG_FORMAT").unwrap_or_default();
     let text = format.eq_ignore_ascii_case("text");
     let log = tracing_subscriber::fmt::layer()
@@ -54,6 +68,58 @@ pub fn init(traces: Option<ExtraLayer>) {
     tracing_subscriber::registry().with(layers).init();
     if !text && !format.is_empty() && !format.eq_ignore_ascii_case("json") {
         tracing::warn!(setting = "LOG_FORMAT", "unknown value: logging JSON lines");
+    }
+}
+
+/// A per-layer filter whose callsites are never cached as always enabled,
+/// so that `enabled` runs before every event and span and the verdict
+/// `on_event` reads is this event's (see the module's comment). The
+/// registry combines the interests of every per-layer filter, and one
+/// that says "sometimes" makes the combination "sometimes": capping the
+/// log's filter keeps the trace layer's verdicts fresh too. Everything
+/// else is the inner filter's.
+struct AskEveryTime<F>(F);
+
+impl<S, F: Filter<S>> Filter<S> for AskEveryTime<F> {
+    fn enabled(&self, meta: &Metadata<'_>, cx: &Context<'_, S>) -> bool {
+        self.0.enabled(meta, cx)
+    }
+
+    fn callsite_enabled(&self, meta: &'static Metadata<'static>) -> Interest {
+        let interest = self.0.callsite_enabled(meta);
+        if interest.is_always() {
+            Interest::sometimes()
+        } else {
+            interest
+        }
+    }
+
+    fn event_enabled(&self, event: &Event<'_>, cx: &Context<'_, S>) -> bool {
+        self.0.event_enabled(event, cx)
+    }
+
+    fn max_level_hint(&self) -> Option<LevelFilter> {
+        self.0.max_level_hint()
+    }
+
+    fn on_new_span(&self, attrs: &span::Attributes<'_>, id: &span::Id, cx: Context<'_, S>) {
+        self.0.on_new_span(attrs, id, cx);
+    }
+
+    fn on_record(&self, id: &span::Id, values: &span::Record<'_>, cx: Context<'_, S>) {
+        self.0.on_record(id, values, cx);
+    }
+
+    fn on_enter(&self, id: &span::Id, cx: Context<'_, S>) {
+        self.0.on_enter(id, cx);
+    }
+
+    fn on_exit(&self, id: &span::Id, cx: Context<'_, S>) {
+        self.0.on_exit(id, cx);
+    }
+
+    fn on_close(&self, id: span::Id, cx: Context<'_, S>) {
+        self.0.on_close(id, cx);
     }
 }
 

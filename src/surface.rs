@@ -121,10 +121,14 @@ pub enum SurfaceError {
 impl Surface {
     /// The surface of `path` (a request path, no query). `check` decides
     /// whether a toolset name is known, and may say what to use instead.
+    /// One trailing slash names the same surface (`/mcp/` is `/mcp`): URLs
+    /// get pasted that way, and a client that never finds the sign-in
+    /// behind a 404 cannot say why.
     pub fn parse(
         path: &str,
         check: impl Fn(&str) -> Result<(), SurfaceError>,
     ) -> Result<Surface, SurfaceError> {
+        let path = path.strip_suffix('/').unwrap_or(path);
         let rest = path.strip_prefix(MCP_PATH).ok_or(SurfaceError::NotMcp)?;
         let mut segments: Vec<&str> = match rest {
             "" => Vec::new(),
@@ -266,6 +270,21 @@ mod tests {
     }
 
     #[test]
+    fn one_trailing_slash_names_the_same_surface() {
+        for path in [
+            "/mcp",
+            "/mcp/readonly",
+            "/mcp/all",
+            "/mcp/all/readonly",
+            "/mcp/x/issue",
+            "/mcp/x/issue/readonly",
+        ] {
+            assert_eq!(parse(&format!("{path}/")), parse(path), "{path}/");
+        }
+        assert_eq!(parse("/mcp/").unwrap().path(), "/mcp");
+    }
+
+    #[test]
     fn the_canonical_path_sorts_and_dedups_toolsets() {
         let surface = parse("/mcp/x/repository.pulls,issue,issue/readonly").unwrap();
         assert_eq!(surface.path(), "/mcp/x/issue,repository.pulls/readonly");
@@ -293,7 +312,7 @@ mod tests {
     fn malformed_paths_are_refused() {
         for path in [
             "/mcpx",
-            "/mcp/",
+            "/mcp//",
             "/mcp/x",
             "/mcp/x/",
             "/mcp/x/issue,",

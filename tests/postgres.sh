@@ -8,6 +8,8 @@
 #                              postgres://aegis@127.0.0.1:PORT/postgres
 #   postgres.sh stop [--keep] stop it and delete $AEGIS_PG_DIR (--keep: leave it)
 #   postgres.sh url          print the URL of the running cluster
+#   postgres.sh restart      a fast restart (every session ended), as an
+#                            operator's `pg_ctl restart -m fast` or a failover
 #
 # Trust authentication, on 127.0.0.1 and the cluster's own socket directory
 # only. Uses Debian's server binaries (/usr/lib/postgresql/*/bin: the
@@ -154,9 +156,18 @@ do_stop() {
   fi
 }
 
+do_restart() {
+  find_bin
+  running || die "no cluster running in $DIR"
+  log "fast restart"
+  as_owner "$BIN/pg_ctl" -D "$DATA" -l "$LOG" -m fast -w -t 60 restart >/dev/null \
+    || { tail -n 30 "$LOG" >&2 || true; die "pg_ctl restart failed"; }
+}
+
 case "${1:-}" in
   start) do_start ;;
   stop) shift; do_stop "$@" ;;
+  restart) do_restart ;;
   url) [[ -f "$PORTFILE" ]] || die "no cluster in $DIR"; url ;;
-  *) echo "usage: $0 start | stop [--keep] | url" >&2; exit 2 ;;
+  *) echo "usage: $0 start | stop [--keep] | url | restart" >&2; exit 2 ;;
 esac

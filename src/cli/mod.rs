@@ -460,12 +460,14 @@ async fn serve_http(
         max_connections: settings.max_connections,
         max_per_ip: settings.max_connections_per_ip,
         exempt: settings.forwarded_allow_ips.clone(),
+        idle_timeout: settings.idle_connection_timeout,
     }
     .within_descriptor_limit();
     tracing::info!(
         max_connections = limits.max_connections,
         max_per_ip = limits.max_per_ip,
         header_read_timeout_secs = HEADER_READ_TIMEOUT.as_secs(),
+        idle_timeout_secs = limits.idle_timeout.as_secs(),
         "connection limits"
     );
     let router = crate::http::router(app.clone());
@@ -488,6 +490,7 @@ async fn serve_metrics(app: Arc<App>, listener: tokio::net::TcpListener) -> Resu
         max_connections: 64,
         max_per_ip: 16,
         exempt: Vec::new(),
+        idle_timeout: app.settings().idle_connection_timeout,
     }
     .within_descriptor_limit();
     let router = crate::http::metrics::router(app);

@@ -183,6 +183,14 @@ impl Default for RateLimits {
 
 /// Open client connections at most, by default (`MAX_CONNECTIONS`).
 pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
+/// How long a kept-alive connection may sit idle between requests, by
+/// default (`IDLE_CONNECTION_TIMEOUT_SECONDS`): longer than any load
+/// balancer in common use keeps an idle connection to its upstream (nginx
+/// 60 s, cloud balancers up to 600 s), so that the balancer, not the
+/// gateway, closes it. Closing first races the balancer's next request on
+/// that connection, which then fails (issue 43).
+pub const DEFAULT_IDLE_CONNECTION_TIMEOUT: std::time::Duration =
+    std::time::Duration::from_secs(620);
 /// Open connections from one address at most, by default
 /// (`MAX_CONNECTIONS_PER_IP`): far more than any one person's clients
 /// hold, far fewer than the descriptor limit.
@@ -287,6 +295,10 @@ pub struct Settings {
     /// `MAX_CONNECTIONS_PER_IP`: open connections at most from one address
     /// (trusted proxies excepted).
     pub max_connections_per_ip: usize,
+    /// `IDLE_CONNECTION_TIMEOUT_SECONDS`: how long a kept-alive connection
+    /// may wait for its next request (the header-read timeout, from the
+    /// first byte of a request to the end of its head, is separate).
+    pub idle_connection_timeout: std::time::Duration,
     /// `OAUTH_MAX_CLIENTS`: registered clients the store holds at most.
     pub oauth_max_clients: u64,
     pub rate_limits: RateLimits,
@@ -350,6 +362,7 @@ impl Settings {
         let forwarded_allow_ips = sections::forwarded_allow_ips(&get)?;
         let (max_connections, max_connections_per_ip, oauth_max_clients) =
             sections::capacity(&get)?;
+        let idle_connection_timeout = sections::idle_connection_timeout(&get)?;
 
         let rate_limits = sections::rate_limits(&get)?;
 
@@ -385,6 +398,7 @@ impl Settings {
             forwarded_allow_ips,
             max_connections,
             max_connections_per_ip,
+            idle_connection_timeout,
             oauth_max_clients,
             rate_limits,
             audit_hmac_key,

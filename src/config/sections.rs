@@ -12,9 +12,10 @@ use super::parse::{
     require_key_length,
 };
 use super::{
-    AuditSync, ConfigError, DEFAULT_AUDIT_MAX_BYTES, DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_MAX_CONNECTIONS_PER_IP, DEFAULT_OAUTH_SCOPES, DEFAULT_SYNC_INTERVAL, ExposureSettings,
-    Limits, MIN_BEARER_LEN, OpenApiSource, RateLimits, SecretDetectionMode, ToolMode,
+    AuditSync, ConfigError, DEFAULT_AUDIT_MAX_BYTES, DEFAULT_IDLE_CONNECTION_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_IP, DEFAULT_OAUTH_SCOPES,
+    DEFAULT_SYNC_INTERVAL, ExposureSettings, Limits, MIN_BEARER_LEN, OpenApiSource, RateLimits,
+    SecretDetectionMode, ToolMode,
 };
 
 /// `READ_ONLY`, `TOOLSETS`, `DISABLED_TOOLS`, the raw tool's switches,
@@ -385,6 +386,19 @@ pub(super) fn replica_id<'a>(
             })
         }
     }
+}
+
+/// `IDLE_CONNECTION_TIMEOUT_SECONDS`.
+pub(super) fn idle_connection_timeout<'a>(
+    get: &impl Fn(&str) -> Option<&'a str>,
+) -> Result<std::time::Duration, ConfigError> {
+    let seconds = parse_usize(
+        "IDLE_CONNECTION_TIMEOUT_SECONDS",
+        get("IDLE_CONNECTION_TIMEOUT_SECONDS"),
+        DEFAULT_IDLE_CONNECTION_TIMEOUT.as_secs() as usize,
+        1..=86_400,
+    )?;
+    Ok(std::time::Duration::from_secs(seconds as u64))
 }
 
 /// `MAX_CONNECTIONS`, `MAX_CONNECTIONS_PER_IP` and `OAUTH_MAX_CLIENTS`.

@@ -3,9 +3,11 @@
 //! server away from the others (the security review's slowloris, F3):
 //!
 //! - a **header-read timeout**: a connection that does not deliver a whole
-//!   request head within [`HEADER_READ_TIMEOUT`] (the first one, or the next
-//!   one on a kept-alive connection) is closed, and so is one that sends
-//!   nothing at all;
+//!   request head within [`HEADER_READ_TIMEOUT`] of its first byte is
+//!   closed, and so is a new one that sends nothing at all;
+//! - an **idle timeout**, separate from it: a kept-alive connection may
+//!   wait [`ConnectionLimits::idle_timeout`] for its next request, longer
+//!   than a load balancer keeps it (see `connection_watch`);
 //! - a **global connection cap** (`MAX_CONNECTIONS`), held below the
 //!   process's descriptor limit so that accepting never fails for want of a
 //!   descriptor;
@@ -26,6 +28,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::ConnectInfo;
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
@@ -34,9 +37,8 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpStream};
 use tower::ServiceExt;
 
-/// How long a client has to send a request head, on a new connection and
-/// between requests on a kept-alive one.
-pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+pub use super::connection_watch::HEADER_READ_TIMEOUT;
+use super::connection_watch::{ConnectionWatch, WatchedStream};
 
 /// How long open connections get to finish at shutdown.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
@@ -58,6 +60,8 @@ pub struct ConnectionLimits {
     pub max_per_ip: usize,
     /// Addresses the per-address cap does not apply to (trusted proxies).
     pub exempt: Vec<ipnet::IpNet>,
+    /// How long a kept-alive connection may wait for its next request.
+    pub idle_timeout: Duration,
 }
 
 impl ConnectionLimits {
@@ -153,10 +157,12 @@ pub async fn serve(
     let occupancy = Arc::new(Mutex::new(Occupancy::default()));
     let graceful = GracefulShutdown::new();
     let mut builder = Builder::new(TokioExecutor::new());
+    // hyper's header-read timer also closes idle connections: the
+    // connection's watch keeps the two apart instead.
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT);
+        .header_read_timeout(None);
     builder
         .http2()
         .timer(TokioTimer::new())
@@ -183,25 +189,49 @@ pub async fn serve(
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let service =
-            router
-                .clone()
+        let router = router.clone();
+        let builder = builder.clone();
+        let watcher = graceful.watcher();
+        let idle_timeout = limits.idle_timeout;
+        tokio::spawn(async move {
+            let _slot = slot;
+            let Some(protocol) = first_bytes_arrive(&stream, HEADER_READ_TIMEOUT).await else {
+                return;
+            };
+            let watch = ConnectionWatch::new(idle_timeout, protocol == Protocol::Http1);
+            let service = router
                 .map_request(move |mut request: axum::http::Request<Incoming>| {
                     request.extensions_mut().insert(ConnectInfo(peer));
                     request
+                })
+                .map_future({
+                    let watch = watch.clone();
+                    move |answer| {
+                        let in_flight = watch.request_started();
+                        async move {
+                            // The body holds the request in flight until it
+                            // has been sent (or the connection is gone).
+                            answer.await.map(|response: axum::response::Response| {
+                                response.map(|body| {
+                                    body.map_frame(move |frame| {
+                                        let _held = &in_flight;
+                                        frame
+                                    })
+                                })
+                            })
+                        }
+                    }
                 });
-        let builder = builder.clone();
-        let watcher = graceful.watcher();
-        tokio::spawn(async move {
-            let _slot = slot;
-            if !first_bytes_arrive(&stream, HEADER_READ_TIMEOUT).await {
-                return;
-            }
             let connection = builder.serve_connection_with_upgrades(
-                TokioIo::new(stream),
+                TokioIo::new(WatchedStream::new(stream, watch.clone())),
                 TowerToHyperService::new(service),
             );
-            let _ = watcher.watch(connection).await;
+            tokio::select! {
+                _ = watcher.watch(connection) => {}
+                // A head too slow, or idle too long: dropping the
+                // connection closes it.
+                () = watch.expired() => {}
+            }
         });
     }
     drop(listener);
@@ -214,28 +244,48 @@ pub async fn serve(
     Ok(())
 }
 
+/// Which protocol a connection speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Protocol {
+    Http1,
+    /// HTTP/2 with prior knowledge (it starts with the preface).
+    Http2,
+}
+
+/// The protocol of a connection whose first bytes are `first` (at most the
+/// preface's length), or `None` while they are a part of the preface.
+fn protocol_of(first: &[u8]) -> Option<Protocol> {
+    if !H2_PREFACE.starts_with(first) {
+        Some(Protocol::Http1)
+    } else if first.len() == H2_PREFACE.len() {
+        Some(Protocol::Http2)
+    } else {
+        None
+    }
+}
+
 /// Waits until `stream` has sent enough to tell HTTP/1 from HTTP/2: a byte
-/// that is not the start of the HTTP/2 preface, or the whole preface. False
-/// when that does not happen within `limit`, or the peer closed. (The
-/// header-read timeout only starts once the protocol is known.)
-async fn first_bytes_arrive(stream: &TcpStream, limit: Duration) -> bool {
+/// that is not the start of the HTTP/2 preface, or the whole preface.
+/// `None` when that does not happen within `limit`, or the peer closed.
+/// (The header-read timeout only starts once the protocol is known.)
+async fn first_bytes_arrive(stream: &TcpStream, limit: Duration) -> Option<Protocol> {
     let wait = async {
         let mut buf = [0u8; 24];
         loop {
             if stream.readable().await.is_err() {
-                return false;
+                return None;
             }
             match stream.peek(&mut buf).await {
-                Ok(0) | Err(_) => return false,
-                Ok(n) if n >= H2_PREFACE.len() || !H2_PREFACE.starts_with(&buf[..n]) => {
-                    return true;
-                }
-                // A part of the preface: wait for the rest.
-                Ok(_) => tokio::time::sleep(Duration::from_millis(5)).await,
+                Ok(0) | Err(_) => return None,
+                Ok(n) => match protocol_of(&buf[..n]) {
+                    Some(protocol) => return Some(protocol),
+                    // A part of the preface: wait for the rest.
+                    None => tokio::time::sleep(Duration::from_millis(5)).await,
+                },
             }
         }
     };
-    tokio::time::timeout(limit, wait).await.unwrap_or(false)
+    tokio::time::timeout(limit, wait).await.ok().flatten()
 }
 
 #[cfg(test)]
@@ -247,7 +297,20 @@ mod tests {
             max_connections: max,
             max_per_ip: per_ip,
             exempt: vec!["10.0.0.1/32".parse().unwrap()],
+            idle_timeout: Duration::from_secs(620),
         }
+    }
+
+    #[test]
+    fn the_first_bytes_tell_the_protocol() {
+        assert_eq!(
+            protocol_of(b"GET /health/live HTTP/1.1\r\nHost: 127.0"),
+            Some(Protocol::Http1)
+        );
+        assert_eq!(protocol_of(b"P"), None);
+        assert_eq!(protocol_of(b"PRI * HTTP/2.0\r\n"), None);
+        assert_eq!(protocol_of(b"POST /mcp"), Some(Protocol::Http1));
+        assert_eq!(protocol_of(H2_PREFACE), Some(Protocol::Http2));
     }
 
     #[test]

@@ -11,14 +11,21 @@ use axum::response::{IntoResponse, Response};
 use crate::app::App;
 use crate::surface::{Surface, catalog_toolsets};
 
-/// Every route path an MCP URL can take.
+/// Every route path an MCP URL can take, each also with one trailing
+/// slash (the same surface, see `Surface::parse`).
 pub const MCP_ROUTES: &[&str] = &[
     "/mcp",
+    "/mcp/",
     "/mcp/readonly",
+    "/mcp/readonly/",
     "/mcp/all",
+    "/mcp/all/",
     "/mcp/all/readonly",
+    "/mcp/all/readonly/",
     "/mcp/x/{toolsets}",
+    "/mcp/x/{toolsets}/",
     "/mcp/x/{toolsets}/readonly",
+    "/mcp/x/{toolsets}/readonly/",
 ];
 
 /// Puts the URL's surface into the request, or answers 404.

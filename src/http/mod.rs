@@ -18,6 +18,7 @@
 //! `Host` guard.
 
 pub(crate) mod auth;
+pub(crate) mod connection_watch;
 pub(crate) mod guards;
 pub(crate) mod health;
 pub(crate) mod layers;
@@ -77,6 +78,10 @@ fn oauth_routes(
         )
         .route(
             "/.well-known/oauth-protected-resource/mcp",
+            get(crate::oauth::protected_resource),
+        )
+        .route(
+            "/.well-known/oauth-protected-resource/mcp/",
             get(crate::oauth::protected_resource),
         )
         .route(

@@ -24,3 +24,39 @@ impl From<sqlx::Error> for StoreError {
         Self::Database(err)
     }
 }
+
+impl StoreError {
+    /// Whether the connection the operation ran on is gone: the server
+    /// ended the session (PostgreSQL's class 57P, "operator intervention",
+    /// as a restart or `pg_terminate_backend` does; class 08, connection
+    /// exceptions) or the socket failed. Another connection may well work.
+    pub fn is_lost_connection(&self) -> bool {
+        match self {
+            Self::Database(sqlx::Error::Io(_)) => true,
+            Self::Database(sqlx::Error::Database(err)) => err
+                .code()
+                .is_some_and(|code| code.starts_with("57P") || code.starts_with("08")),
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_socket_is_a_lost_connection() {
+        let err = StoreError::Database(sqlx::Error::Io(std::io::Error::from(
+            std::io::ErrorKind::ConnectionReset,
+        )));
+        assert!(err.is_lost_connection());
+    }
+
+    #[test]
+    fn a_full_store_or_a_timeout_is_not_a_lost_connection() {
+        assert!(!StoreError::Full { what: "clients" }.is_lost_connection());
+        assert!(!StoreError::Database(sqlx::Error::PoolTimedOut).is_lost_connection());
+        assert!(!StoreError::Corrupt("x").is_lost_connection());
+    }
+}

@@ -11,9 +11,15 @@ use super::UnixTime;
 pub const UNUSED_REGISTRATION_TTL: UnixTime = 60 * 60;
 
 /// Unused dynamic registrations one network (IPv4 /24, IPv6 /48) may hold
-/// within [`UNUSED_REGISTRATION_TTL`]: a team behind one NAT registers a
-/// few clients, not dozens.
-pub const MAX_UNUSED_REGISTRATIONS_PER_NETWORK: u64 = 20;
+/// within [`UNUSED_REGISTRATION_TTL`] on top of the registrations from it
+/// that a sign-in put to use in the same time: the allowance grows with
+/// real use. A hosted connector registers from its vendor's back end, so a
+/// whole team shares one network, and claude.ai registers twice per connect
+/// and uses one: each connect leaves one unused registration and earns one
+/// used, whatever the team's size. A flood that nobody signs in with stops
+/// at this many; the slack is how many connects may be between registering
+/// and finishing their sign-in at once (two registrations each).
+pub const UNUSED_REGISTRATIONS_PER_NETWORK: u64 = 32;
 
 /// How long the refresh token just rotated away from stays usable, for a
 /// client that lost the answer and retries, or that raced itself. Short on

@@ -33,8 +33,8 @@ use async_trait::async_trait;
 pub use activity::*;
 pub use error::StoreError;
 pub use limits::{
-    MAX_UNUSED_REGISTRATIONS_PER_NETWORK, PREVIOUS_REFRESH_GRACE_SECS, StoreLimits,
-    UNUSED_REGISTRATION_TTL,
+    PREVIOUS_REFRESH_GRACE_SECS, StoreLimits, UNUSED_REGISTRATION_TTL,
+    UNUSED_REGISTRATIONS_PER_NETWORK,
 };
 pub use open::{StoreLocation, open_store};
 pub use records::*;
@@ -87,9 +87,10 @@ pub trait ClientStore: Send + Sync {
     /// `registered_from` (see `ClientAddress::network`) when known. When
     /// `max_clients` are stored, dynamic registrations that no sign-in used
     /// within [`UNUSED_REGISTRATION_TTL`] are removed first; if the store is
-    /// still full: [`StoreError::Full`]. A network that already holds
-    /// [`MAX_UNUSED_REGISTRATIONS_PER_NETWORK`] unused recent registrations
-    /// gets [`StoreError::QuotaSpent`].
+    /// still full: [`StoreError::Full`]. A network whose unused recent
+    /// registrations number [`UNUSED_REGISTRATIONS_PER_NETWORK`] more than
+    /// its recent registrations that a sign-in used gets
+    /// [`StoreError::QuotaSpent`].
     async fn insert_client(
         &self,
         client: &ClientRecord,

@@ -104,3 +104,78 @@ async fn half_open_connections_from_one_address_leave_others_served() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// One `GET /health/live` on `stream`, kept alive; the answer's status line.
+async fn ask(stream: &mut TcpStream) -> String {
+    stream
+        .write_all(b"GET /health/live HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !answer.ends_with(b"}") {
+        let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf))
+            .await
+            .expect("an answer within 5 s")
+            .unwrap();
+        assert!(n > 0, "the connection was closed before the answer");
+        answer.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&answer)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Issue 43: a load balancer keeps its idle connections to the gateway for
+/// a minute (nginx) or more; the gateway closed them after the 10 s
+/// header-read timeout, racing the balancer's next request. A kept-alive
+/// connection now waits `IDLE_CONNECTION_TIMEOUT_SECONDS` for its next
+/// request, and is closed after it; a request head that starts arriving on
+/// it still has only the header-read timeout to finish.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kept_alive_connections_wait_the_idle_timeout_and_heads_still_have_ten_seconds() {
+    aegis_gitea_mcp::tls::install_crypto_provider();
+    let fake = FakeGitea::start().await;
+    let data = crate::support::scratch_dir();
+    let port = free_port();
+    let mut serve = ServeProcess::new(&fake, &data, port, "connections-test-key-0123456789abcdef");
+    serve.extra = &[("IDLE_CONNECTION_TIMEOUT_SECONDS", "14")];
+    let mut child = serve.spawn();
+    wait_ready(port).await;
+
+    let connect = || TcpStream::connect(("127.0.0.1", port));
+    // Past the header-read timeout, idle: still open, and answers.
+    let mut idle = connect().await.unwrap();
+    assert!(ask(&mut idle).await.contains("200"));
+    // A second connection starts a head after 5 s idle and never ends it.
+    let mut dribbling = connect().await.unwrap();
+    assert!(ask(&mut dribbling).await.contains("200"));
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    dribbling
+        .write_all(b"GET /health/live HTTP/1.1\r\n")
+        .await
+        .unwrap();
+    let began = Instant::now();
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    assert!(
+        ask(&mut idle).await.contains("200"),
+        "12 s idle, then asked"
+    );
+    // The dribbled head: closed 10 s after its first byte, well before the
+    // idle timeout would have.
+    let mut buf = [0u8; 64];
+    let read = tokio::time::timeout(Duration::from_secs(6), dribbling.read(&mut buf)).await;
+    assert!(
+        matches!(read, Ok(Ok(0)) | Ok(Err(_))),
+        "the dribbled head's connection is closed: {read:?}"
+    );
+    let closed_after = began.elapsed();
+    assert!(closed_after >= Duration::from_secs(9), "{closed_after:?}");
+    // Idle past IDLE_CONNECTION_TIMEOUT_SECONDS: closed.
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    assert!(closed(&mut idle).await, "idle past the idle timeout");
+    let _ = child.kill();
+    let _ = child.wait();
+}

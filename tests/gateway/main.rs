@@ -21,6 +21,7 @@ mod mcp_http;
 mod metrics;
 mod otlp_collector;
 mod policy_cli;
+mod process_log;
 mod rate_limits;
 mod refusal_snapshots;
 mod request_guards;

@@ -37,15 +37,23 @@ async fn get(gateway: &OAuthGateway, path: &str) -> (StatusCode, Value) {
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
+/// Each URL, and each as pasted with a trailing slash (issue 43: `/mcp/`
+/// was a plain 404, and a client never found the sign-in).
 async fn each_url_challenges_with_its_own_resource_document(gateway: OAuthGateway) {
-    for path in [
+    let urls = [
         "/mcp",
         "/mcp/readonly",
         "/mcp/all",
         "/mcp/all/readonly",
         TOOLSET_URL,
         "/mcp/x/issue/readonly",
-    ] {
+    ];
+    let with_slash = urls.map(|url| format!("{url}/"));
+    for path in urls
+        .iter()
+        .copied()
+        .chain(with_slash.iter().map(String::as_str))
+    {
         let challenge = challenge_at(&gateway, path).await;
         let document_url = format!("{}/.well-known/oauth-protected-resource{path}", gateway.url);
         assert!(
@@ -71,6 +79,24 @@ async fn a_document_for_an_unknown_toolset_does_not_exist(gateway: OAuthGateway)
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
 on_both_backends!(a_document_for_an_unknown_toolset_does_not_exist);
+
+/// A token issued for `/mcp` works at `/mcp/`: the same URL, pasted with
+/// a slash.
+async fn a_token_works_at_its_url_with_a_trailing_slash(gateway: OAuthGateway) {
+    let client = gateway.public_client().await;
+    let tokens = gateway.tokens(&client, "alice").await;
+    let (status, result) = gateway
+        .call_tool_at(
+            "/mcp/",
+            &tokens.access_token,
+            "gitea_user_get_current",
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(result["identity"]["login"], "alice", "{result}");
+}
+on_both_backends!(a_token_works_at_its_url_with_a_trailing_slash);
 
 async fn a_token_works_only_at_the_url_it_was_issued_for(gateway: OAuthGateway) {
     let client = gateway.public_client().await;

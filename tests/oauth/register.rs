@@ -4,7 +4,7 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::{CLIENT_REDIRECT, OAuthGateway, normalised, on_both_backends};
+use crate::{CLIENT_REDIRECT, OAuthGateway, TestClient, normalised, on_both_backends};
 
 async fn registration_response_is_pinned(gateway: OAuthGateway) {
     let (status, mut body) = gateway
@@ -191,20 +191,21 @@ async fn register_from(gateway: &OAuthGateway, address: &str) -> (StatusCode, Va
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
-/// F4: 26 addresses of one network get 20 registrations between them; the
-/// rest is a clear, temporary refusal, and another network is unaffected.
+/// F4: 40 addresses of one network get the network's allowance of unused
+/// registrations between them; the rest is a clear, temporary refusal, and
+/// another network is unaffected.
 async fn one_network_cannot_fill_the_client_table(gateway: OAuthGateway) {
     let mut created = 0;
     let mut refused = Vec::new();
-    for host in 1..=26 {
+    for host in 1..=40 {
         let (status, body) = register_from(&gateway, &format!("203.0.113.{host}")).await;
         match status {
             StatusCode::CREATED => created += 1,
             _ => refused.push((status, body)),
         }
     }
-    assert_eq!(created, 20);
-    assert_eq!(refused.len(), 6);
+    assert_eq!(created, 32);
+    assert_eq!(refused.len(), 8);
     for (status, body) in &refused {
         assert_eq!(*status, StatusCode::SERVICE_UNAVAILABLE);
         assert_eq!(body["error"], "temporarily_unavailable");
@@ -223,3 +224,77 @@ on_both_backends!(
     one_network_cannot_fill_the_client_table,
     ("FORWARDED_ALLOW_IPS", "127.0.0.1")
 );
+
+/// claude.ai's callback, as its connector registers it.
+const CLAUDE_CALLBACK: &str = "https://claude.ai/api/mcp/auth_callback";
+
+/// Issue 43: a team adds a hosted connector on its first morning. claude.ai
+/// registers from its back end (160.79.104.0/21; here one /24 of it), twice
+/// per connect with the same metadata, and uses only the second
+/// registration; each person's browser comes from their own address. With
+/// the default rate limits behind a trusted proxy, 200 connects within an
+/// hour all end with tokens that call a tool.
+async fn two_hundred_hosted_connects_in_an_hour_all_succeed(mut gateway: OAuthGateway) {
+    let vendor = gateway.http.clone();
+    let registration = json!({
+        "client_name": "Claude",
+        "redirect_uris": [CLAUDE_CALLBACK],
+        "token_endpoint_auth_method": "client_secret_post",
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+    });
+    for connect in 0..200u32 {
+        let egress = format!("160.79.104.{}", 1 + connect % 40);
+        let mut registered = Vec::new();
+        for _ in 0..2 {
+            let response = vendor
+                .post(format!("{}/register", gateway.url))
+                .header("x-forwarded-for", &egress)
+                .json(&registration)
+                .send()
+                .await
+                .unwrap();
+            let status = response.status();
+            let body: Value = response.json().await.unwrap_or(Value::Null);
+            assert_eq!(status, StatusCode::CREATED, "connect {connect}: {body}");
+            registered.push(body);
+        }
+        let used = &registered[1];
+        let client = TestClient {
+            client_id: used["client_id"].as_str().unwrap().to_owned(),
+            client_secret: used["client_secret"].as_str().map(str::to_owned),
+            redirect_uri: CLAUDE_CALLBACK.to_owned(),
+        };
+        gateway.http = from_address(&format!(
+            "198.51.{}.{}",
+            100 + connect / 200,
+            1 + connect % 200
+        ));
+        let login = if connect % 2 == 0 { "alice" } else { "bob" };
+        let tokens = gateway.tokens(&client, login).await;
+        let (status, result) = gateway
+            .call_tool(&tokens.access_token, "gitea_user_get_current", json!({}))
+            .await;
+        assert_eq!(status, StatusCode::OK, "connect {connect}: {result}");
+        assert_eq!(result["identity"]["login"], login, "{result}");
+        gateway.http = vendor.clone();
+        gateway.clock.advance(18);
+    }
+}
+on_both_backends!(
+    two_hundred_hosted_connects_in_an_hour_all_succeed,
+    ("FORWARDED_ALLOW_IPS", "127.0.0.1"),
+    ("RATE_LIMIT_SIGN_INS_PER_IP", "")
+);
+
+/// An HTTP client whose requests reach the gateway, through the trusted
+/// loopback proxy, as from `address`.
+fn from_address(address: &str) -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert("x-forwarded-for", address.parse().unwrap());
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .default_headers(headers)
+        .build()
+        .unwrap()
+}

@@ -130,3 +130,52 @@ async fn more_expiring_sessions_than_pooled_connections_all_refresh() {
     })
     .await;
 }
+
+/// Issue 43: PostgreSQL restarts (a fast restart ends every session, as an
+/// operator's restart or a failover does) under calls from eight clients.
+/// A lookup that fails on a connection the server ended is tried again on
+/// a fresh one, which waits for the server within the pool's bound: no
+/// call fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "PostgreSQL: run with `cargo test -- --ignored` (a cluster of its own, restarted)"]
+async fn a_postgresql_restart_costs_no_call() {
+    let cluster = crate::support::postgres::PrivateCluster::start();
+    let database = crate::support::postgres::fresh_database(&cluster.url).await;
+    let limits_off = [("RATE_LIMIT_PER_TOKEN", "0"), ("RATE_LIMIT_PER_IP", "0")];
+    let gateway =
+        std::sync::Arc::new(crate::OAuthGateway::start_on(Some(database), &limits_off).await);
+    let client = gateway.public_client().await;
+    let token = gateway.tokens(&client, "alice").await.access_token;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let callers: Vec<_> = (0..8)
+        .map(|_| {
+            let (gateway, token, stop) = (gateway.clone(), token.clone(), stop.clone());
+            tokio::spawn(async move {
+                let mut statuses = Vec::new();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let (status, _) = gateway.whoami_on(&gateway.url, &token).await;
+                    statuses.push(status);
+                }
+                statuses
+            })
+        })
+        .collect();
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    for _ in 0..2 {
+        tokio::task::block_in_place(|| cluster.restart());
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut statuses = Vec::new();
+    for caller in callers {
+        statuses.extend(caller.await.unwrap());
+    }
+    let failed: Vec<_> = statuses.iter().filter(|s| **s != StatusCode::OK).collect();
+    assert!(statuses.len() > 100, "{} calls", statuses.len());
+    assert!(
+        failed.is_empty(),
+        "{} of {} calls failed: {failed:?}",
+        failed.len(),
+        statuses.len()
+    );
+}

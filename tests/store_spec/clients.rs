@@ -113,20 +113,23 @@ pub async fn delete_client_revokes_its_grants(f: &Fixture) {
     );
 }
 
-/// F4: one network (an IPv4 /24 or IPv6 /48) holds at most 20 unused
-/// registrations; other networks are not affected, a used registration no
-/// longer counts, and an hour later the network may register again.
-pub async fn a_network_holds_at_most_its_quota_of_unused_registrations(f: &Fixture) {
+/// F4, issue 43: one network (an IPv4 /24 or IPv6 /48) holds at most
+/// [`UNUSED_REGISTRATIONS_PER_NETWORK`] unused registrations more than it
+/// has put to use; other networks are not affected, a registration a
+/// sign-in uses stops counting and earns the network one more, and an hour
+/// later the network may register again.
+pub async fn a_network_holds_at_most_its_allowance_of_unused_registrations(f: &Fixture) {
     let store = f.open().await;
     let network = Some("203.0.113.0/24");
-    for i in 0..20 {
+    let slack = UNUSED_REGISTRATIONS_PER_NETWORK;
+    for i in 0..slack {
         store
             .insert_client(&client(&format!("c{i}"), NOW), network, NOW)
             .await
             .unwrap();
     }
     let err = store
-        .insert_client(&client("c20", NOW), network, NOW)
+        .insert_client(&client("over", NOW), network, NOW)
         .await
         .unwrap_err();
     assert!(matches!(err, StoreError::QuotaSpent { .. }), "{err}");
@@ -134,20 +137,79 @@ pub async fn a_network_holds_at_most_its_quota_of_unused_registrations(f: &Fixtu
         .insert_client(&client("other", NOW), Some("198.51.100.0/24"), NOW)
         .await
         .unwrap();
-    // A sign-in uses c0: the network may register one more.
+    // A sign-in uses c0: it stops counting, and earns one more.
     store
         .insert_grant(&grant("g0", "alice", "c0"), NOW)
         .await
         .unwrap();
-    store
-        .insert_client(&client("c21", NOW), network, NOW)
+    for name in ["more1", "more2"] {
+        store
+            .insert_client(&client(name, NOW), network, NOW)
+            .await
+            .unwrap();
+    }
+    let err = store
+        .insert_client(&client("over", NOW), network, NOW)
         .await
-        .unwrap();
+        .unwrap_err();
+    assert!(matches!(err, StoreError::QuotaSpent { .. }), "{err}");
     let later = NOW + UNUSED_REGISTRATION_TTL + 1;
     store
-        .insert_client(&client("c22", later), network, later)
+        .insert_client(&client("after-an-hour", later), network, later)
         .await
         .unwrap();
+}
+
+/// Issue 43: a team on a hosted connector, whose vendor registers from one
+/// network, twice per connect, using only the second registration (as
+/// claude.ai does): 200 connects within an hour all register.
+pub async fn two_hundred_connects_in_an_hour_from_one_network_all_register(f: &Fixture) {
+    let store = f.open().await;
+    let network = Some("160.79.104.0/24");
+    for i in 0..200 {
+        let now = NOW + i * 18;
+        for copy in ["first", "second"] {
+            store
+                .insert_client(&client(&format!("{copy}{i}"), now), network, now)
+                .await
+                .unwrap_or_else(|err| panic!("connect {i}, {copy} registration: {err}"));
+        }
+        store
+            .insert_grant(
+                &grant(
+                    &format!("g{i}"),
+                    &format!("person{i}"),
+                    &format!("second{i}"),
+                ),
+                now,
+            )
+            .await
+            .unwrap();
+    }
+}
+
+/// Issue 43: a flood of registrations that nobody signs in with stops at
+/// the allowance, however long it goes on within the hour: the table holds
+/// no more of it than that.
+pub async fn a_flood_of_unused_registrations_stops_at_the_allowance(f: &Fixture) {
+    let store = f.open().await;
+    let network = Some("192.0.2.0/24");
+    let mut created = 0;
+    for i in 0..10_000 {
+        match store
+            .insert_client(&client(&format!("flood{i}"), NOW), network, NOW)
+            .await
+        {
+            Ok(()) => created += 1,
+            Err(StoreError::QuotaSpent { .. }) => {}
+            Err(err) => panic!("{err}"),
+        }
+    }
+    assert_eq!(created, UNUSED_REGISTRATIONS_PER_NETWORK);
+    assert_eq!(
+        store.list_clients().await.unwrap().len() as u64,
+        UNUSED_REGISTRATIONS_PER_NETWORK
+    );
 }
 
 /// F4: registrations no sign-in used are pruned an hour after they were

@@ -14,8 +14,8 @@ pub use aegis_gitea_mcp::store::{
     CodeRedemption, Confirmation, ConfirmationState, GiteaApp, GiteaTokens, GrantRecord, NewToken,
     OAuthStore, PageSession, PendingAuthorization, PendingSignIn, PendingTake, PruneCounts,
     RefreshOutcome, Registration, SecretHash, StoreError, StoreLimits, StoreLocation,
-    TokenEndpointAuthMethod, TokenKind, UNUSED_REGISTRATION_TTL, UpstreamKey, UpstreamLeg,
-    hash_secret, open_store,
+    TokenEndpointAuthMethod, TokenKind, UNUSED_REGISTRATION_TTL, UNUSED_REGISTRATIONS_PER_NETWORK,
+    UpstreamKey, UpstreamLeg, hash_secret, open_store,
 };
 pub use secrecy::{ExposeSecret, SecretString};
 

@@ -174,11 +174,17 @@ impl OAuthGateway {
     /// Starts the fake Gitea and a gateway with OAuth on `backend`, plus
     /// `extra` settings (an empty value removes a setting).
     pub async fn start(backend: Backend, extra: &[(&str, &str)]) -> Self {
-        aegis_gitea_mcp::tls::install_crypto_provider();
         let database_url = match backend {
             Backend::Sqlite => None,
             Backend::Postgres => Some(postgres::fresh_database(&postgres::server_url()).await),
         };
+        Self::start_on(database_url, extra).await
+    }
+
+    /// As [`Self::start`], on the PostgreSQL database `database_url`, or
+    /// SQLite for `None`.
+    pub async fn start_on(database_url: Option<String>, extra: &[(&str, &str)]) -> Self {
+        aegis_gitea_mcp::tls::install_crypto_provider();
         let fake = FakeGitea::start().await;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());

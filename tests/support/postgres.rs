@@ -63,6 +63,68 @@ fn start_own_cluster() -> String {
     String::from_utf8_lossy(&started.stdout).trim().to_owned()
 }
 
+/// A cluster of one test's own, for what would disturb the others on the
+/// shared one (a restart). Stopped and deleted when dropped.
+#[allow(
+    dead_code,
+    reason = "tests/store.rs includes this file and restarts no cluster"
+)]
+pub struct PrivateCluster {
+    dir: std::path::PathBuf,
+    pub url: String,
+}
+
+#[allow(
+    dead_code,
+    reason = "tests/store.rs includes this file and restarts no cluster"
+)]
+impl PrivateCluster {
+    pub fn start() -> Self {
+        let dir = std::env::temp_dir().join(format!("aegis-pg-private-{}", random_suffix()));
+        let started = cluster_script("start", &dir);
+        Self {
+            url: String::from_utf8_lossy(&started.stdout).trim().to_owned(),
+            dir,
+        }
+    }
+
+    /// `pg_ctl restart -m fast`: every session is ended, the server is
+    /// down for a moment, then accepts connections again.
+    pub fn restart(&self) {
+        cluster_script("restart", &self.dir);
+    }
+}
+
+impl Drop for PrivateCluster {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("bash")
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/postgres.sh"))
+            .arg("stop")
+            .env("AEGIS_PG_DIR", &self.dir)
+            .output();
+    }
+}
+
+#[allow(
+    dead_code,
+    reason = "tests/store.rs includes this file and restarts no cluster"
+)]
+fn cluster_script(command: &str, dir: &std::path::Path) -> std::process::Output {
+    let out = std::process::Command::new("bash")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/postgres.sh"))
+        .arg(command)
+        .env("AEGIS_PG_DIR", dir)
+        .env_remove("AEGIS_PG_PORT")
+        .output()
+        .expect("bash runs tests/postgres.sh");
+    assert!(
+        out.status.success(),
+        "tests/postgres.sh {command}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// Creates an empty database with a random name and returns its URL.
 /// (The cluster is throwaway; [`drop_database`] only keeps it small.)
 pub async fn fresh_database(server_url: &str) -> String {

@@ -1,6 +1,7 @@
 //! Registered clients: dynamic registrations and cached metadata documents,
-//! capped at `max_clients`, with a per-network quota on unused dynamic
-//! registrations, which are removed an hour after registering.
+//! capped at `max_clients`, with a per-network allowance of unused dynamic
+//! registrations that grows with the network's use, and unused ones
+//! removed an hour after registering.
 
 use async_trait::async_trait;
 
@@ -8,8 +9,8 @@ use super::backend::{SqlRow, Stmt, stmt};
 use super::{Backend, SqlStore};
 use crate::store::ClientStore;
 use crate::store::{
-    ClientRecord, MAX_UNUSED_REGISTRATIONS_PER_NETWORK, Registration, SecretHash, StoreError,
-    TokenEndpointAuthMethod, UNUSED_REGISTRATION_TTL, UnixTime,
+    ClientRecord, Registration, SecretHash, StoreError, TokenEndpointAuthMethod,
+    UNUSED_REGISTRATION_TTL, UNUSED_REGISTRATIONS_PER_NETWORK, UnixTime,
 };
 
 const INSERT_CLIENT: &str = "INSERT INTO clients (client_id, client_name, redirect_uris, \
@@ -73,22 +74,25 @@ impl<DB: Backend> SqlStore<DB> {
     }
 
     /// Inside the clients' cap lock: whether `network` already holds its
-    /// quota of unused recent registrations.
+    /// allowance of unused recent registrations: the fixed slack plus one
+    /// for each of its recent registrations that a sign-in used.
     async fn network_quota_spent(
         conn: &mut DB::Connection,
         network: &str,
         now: UnixTime,
     ) -> Result<bool, StoreError> {
         let row = stmt::<DB>(
-            "SELECT COUNT(*) AS n FROM clients WHERE registered_from = $1 \
-             AND first_used_at IS NULL AND created_at > $2",
+            "SELECT COALESCE(SUM(CASE WHEN first_used_at IS NULL THEN 1 ELSE 0 END), 0) AS unused, \
+             COALESCE(SUM(CASE WHEN first_used_at IS NULL THEN 0 ELSE 1 END), 0) AS used \
+             FROM clients WHERE registered_from = $1 AND created_at > $2",
         )
         .bind(network)
         .bind(now - UNUSED_REGISTRATION_TTL)
         .fetch_optional(conn)
         .await?
         .ok_or(StoreError::Corrupt("registration count"))?;
-        Ok(row.int("n")? as u64 >= MAX_UNUSED_REGISTRATIONS_PER_NETWORK)
+        let count = |column| row.int(column).map(|n| u64::try_from(n).unwrap_or(0));
+        Ok(count("unused")? >= UNUSED_REGISTRATIONS_PER_NETWORK + count("used")?)
     }
 }
 
@@ -207,16 +211,19 @@ impl<DB: Backend> ClientStore for SqlStore<DB> {
     }
 
     async fn get_client(&self, client_id: &str) -> Result<Option<ClientRecord>, StoreError> {
-        let mut conn = self.conn().await?;
-        let row = stmt::<DB>(concat!(
-            "SELECT ",
-            client_columns!(),
-            " FROM clients WHERE client_id = $1"
-        ))
-        .bind(client_id)
-        .fetch_optional(&mut conn)
-        .await?;
-        row.map(|row| client_from_row(&row)).transpose()
+        self.read_retrying(|| async move {
+            let mut conn = self.conn().await?;
+            let row = stmt::<DB>(concat!(
+                "SELECT ",
+                client_columns!(),
+                " FROM clients WHERE client_id = $1"
+            ))
+            .bind(client_id)
+            .fetch_optional(&mut conn)
+            .await?;
+            row.map(|row| client_from_row(&row)).transpose()
+        })
+        .await
     }
 
     /// Deletes the client with everything hanging off it: its grants are

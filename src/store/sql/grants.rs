@@ -191,8 +191,11 @@ impl<DB: Backend> GrantStore for SqlStore<DB> {
     }
 
     async fn get_grant(&self, grant_id: &str) -> Result<Option<GrantRecord>, StoreError> {
-        let mut conn = self.conn().await?;
-        self.grant_in(&mut conn, grant_id).await
+        self.read_retrying(|| async move {
+            let mut conn = self.conn().await?;
+            self.grant_in(&mut conn, grant_id).await
+        })
+        .await
     }
 
     async fn update_gitea_tokens(

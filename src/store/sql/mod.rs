@@ -44,6 +44,12 @@ use backend::{migrator, stmt};
 use super::cipher::TokenCipher;
 use super::{StoreError, StoreLimits, UnixTime};
 
+/// How often a read that lost its connection is run again
+/// ([`SqlStore::read_retrying`]), and the first pause before it (doubled
+/// each time: 20, 40, 80 ms).
+const LOST_CONNECTION_RETRIES: usize = 3;
+const LOST_CONNECTION_PAUSE: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// The OAuth store over one sqlx pool.
 pub(crate) struct SqlStore<DB: Backend> {
     pool: Pool<DB>,
@@ -81,6 +87,34 @@ impl<DB: Backend> SqlStore<DB> {
     /// A connection for single statements (each its own transaction).
     async fn conn(&self) -> Result<PoolConnection<DB>, StoreError> {
         Ok(self.pool.acquire().await?)
+    }
+
+    /// A read-only lookup, run again when the connection it ran on turned
+    /// out to be gone (PostgreSQL restarted, or ended the session). A
+    /// retry takes another connection from the pool, which checks an idle
+    /// one before handing it out (`test_before_acquire`) and, once the
+    /// server is down, waits for it to accept connections again within
+    /// the acquire timeout. A fast restart ends sessions one by one, so a
+    /// connection opened while it runs can be ended too: a few retries, a
+    /// moment apart. Only reads: a write that failed part-way may or may
+    /// not have committed.
+    async fn read_retrying<T, F, Fut>(&self, read: F) -> Result<T, StoreError>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<T, StoreError>>,
+    {
+        let mut pause = LOST_CONNECTION_PAUSE;
+        for _ in 0..LOST_CONNECTION_RETRIES {
+            match read().await {
+                Err(err) if err.is_lost_connection() => {
+                    tracing::info!(error = %err, "a store connection was lost; reading again on another");
+                    tokio::time::sleep(pause).await;
+                    pause *= 2;
+                }
+                done => return done,
+            }
+        }
+        read().await
     }
 
     /// A transaction that will read then write (see

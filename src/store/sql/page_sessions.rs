@@ -99,17 +99,20 @@ impl<DB: Backend> PageSessionStore for SqlStore<DB> {
         now: UnixTime,
     ) -> Result<Option<PageSession>, StoreError> {
         let id_hash = id_hash.as_str();
-        let mut conn = self.conn().await?;
-        let row = stmt::<DB>(concat!(
-            "SELECT ",
-            page_session_columns!(),
-            " FROM page_sessions WHERE id_hash = $1 AND expires_at > $2"
-        ))
-        .bind(id_hash)
-        .bind(now)
-        .fetch_optional(&mut conn)
-        .await?;
-        row.map(|row| self.page_session_from_row(&row)).transpose()
+        self.read_retrying(|| async move {
+            let mut conn = self.conn().await?;
+            let row = stmt::<DB>(concat!(
+                "SELECT ",
+                page_session_columns!(),
+                " FROM page_sessions WHERE id_hash = $1 AND expires_at > $2"
+            ))
+            .bind(id_hash)
+            .bind(now)
+            .fetch_optional(&mut conn)
+            .await?;
+            row.map(|row| self.page_session_from_row(&row)).transpose()
+        })
+        .await
     }
 
     async fn delete_page_session(&self, id_hash: &SecretHash) -> Result<bool, StoreError> {

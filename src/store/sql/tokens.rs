@@ -19,6 +19,32 @@ use crate::store::{
 };
 
 impl<DB: Backend> SqlStore<DB> {
+    /// The access token whose hash is `token_hash`, unexpired, with its
+    /// live grant: one read on one connection.
+    async fn resolve_access_token_once(
+        &self,
+        token_hash: &str,
+        now: UnixTime,
+    ) -> Result<Option<ResolvedAccess>, StoreError> {
+        let mut conn = self.conn().await?;
+        let row = stmt::<DB>(concat!(
+            "SELECT t.scope AS token_scope, t.expires_at AS token_expires_at, ",
+            grant_columns!(),
+            " FROM tokens t JOIN grants g ON g.id = t.grant_id WHERE t.token_hash = $1 \
+             AND t.kind = 'access' AND t.expires_at > $2 AND g.revoked_at IS NULL"
+        ))
+        .bind(token_hash)
+        .bind(now)
+        .fetch_optional(&mut conn)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        Ok(Some(ResolvedAccess {
+            scope: row.text("token_scope")?,
+            expires_at: row.int("token_expires_at")?,
+            grant: self.grant_from_row(&row)?,
+        }))
+    }
+
     /// Row-locks an unrevoked grant for the rest of the transaction (a
     /// no-op update); false when it is revoked or unknown.
     async fn lock_live_grant(
@@ -216,23 +242,8 @@ impl<DB: Backend> TokenStore for SqlStore<DB> {
         now: UnixTime,
     ) -> Result<Option<ResolvedAccess>, StoreError> {
         let token_hash = token_hash.as_str();
-        let mut conn = self.conn().await?;
-        let row = stmt::<DB>(concat!(
-            "SELECT t.scope AS token_scope, t.expires_at AS token_expires_at, ",
-            grant_columns!(),
-            " FROM tokens t JOIN grants g ON g.id = t.grant_id WHERE t.token_hash = $1 \
-             AND t.kind = 'access' AND t.expires_at > $2 AND g.revoked_at IS NULL"
-        ))
-        .bind(token_hash)
-        .bind(now)
-        .fetch_optional(&mut conn)
-        .await?;
-        let Some(row) = row else { return Ok(None) };
-        Ok(Some(ResolvedAccess {
-            scope: row.text("token_scope")?,
-            expires_at: row.int("token_expires_at")?,
-            grant: self.grant_from_row(&row)?,
-        }))
+        self.read_retrying(|| self.resolve_access_token_once(token_hash, now))
+            .await
     }
 
     /// One transaction. The token's grant row is locked before the token's
