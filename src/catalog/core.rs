@@ -93,25 +93,16 @@ pub const CORE_TOOLS: &[CoreTool] = &[
         description: "A file's content as text (base64 only when binary) with its sha, or a directory's entries.",
         notes: &[("ref", "branch, tag or commit (default branch if absent)")],
     },
-    CoreTool {
-        name: "gitea_repo_create_file",
-        why: "adding a file in one commit",
-        title: "Create a file",
-        description: "Add a file in one commit.",
-        notes: &[
-            ("body.content", "base64"),
-            ("body.branch", "base branch (default branch if absent)"),
-            ("body.new_branch", "commit to this new branch instead"),
-        ],
-    },
+    // Gitea's PUT creates the file when no sha is given: one tool writes
+    // both (`gitea_repo_create_file` is a search away).
     CoreTool {
         name: "gitea_repo_update_file",
-        why: "changing a file in one commit",
-        title: "Update a file",
-        description: "Change, or move, a file in one commit; give the sha gitea_repo_get_contents returned.",
+        why: "creating or changing a file in one commit",
+        title: "Create or update a file",
+        description: "Create a file, or change or move one (give the sha gitea_repo_get_contents returned), in one commit.",
         notes: &[
             ("body.content", "base64"),
-            ("body.sha", "the file's current sha"),
+            ("body.sha", "the file's current sha; none creates it"),
             ("body.from_path", "old path, to move the file"),
             ("body.branch", "base branch (default branch if absent)"),
             ("body.new_branch", "commit to this new branch instead"),
@@ -199,14 +190,14 @@ pub const CORE_TOOLS: &[CoreTool] = &[
         why: "the discussion of an issue or pull request",
         title: "List comments",
         description: "The comments of an issue or pull request.",
-        notes: &[("index", "issue or pull request number")],
+        notes: &[("index", "issue or PR number")],
     },
     CoreTool {
         name: "gitea_issue_create_comment",
         why: "answering on an issue or pull request",
         title: "Comment",
         description: "Add a comment to an issue or pull request.",
-        notes: &[("index", "issue or pull request number")],
+        notes: &[("index", "issue or PR number")],
     },
     // Labels and milestones.
     CoreTool {
@@ -222,7 +213,7 @@ pub const CORE_TOOLS: &[CoreTool] = &[
         title: "Add labels",
         description: "Add labels to an issue or pull request.",
         notes: &[
-            ("index", "issue or pull request number"),
+            ("index", "issue or PR number"),
             ("body.labels", "label ids or names"),
         ],
     },
@@ -251,14 +242,14 @@ pub const CORE_TOOLS: &[CoreTool] = &[
         why: "one pull request with its head, base and mergeability",
         title: "Get a pull request",
         description: "One pull request: head, base, state and whether it can merge.",
-        notes: &[("index", "pull request number")],
+        notes: &[("index", "PR number")],
     },
     CoreTool {
         name: "gitea_repo_get_pull_request_files",
         why: "what a pull request changes, for a review",
         title: "Pull request files",
         description: "The files a pull request changes, with line counts.",
-        notes: &[("index", "pull request number")],
+        notes: &[("index", "PR number")],
     },
     CoreTool {
         name: "gitea_repo_create_pull_request",
@@ -279,7 +270,7 @@ pub const CORE_TOOLS: &[CoreTool] = &[
         title: "Review a pull request",
         description: "Approve, request changes or comment, with line comments if wanted.",
         notes: &[
-            ("index", "pull request number"),
+            ("index", "PR number"),
             ("body.commit_id", "commit reviewed (default: head)"),
         ],
     },
@@ -289,7 +280,7 @@ pub const CORE_TOOLS: &[CoreTool] = &[
         title: "Merge a pull request",
         description: "Merge a pull request in the style given by Do.",
         notes: &[
-            ("index", "pull request number"),
+            ("index", "PR number"),
             ("body.head_commit_id", "refuse if the head moved past it"),
         ],
     },

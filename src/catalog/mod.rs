@@ -40,6 +40,7 @@ pub(crate) mod naming;
 mod params;
 pub mod projection;
 mod schema;
+pub mod search;
 #[cfg(test)]
 mod tests;
 pub(crate) mod toolsets;
@@ -50,7 +51,7 @@ pub use effects::Effect;
 pub use input_schema::{InputSchema, SchemaObject};
 pub use naming::tool_name_for_operation_id;
 pub use params::{ALTERNATE_BODY_PROPERTY, SUDO_PROPERTY, VIEW_PROPERTY, VIEWS, sudo_property};
-pub use projection::{Node, Shapes};
+pub use projection::{ListPlace, Node, Shapes};
 
 /// Where an operation parameter goes in the HTTP request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -239,6 +240,8 @@ struct Inner {
     toolsets: BTreeSet<String>,
     /// The object shapes the operations' `response` nodes point into.
     shapes: Arc<Shapes>,
+    /// The operations' search index, built the first time a search asks.
+    search: std::sync::OnceLock<search::SearchIndex>,
 }
 
 /// Every toolset name of `operations`.
@@ -283,6 +286,7 @@ impl Catalog {
                 base_path: self.inner.base_path.clone(),
                 skipped: self.inner.skipped.clone(),
                 shapes: self.inner.shapes.clone(),
+                search: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -356,6 +360,7 @@ impl Catalog {
                 base_path: base_path.trim_end_matches('/').to_string(),
                 skipped: builder.skipped,
                 shapes: Arc::new(builder.shapes.into_shapes()),
+                search: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -363,6 +368,14 @@ impl Catalog {
     /// Every tool, in document order.
     pub fn operations(&self) -> &[Operation] {
         &self.inner.operations
+    }
+
+    /// The search index of these operations ([`search`]), built on first
+    /// use: a gateway that is never searched does not pay for it.
+    pub fn search_index(&self) -> &search::SearchIndex {
+        self.inner
+            .search
+            .get_or_init(|| search::SearchIndex::new(&self.inner.operations))
     }
 
     /// The operation behind a tool name.

@@ -449,7 +449,7 @@ async fn serve_http(
 ) -> Result<(), CliError> {
     tracing::info!(
         address = %listener.local_addr()?,
-        tools = app.dispatcher().tools(&crate::surface::Surface::default(), crate::mcp::caller::Caller::Person).len(),
+        tools = app.dispatcher().tools(&crate::surface::Surface::default()).len(),
         "serving MCP at /mcp"
     );
     if let Some(metrics) = metrics {

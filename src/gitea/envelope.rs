@@ -294,7 +294,7 @@ mod tests {
         assert_eq!(
             env,
             json!({
-                "identity": {"login": "admin", "mode": "bearer", "sudo": null},
+                "identity": {"login": "admin", "mode": "bearer"},
                 "request": {"method": "GET", "path": "/repos/o/r/issues"},
                 "status": 200,
                 "pagination": {"page": 1, "limit": 30, "total_count": 120, "next_page": 2, "last_page": 4},

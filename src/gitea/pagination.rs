@@ -2,13 +2,17 @@
 
 use serde::Serialize;
 
-/// The envelope's `pagination` object.
+/// The envelope's `pagination` object: there is a next page. Fields
+/// Gitea did not tell are left out.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Pagination {
     pub page: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub limit: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub total_count: Option<u64>,
-    pub next_page: Option<u64>,
+    pub next_page: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub last_page: Option<u64>,
 }
 
@@ -48,8 +52,10 @@ fn parse_link_header(header: &str) -> Vec<LinkTarget> {
         .collect()
 }
 
-/// Builds the pagination object, or `None` when the response carries
-/// neither header. `requested` holds the `page` and `limit` that were sent.
+/// Builds the pagination object, or `None` when there is nothing more to
+/// fetch: no header says so, or this is the last page. `requested` holds
+/// the `page` and `limit` that were sent. Without a `Link` header, the
+/// next page is worked out from `X-Total-Count` and the limit.
 pub fn pagination_from_headers(
     total_count: Option<u64>,
     link: Option<&str>,
@@ -63,14 +69,16 @@ pub fn pagination_from_headers(
     let find = |rel: &str| links.iter().find(|l| l.rel == rel);
     let limit = requested_limit.or_else(|| links.iter().find_map(|l| l.limit));
     let page = requested_page.unwrap_or(1).max(1);
-    let next_page = find("next").and_then(|l| l.page);
+    let linked_next = find("next").and_then(|l| l.page);
     let last_page = find("last")
         .and_then(|l| l.page)
         .or_else(|| match (total_count, limit) {
             (Some(total), Some(limit)) if limit > 0 => Some(total.div_ceil(limit).max(1)),
-            _ if next_page.is_none() => Some(page),
+            _ if linked_next.is_none() => Some(page),
             _ => None,
         });
+    let next_page =
+        linked_next.or_else(|| last_page.filter(|&last| page < last).map(|_| page + 1))?;
     Some(Pagination {
         page,
         limit,
@@ -95,25 +103,35 @@ mod tests {
                 page: 1,
                 limit: Some(30),
                 total_count: Some(120),
-                next_page: Some(2),
+                next_page: 2,
                 last_page: Some(4)
             }
         );
     }
 
     #[test]
-    fn last_page_has_no_next() {
+    fn the_last_page_has_nothing_more_to_fetch() {
         let link = r#"<http://g/api/v1/x?limit=30&page=1>; rel="first",<http://g/api/v1/x?limit=30&page=3>; rel="prev""#;
-        let p = pagination_from_headers(Some(120), Some(link), Some(4), Some(30)).unwrap();
-        assert_eq!(p.next_page, None);
-        assert_eq!(p.last_page, Some(4));
+        assert_eq!(
+            pagination_from_headers(Some(120), Some(link), Some(4), Some(30)),
+            None
+        );
     }
 
     #[test]
-    fn total_count_alone_derives_last_page_from_the_limit() {
+    fn total_count_alone_derives_the_next_and_last_page_from_the_limit() {
         let p = pagination_from_headers(Some(45), None, Some(1), Some(20)).unwrap();
         assert_eq!(p.last_page, Some(3));
-        assert_eq!(p.next_page, None);
+        assert_eq!(p.next_page, 2);
+        assert_eq!(
+            pagination_from_headers(Some(45), None, Some(3), Some(20)),
+            None
+        );
+    }
+
+    #[test]
+    fn everything_on_one_page_is_no_pagination() {
+        assert_eq!(pagination_from_headers(Some(3), None, None, Some(30)), None);
     }
 
     #[test]
@@ -123,15 +141,17 @@ mod tests {
 
     #[test]
     fn malformed_link_entries_are_ignored() {
-        let p = pagination_from_headers(Some(1), Some("garbage, <nope"), None, None).unwrap();
-        assert_eq!(p.next_page, None);
+        assert_eq!(
+            pagination_from_headers(Some(1), Some("garbage, <nope"), None, None),
+            None
+        );
     }
 
     #[test]
     fn relative_link_targets_are_understood() {
         let link = r#"</api/v1/x?page=5&limit=10>; rel="next""#;
         let p = pagination_from_headers(None, Some(link), Some(4), None).unwrap();
-        assert_eq!(p.next_page, Some(5));
+        assert_eq!(p.next_page, 5);
         assert_eq!(p.limit, Some(10));
     }
 }

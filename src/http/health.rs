@@ -56,7 +56,7 @@ async fn root(State(health): State<Arc<Health>>) -> Json<serde_json::Value> {
     Json(json!({
         "name": env!("CARGO_PKG_NAME"),
         "version": env!("CARGO_PKG_VERSION"),
-        "tools": health.app.dispatcher().tools(&crate::surface::Surface::default(), crate::mcp::caller::Caller::Person).len(),
+        "tools": health.app.dispatcher().tools(&crate::surface::Surface::default()).len(),
         "mcp": "/mcp",
     }))
 }
@@ -121,7 +121,7 @@ async fn health(State(health): State<Arc<Health>>) -> Response {
         Json(json!({
             "status": if healthy { "ok" } else { "degraded" },
             "version": env!("CARGO_PKG_VERSION"),
-            "tools": health.app.dispatcher().tools(&crate::surface::Surface::default(), crate::mcp::caller::Caller::Person).len(),
+            "tools": health.app.dispatcher().tools(&crate::surface::Surface::default()).len(),
             "checks": {
                 "store": store,
                 "gitea": gitea,

@@ -1,14 +1,16 @@
-//! The discovery tools: a search tool that finds operations (with their
-//! input schemas), a read-only call tool that runs GET/HEAD operations by
-//! name, and a call tool for writes. They reach every operation of a
-//! surface that is not listed as its own tool (core and discover modes,
-//! toolset URLs). Calls through them go through the same exposure rules,
-//! validation, executor, audit entry and envelope as the direct tools; this
-//! module only holds their schemas and the search ranking.
+//! The discovery tools: a search tool that finds operations (each with its
+//! arguments in one line; one operation's full input schema by name), a
+//! read-only call tool that runs GET/HEAD operations by name, and a call
+//! tool for writes. They reach every operation of a surface that is not
+//! listed as its own tool (core and discover modes, toolset URLs). Calls
+//! through them go through the same exposure rules, validation, executor,
+//! audit entry and envelope as the direct tools; this module holds their
+//! schemas and what a search answers with. The ranking is
+//! `crate::catalog::search`.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
-use crate::catalog::Operation;
+use crate::catalog::{Operation, SUDO_PROPERTY, VIEW_PROPERTY};
 
 pub const SEARCH_TOOL_NAME: &str = "gitea_search_operations";
 pub const CALL_READ_TOOL_NAME: &str = "gitea_call_read_operation";
@@ -18,14 +20,10 @@ pub const CALL_WRITE_TOOL_NAME: &str = "gitea_call_write_operation";
 pub const DISCOVERY_TOOL_NAMES: [&str; 3] =
     [SEARCH_TOOL_NAME, CALL_READ_TOOL_NAME, CALL_WRITE_TOOL_NAME];
 
-pub const SEARCH_TOOL_TITLE: &str = "Search Gitea operations";
-pub const CALL_READ_TOOL_TITLE: &str = "Run a read-only Gitea operation";
-pub const CALL_WRITE_TOOL_TITLE: &str = "Run a Gitea write operation";
-
-pub const SEARCH_TOOL_DESCRIPTION: &str = "Find any Gitea operation this URL reaches, by words (\"delete branch\") and optionally a toolset: its name, summary, input schema, and `call_with`, the tool that runs it.";
+pub const SEARCH_TOOL_DESCRIPTION: &str = "Find any Gitea operation by a few words (\"webhooks of a repo\"): its name, what it does, its arguments and `call_with`, the tool that runs it. `name` gives one operation's full schema.";
 pub const CALL_READ_TOOL_DESCRIPTION: &str =
-    "Run a read-only operation found with gitea_search_operations, by name, with its arguments.";
-pub const CALL_WRITE_TOOL_DESCRIPTION: &str = "Run an operation that changes something (create, edit, merge, delete) found with gitea_search_operations, by name, with its arguments. Confirm destructive ones first.";
+    "Run a read-only operation found with gitea_search_operations, by name.";
+pub const CALL_WRITE_TOOL_DESCRIPTION: &str = "Run an operation that changes something, found with gitea_search_operations, by name. Confirm destructive ones first.";
 
 /// Which call tool runs an operation the surface does not list.
 pub fn call_tool_for(op: &Operation) -> &'static str {
@@ -36,18 +34,22 @@ pub fn call_tool_for(op: &Operation) -> &'static str {
     }
 }
 
-pub const DEFAULT_SEARCH_LIMIT: usize = 10;
+/// Results a search gives unless asked for more: the right one is first or
+/// in the top three for nine searches in ten on the evaluation set
+/// (`docs/benchmarks.md`), and each result costs a model's context.
+pub const DEFAULT_SEARCH_LIMIT: usize = 5;
 
 pub fn search_tool_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
             "query": {"type": "string", "minLength": 1, "maxLength": 200},
+            "name": {"type": "string", "minLength": 1, "maxLength": 128,
+                "description": "for one operation's full schema"},
             "toolset": {"type": "string", "maxLength": 64,
                 "description": "e.g. issue, repository.pulls"},
             "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": DEFAULT_SEARCH_LIMIT}
         },
-        "required": ["query"],
         "additionalProperties": false
     })
 }
@@ -57,78 +59,75 @@ pub fn call_tool_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "name": {"type": "string", "minLength": 1, "maxLength": 128,
-                "description": "e.g. gitea_issue_list_issues"},
-            "arguments": {"type": "object", "description": "per the operation's input schema"}
+            "name": {"type": "string", "minLength": 1, "maxLength": 128},
+            "arguments": {"type": "object"}
         },
         "required": ["name"],
         "additionalProperties": false
     })
 }
 
-/// Ranks `operations` against the words of `query`: operations matching
-/// more words first, then by where they match (name and summary weigh more
-/// than the description).
-pub fn search<'a>(
-    operations: impl Iterator<Item = &'a Operation>,
-    query: &str,
-    toolset: Option<&str>,
-    limit: usize,
-) -> Vec<&'a Operation> {
-    let words: Vec<String> = query
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect();
-    let mut scored: Vec<(usize, usize, &Operation)> = operations
-        .filter(|op| toolset.is_none_or(|t| op.toolsets.iter().any(|s| s == t)))
-        .filter_map(|op| {
-            let name = op.tool_name.replace('_', " ");
-            let summary = op.summary.to_lowercase();
-            let title = op.title.to_lowercase();
-            let route = op.route.to_lowercase();
-            let description = op.description.to_lowercase();
-            let (mut matched, mut score) = (0, 0);
-            for word in &words {
-                let stem = word
-                    .strip_suffix('s')
-                    .filter(|s| s.len() > 2)
-                    .unwrap_or(word);
-                let hit = [
-                    (&name, 3),
-                    (&summary, 3),
-                    (&title, 2),
-                    (&route, 2),
-                    (&description, 1),
-                ]
-                .iter()
-                .filter(|(field, _)| field.contains(stem))
-                .map(|(_, weight)| *weight)
-                .sum::<usize>();
-                if hit > 0 {
-                    matched += 1;
-                    score += hit;
-                }
-            }
-            (matched > 0 || words.is_empty()).then_some((matched, score, op))
-        })
-        .collect();
-    // Equal scores: the shorter name is the more general operation
-    // (`list_pull_requests` before `list_pinned_pull_requests`).
-    scored.sort_by(|a, b| {
-        b.0.cmp(&a.0)
-            .then(b.1.cmp(&a.1))
-            .then(a.2.tool_name.len().cmp(&b.2.tool_name.len()))
-    });
-    scored
-        .into_iter()
-        .take(limit)
-        .map(|(_, _, op)| op)
-        .collect()
+/// Arguments every operation may take that the server's instructions
+/// describe once, and a search result leaves out.
+const SHARED_ARGUMENTS: [&str; 4] = [VIEW_PROPERTY, SUDO_PROPERTY, "page", "limit"];
+
+/// One search result: the operation's name, what it does, its arguments
+/// in one line, and `call_with`, the tool that runs it on this surface;
+/// `destructive` when it is.
+pub fn describe_found(op: &Operation, call_with: &str) -> Value {
+    let mut found = Map::new();
+    found.insert("name".into(), json!(op.tool_name));
+    found.insert("does".into(), json!(op.title));
+    found.insert(
+        "args".into(),
+        json!(argument_line(op.input_schema.object())),
+    );
+    found.insert("call_with".into(), json!(call_with));
+    if op.is_destructive() {
+        found.insert("destructive".into(), json!(true));
+    }
+    Value::Object(found)
 }
 
-/// The search result for one operation; `call_with` is the tool that runs
-/// it on this surface.
+/// `owner, repo, index; optional: sha, path`: the schema's arguments,
+/// required first, without the shared ones; a `body` object shows its own
+/// fields the same way, in braces.
+fn argument_line(schema: &Map<String, Value>) -> String {
+    let mut line = fields(schema, &SHARED_ARGUMENTS);
+    if let Some(body) = schema
+        .get("properties")
+        .and_then(|p| p.get("body"))
+        .and_then(Value::as_object)
+        .filter(|body| body.contains_key("properties"))
+    {
+        line = line.replacen("body", &format!("body {{{}}}", fields(body, &[])), 1);
+    }
+    line
+}
+
+/// The property names of an object schema: the required ones, then
+/// `optional:` and the others, leaving out `skip`.
+fn fields(schema: &Map<String, Value>, skip: &[&str]) -> String {
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let names: Vec<&str> = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    let shown = names.iter().copied().filter(|name| !skip.contains(name));
+    let (first, rest): (Vec<&str>, Vec<&str>) = shown.partition(|name| required.contains(name));
+    match (first.is_empty(), rest.is_empty()) {
+        (_, true) => first.join(", "),
+        (true, false) => format!("optional: {}", rest.join(", ")),
+        (false, false) => format!("{}; optional: {}", first.join(", "), rest.join(", ")),
+    }
+}
+
+/// One operation in full, as a search by `name` gives it: its schema too.
 pub fn describe_operation(op: &Operation, call_with: &str) -> Value {
     json!({
         "name": op.tool_name,
@@ -149,36 +148,37 @@ mod tests {
     use crate::catalog::Catalog;
 
     #[test]
-    fn list_pull_requests_finds_the_pull_list_operation_first() {
+    fn a_found_operation_shows_its_arguments_in_one_line() {
         let catalog = Catalog::bundled();
-        let found = search(catalog.operations().iter(), "list pull requests", None, 5);
-        assert_eq!(found[0].tool_name, "gitea_repo_list_pull_requests");
-    }
-
-    #[test]
-    fn toolset_filter_keeps_only_that_toolset() {
-        let catalog = Catalog::bundled();
-        let found = search(catalog.operations().iter(), "list", Some("issue"), 50);
-        assert!(!found.is_empty());
-        assert!(
-            found
-                .iter()
-                .all(|op| op.toolsets.iter().any(|t| t == "issue"))
-        );
-    }
-
-    #[test]
-    fn limit_bounds_the_result() {
-        let catalog = Catalog::bundled();
+        let commits = catalog.get("gitea_repo_get_all_commits").unwrap();
+        let found = describe_found(commits, CALL_READ_TOOL_NAME);
         assert_eq!(
-            search(catalog.operations().iter(), "repo", None, 3).len(),
-            3
+            found["args"],
+            "owner, repo; optional: sha, path, since, until, stat, verification, files, not"
         );
+        assert_eq!(found["call_with"], CALL_READ_TOOL_NAME);
+        assert!(found.get("destructive").is_none());
     }
 
     #[test]
-    fn nonsense_finds_nothing() {
+    fn a_body_shows_its_fields_in_braces() {
         let catalog = Catalog::bundled();
-        assert!(search(catalog.operations().iter(), "zzqxj", None, 10).is_empty());
+        let hook = catalog.get("gitea_repo_create_hook").unwrap();
+        let args = describe_found(hook, CALL_WRITE_TOOL_NAME)["args"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(args.starts_with("owner, repo, body {"), "{args}");
+        assert!(args.contains("type"), "{args}");
+    }
+
+    #[test]
+    fn a_destructive_operation_says_so() {
+        let catalog = Catalog::bundled();
+        let delete = catalog.get("gitea_repo_delete_branch").unwrap();
+        assert_eq!(
+            describe_found(delete, CALL_WRITE_TOOL_NAME)["destructive"],
+            true
+        );
     }
 }

@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 use super::caller::Caller;
 use super::discover::{
     CALL_READ_TOOL_NAME, CALL_WRITE_TOOL_NAME, DEFAULT_SEARCH_LIMIT, SEARCH_TOOL_NAME,
-    call_tool_for, describe_operation, search,
+    call_tool_for, describe_found, describe_operation,
 };
 use super::exposure::Exposure;
 use super::surface_tools::SurfaceTools;
@@ -175,10 +175,9 @@ impl Dispatcher {
         }
     }
 
-    /// The tools `tools/list` returns on `surface` to `caller`, in
-    /// catalog order.
-    pub fn tools(&self, surface: &Surface, caller: Caller) -> Arc<Vec<Tool>> {
-        self.tools.tools(surface, caller)
+    /// The tools `tools/list` returns on `surface`, in catalog order.
+    pub fn tools(&self, surface: &Surface) -> Arc<Vec<Tool>> {
+        self.tools.tools(surface)
     }
 
     /// Any tool of ours by name, whatever the surface.
@@ -395,22 +394,50 @@ impl Dispatcher {
             .await
     }
 
+    /// `gitea_search_operations`: the operations this surface can run that
+    /// best match `query` (in `toolset`, when given), or, by `name`, one
+    /// operation with its full input schema.
     fn search_operations(&self, surface: &Surface, args: &Map<String, Value>) -> ToolOutcome {
-        let query = args.get("query").and_then(Value::as_str).unwrap_or("");
+        let catalog = self.catalog();
+        if let Some(name) = args.get("name").and_then(Value::as_str) {
+            let Some(op) = catalog
+                .get(name)
+                .filter(|op| self.tools.callable(surface, op))
+            else {
+                return ToolOutcome::error(ToolError::invalid_arguments(
+                    "`name` is not an operation this URL exposes; search with `query`",
+                ));
+            };
+            return ToolOutcome::Success {
+                status: None,
+                body: describe_operation(op, self.tools.call_with(surface, op)).to_string(),
+            };
+        }
+        let Some(query) = args.get("query").and_then(Value::as_str) else {
+            return ToolOutcome::error(ToolError::invalid_arguments(
+                "give `query` (a few words) or `name` (one operation)",
+            ));
+        };
         let toolset = args.get("toolset").and_then(Value::as_str);
         let limit = args
             .get("limit")
             .and_then(Value::as_u64)
             .map_or(DEFAULT_SEARCH_LIMIT, |l| l as usize);
-        let found: Vec<Value> = search(
-            self.tools.callable_operations(surface),
-            query,
-            toolset,
-            limit,
-        )
-        .into_iter()
-        .map(|op| describe_operation(op, self.tools.call_with(surface, op)))
-        .collect();
+        let ops = catalog.operations();
+        let found: Vec<Value> = catalog
+            .search_index()
+            .search(
+                query,
+                |i| {
+                    let op = &ops[i];
+                    toolset.is_none_or(|t| op.toolsets.iter().any(|s| s == t))
+                        && self.tools.callable(surface, op)
+                },
+                limit,
+            )
+            .into_iter()
+            .map(|i| describe_found(&ops[i], self.tools.call_with(surface, &ops[i])))
+            .collect();
         ToolOutcome::Success {
             status: None,
             body: json!({"operations": found}).to_string(),

@@ -55,7 +55,7 @@ mod keys;
 #[path = "transcode_writer.rs"]
 mod writer;
 pub use super::text_passes::{LIST_TEXT_CHARS, Masking, TextPasses};
-use crate::catalog::{Node, Shapes};
+use crate::catalog::{ListPlace, Node, Shapes};
 use writer::{Context, Place, Writer, declined, write_escaped};
 
 /// Go's zero time as Gitea writes it for a date that was never set (a
@@ -149,11 +149,11 @@ impl<'de> Visitor<'de> for TopLevel<'_, '_, '_> {
         let place = match self.root {
             Some(Node::Results(item) | Node::List(item)) => Place {
                 node: Some(item),
-                in_item: true,
+                list: ListPlace::Item,
             },
             Some(_) => Place {
                 node: Some(&Node::Any),
-                in_item: true,
+                list: ListPlace::Item,
             },
             None => Place::FULL,
         };
@@ -209,7 +209,7 @@ impl<'de> Visitor<'de> for TopLevel<'_, '_, '_> {
             writer: self.writer,
             place: Place {
                 node,
-                in_item: false,
+                list: ListPlace::Alone,
             },
             of_encoding: false,
         }
@@ -340,7 +340,7 @@ impl<'de> Visitor<'de> for AnyValue<'_, '_, '_> {
         {
             return Err(declined());
         }
-        self.writer.string(v, self.place.in_item)?;
+        self.writer.string(v, self.place.list.in_list())?;
         Ok(Written::of(v.is_empty() || ZERO_DATES.contains(&v)))
     }
 
@@ -378,10 +378,12 @@ impl<'de> Visitor<'de> for AnyValue<'_, '_, '_> {
             passes: self.writer.context.passes,
             passed: &self.writer.context.passed_keys,
         })? {
+            let list = self.place.list;
             let node = match (shapes, self.place.node) {
-                (Some(shapes), Some(Node::Object(id))) => Some(shapes.field(*id, &key)),
-                (Some(_), Some(_)) => Some(Shapes::generic_field(&key)),
-                _ => None,
+                (Some(shapes), Some(Node::Object(id))) => Some(shapes.field(*id, &key, list)),
+                (Some(_), Some(Node::Verbatim)) | (_, None) => None,
+                (Some(_), Some(_)) => Some(Shapes::generic_field(&key, list)),
+                (None, Some(_)) => None,
             };
             if node == Some(&Node::Drop) {
                 skip_value(&mut map, self.writer.context)?;
@@ -396,10 +398,7 @@ impl<'de> Visitor<'de> for AnyValue<'_, '_, '_> {
             self.writer.byte(b':');
             let written = map.next_value_seed(ValueSeed {
                 writer: self.writer.reborrow(),
-                place: Place {
-                    node,
-                    in_item: self.place.in_item,
-                },
+                place: self.place.field(node),
                 of_encoding: &*key == "encoding",
             })?;
             // The compact view leaves empty values out; the full view
@@ -442,10 +441,7 @@ impl AnyValue<'_, '_, '_> {
             if written == Written::Nothing && &*key == field {
                 written = map.next_value_seed(ValueSeed::new(
                     self.writer.reborrow(),
-                    Place {
-                        node: Some(&Node::Any),
-                        in_item: self.place.in_item,
-                    },
+                    self.place.field(Some(&Node::Any)),
                 ))?;
             } else {
                 skip_value(&mut map, self.writer.context)?;

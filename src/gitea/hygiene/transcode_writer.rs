@@ -12,7 +12,7 @@ use serde_json::value::RawValue;
 
 use super::keys::PassedKeys;
 use super::{Declined, TextPasses};
-use crate::catalog::{Node, Shapes};
+use crate::catalog::{ListPlace, Node, Shapes};
 use crate::gitea::envelope::{MAX_JSON_DEPTH, json_depth};
 use crate::gitea::hygiene::text_passes::cut_long_text;
 use crate::hidden_text::reveal_cow;
@@ -70,33 +70,41 @@ impl Context<'_> {
 }
 
 /// How one value is written: its node of the projection (`None` in the
-/// full view) and whether it sits inside a result list's item.
+/// full view) and where it sits relative to a result list's items.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Place<'n> {
     pub(super) node: Option<&'n Node>,
-    pub(super) in_item: bool,
+    pub(super) list: ListPlace,
 }
 
 impl<'n> Place<'n> {
     pub(super) const FULL: Place<'static> = Place {
         node: None,
-        in_item: false,
+        list: ListPlace::Alone,
     };
+
+    /// The place of a field's value of an object at this place.
+    pub(super) fn field(self, node: Option<&'n Node>) -> Place<'n> {
+        Place {
+            node,
+            list: self.list.nested(),
+        }
+    }
 
     /// The place of the items of a list at this place.
     pub(super) fn items(self) -> Place<'n> {
         match self.node {
             Some(Node::List(item)) => Place {
                 node: Some(item),
-                in_item: self.in_item,
+                list: self.list.nested(),
             },
             Some(Node::Results(item)) => Place {
                 node: Some(item),
-                in_item: true,
+                list: ListPlace::Item,
             },
             Some(_) => Place {
                 node: Some(&Node::Any),
-                in_item: self.in_item,
+                list: self.list.nested(),
             },
             None => Place::FULL,
         }

@@ -26,90 +26,14 @@
 //! - Fields the schema does not name follow the same rules by their name
 //!   and value, so a newer Gitea's extra fields are kept, not lost.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
-/// Definitions whose nested objects are written as one field: the field
-/// that names the object to a person and to the API.
-pub const NAMING_FIELDS: &[(&str, &str)] = &[
-    ("User", "login"),
-    ("Organization", "name"),
-    ("Team", "name"),
-    ("Repository", "full_name"),
-    ("RepositoryMeta", "full_name"),
-    ("Label", "name"),
-    ("Milestone", "title"),
-    ("CommitMeta", "sha"),
-    ("Attachment", "name"),
-    ("PayloadUser", "name"),
-    ("PayloadCommitVerification", "verified"),
-];
+mod rules;
 
-/// Fields of a definition that are its configuration or statistics rather
-/// than what it is, left out of the compact view; `prefix*` names every
-/// field that starts so. The full view has them.
-pub const DETAIL_FIELDS: &[(&str, &[&str])] = &[
-    (
-        "Repository",
-        &[
-            "allow_*",
-            "has_*",
-            "default_allow_maintainer_edit",
-            "default_delete_branch_after_merge",
-            "default_merge_style",
-            "default_target_branch",
-            "default_update_style",
-            "autodetect_manual_merge",
-            "ignore_whitespace_conflicts",
-            "internal_tracker",
-            "external_tracker",
-            "external_wiki",
-            "projects_mode",
-            "object_format_name",
-            "mirror_interval",
-            "mirror_updated",
-            "mirror_last_sync_at",
-            "link",
-            "size",
-            "watchers_count",
-            "branch_count",
-            "release_counter",
-        ],
-    ),
-    (
-        "User",
-        &[
-            "login_name",
-            "source_id",
-            "language",
-            "last_login",
-            "prohibit_login",
-            "restricted",
-            "active",
-            "followers_count",
-            "following_count",
-            "starred_repos_count",
-        ],
-    ),
-    (
-        "Organization",
-        &["repo_admin_change_team_access", "username"],
-    ),
-    ("Team", &["units_map"]),
-];
-
-/// True when `field` of `definition` is one of its [`DETAIL_FIELDS`].
-fn is_detail(definition: &str, field: &str) -> bool {
-    DETAIL_FIELDS
-        .iter()
-        .filter(|(name, _)| *name == definition)
-        .flat_map(|(_, fields)| fields.iter())
-        .any(|pattern| match pattern.strip_suffix('*') {
-            Some(prefix) => field.starts_with(prefix),
-            None => *pattern == field,
-        })
-}
+pub use rules::{DETAIL_FIELDS, LIST_DETAIL_FIELDS, NAMING_FIELDS, VERBATIM_FIELDS};
+use rules::{is_detail, is_list_detail, is_verbatim};
 
 /// How one value is written in the compact view.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,9 +49,39 @@ pub enum Node {
     Object(ShapeId),
     /// A list whose items follow this node.
     List(Box<Node>),
+    /// Written as Gitea sent it (after the passes): no field rule applies
+    /// inside ([`VERBATIM_FIELDS`]).
+    Verbatim,
     /// A list of results: its items follow this node and are never
     /// collapsed; long texts inside them are cut.
     Results(Box<Node>),
+}
+
+/// Where a value sits, for the rules that hold only in lists
+/// ([`LIST_DETAIL_FIELDS`], the person's link).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListPlace {
+    /// Not in a list of results: one item read alone.
+    Alone,
+    /// An item of a list of results itself.
+    Item,
+    /// Somewhere inside an item of a list of results.
+    InsideItem,
+}
+
+impl ListPlace {
+    /// Whether the value is an item of a list, or inside one.
+    pub fn in_list(self) -> bool {
+        self != Self::Alone
+    }
+
+    /// The place of a value nested in one at this place.
+    pub fn nested(self) -> Self {
+        match self {
+            Self::Alone => Self::Alone,
+            Self::Item | Self::InsideItem => Self::InsideItem,
+        }
+    }
 }
 
 /// An object shape in [`Shapes`].
@@ -138,6 +92,9 @@ pub struct ShapeId(usize);
 #[derive(Debug, Default)]
 struct ObjectShape {
     fields: HashMap<String, Node>,
+    /// Fields left out when the object is an item of a list, or inside one
+    /// ([`LIST_DETAIL_FIELDS`]).
+    list_details: HashSet<String>,
 }
 
 static ANY: Node = Node::Any;
@@ -160,18 +117,24 @@ pub struct Shapes {
 }
 
 impl Shapes {
-    /// How the field `key` of an object of shape `id` is written. A field
-    /// the schema does not name follows the name-based rules.
-    pub fn field(&self, id: ShapeId, key: &str) -> &Node {
-        match self.objects.get(id.0).and_then(|o| o.fields.get(key)) {
+    /// How the field `key` of an object of shape `id` at `place` is
+    /// written. A field the schema does not name follows the name-based
+    /// rules.
+    pub fn field(&self, id: ShapeId, key: &str, place: ListPlace) -> &Node {
+        let shape = self.objects.get(id.0);
+        if place.in_list() && shape.is_some_and(|o| o.list_details.contains(key)) {
+            return &DROP;
+        }
+        match shape.and_then(|o| o.fields.get(key)) {
+            Some(_) if place == ListPlace::Item && key == PERSON_LINK => &DROP,
             Some(node) => node,
-            None => generic_field(key),
+            None => generic_field(key, place),
         }
     }
 
-    /// How a field of an object of no known shape is written.
-    pub fn generic_field(key: &str) -> &'static Node {
-        generic_field(key)
+    /// How a field of an object of no known shape at `place` is written.
+    pub fn generic_field(key: &str, place: ListPlace) -> &'static Node {
+        generic_field(key, place)
     }
 
     pub fn len(&self) -> usize {
@@ -183,8 +146,18 @@ impl Shapes {
     }
 }
 
-fn generic_field(key: &str) -> &'static Node {
-    if is_url_field(key) { &DROP } else { &ANY }
+/// The link a person opens, kept on one item and left out of a list's
+/// items (it was a quarter of a folder listing, issue 44): every item of a
+/// list has an identifier of its own (a number, name, sha or id). Objects
+/// inside an item keep theirs: a notification's subject has no other.
+const PERSON_LINK: &str = "html_url";
+
+fn generic_field(key: &str, place: ListPlace) -> &'static Node {
+    if is_url_field(key) || (place == ListPlace::Item && key == PERSON_LINK) {
+        &DROP
+    } else {
+        &ANY
+    }
 }
 
 /// Builds [`Shapes`] from a document's `definitions`, and the root node of
@@ -281,10 +254,15 @@ impl<'d> ShapeBuilder<'d> {
         }
     }
 
+    /// Applies the tables of `rules` to the shape of `definition`.
     fn drop_details(&self, definition: &str, shape: &mut ObjectShape) {
         for (field, node) in shape.fields.iter_mut() {
             if is_detail(definition, field) {
                 *node = Node::Drop;
+            } else if is_verbatim(definition, field) {
+                *node = Node::Verbatim;
+            } else if is_list_detail(definition, field) {
+                shape.list_details.insert(field.clone());
             }
         }
     }
@@ -452,12 +430,24 @@ mod tests {
     #[test]
     fn a_repositorys_details_go_and_its_default_branch_stays() {
         let repo = object(&root("gitea_repo_get"));
-        assert_eq!(shapes().field(repo, "allow_rebase"), &Node::Drop);
-        assert_eq!(shapes().field(repo, "has_wiki"), &Node::Drop);
-        assert_eq!(shapes().field(repo, "default_merge_style"), &Node::Drop);
-        assert_eq!(shapes().field(repo, "default_branch"), &Node::Any);
+        assert_eq!(
+            shapes().field(repo, "allow_rebase", ListPlace::Alone),
+            &Node::Drop
+        );
+        assert_eq!(
+            shapes().field(repo, "has_wiki", ListPlace::Alone),
+            &Node::Drop
+        );
+        assert_eq!(
+            shapes().field(repo, "default_merge_style", ListPlace::Alone),
+            &Node::Drop
+        );
+        assert_eq!(
+            shapes().field(repo, "default_branch", ListPlace::Alone),
+            &Node::Any
+        );
         assert!(matches!(
-            shapes().field(repo, "permissions"),
+            shapes().field(repo, "permissions", ListPlace::Alone),
             Node::Object(_)
         ));
     }
@@ -465,18 +455,24 @@ mod tests {
     #[test]
     fn an_issue_names_its_user_labels_milestone_and_repository() {
         let issue = object(&root("gitea_issue_get_issue"));
-        assert_eq!(shapes().field(issue, "user"), &Node::Named("login"));
         assert_eq!(
-            shapes().field(issue, "labels"),
+            shapes().field(issue, "user", ListPlace::Alone),
+            &Node::Named("login")
+        );
+        assert_eq!(
+            shapes().field(issue, "labels", ListPlace::Alone),
             &Node::List(Box::new(Node::Named("name")))
         );
         assert_eq!(
-            shapes().field(issue, "assignees"),
+            shapes().field(issue, "assignees", ListPlace::Alone),
             &Node::List(Box::new(Node::Named("login")))
         );
-        assert_eq!(shapes().field(issue, "milestone"), &Node::Named("title"));
         assert_eq!(
-            shapes().field(issue, "repository"),
+            shapes().field(issue, "milestone", ListPlace::Alone),
+            &Node::Named("title")
+        );
+        assert_eq!(
+            shapes().field(issue, "repository", ListPlace::Alone),
             &Node::Named("full_name")
         );
     }
@@ -484,10 +480,13 @@ mod tests {
     #[test]
     fn url_fields_go_but_the_page_a_person_opens_stays() {
         let issue = object(&root("gitea_issue_get_issue"));
-        assert_eq!(shapes().field(issue, "url"), &Node::Drop);
-        assert_eq!(shapes().field(issue, "html_url"), &Node::Any);
-        assert_eq!(shapes().field(issue, "title"), &Node::Any);
-        assert_eq!(shapes().field(issue, "body"), &Node::Any);
+        assert_eq!(shapes().field(issue, "url", ListPlace::Alone), &Node::Drop);
+        assert_eq!(
+            shapes().field(issue, "html_url", ListPlace::Alone),
+            &Node::Any
+        );
+        assert_eq!(shapes().field(issue, "title", ListPlace::Alone), &Node::Any);
+        assert_eq!(shapes().field(issue, "body", ListPlace::Alone), &Node::Any);
         assert!(is_url_field("avatar_url"));
         assert!(is_url_field("_links"));
         assert!(!is_url_field("latest_comment_html_url"));
@@ -499,7 +498,10 @@ mod tests {
             panic!("not a result list");
         };
         let issue = object(&item);
-        assert_eq!(shapes().field(issue, "user"), &Node::Named("login"));
+        assert_eq!(
+            shapes().field(issue, "user", ListPlace::Alone),
+            &Node::Named("login")
+        );
         let Node::Results(item) = root("gitea_repo_list_branches") else {
             panic!("not a result list");
         };
@@ -509,13 +511,16 @@ mod tests {
     #[test]
     fn a_wrappers_lists_are_the_results() {
         let search = object(&root("gitea_repo_search"));
-        let Node::Results(item) = shapes().field(search, "data") else {
+        let Node::Results(item) = shapes().field(search, "data", ListPlace::Alone) else {
             panic!("data is not a result list");
         };
         let repository = object(item);
-        assert_eq!(shapes().field(repository, "owner"), &Node::Named("login"));
         assert_eq!(
-            shapes().field(repository, "parent"),
+            shapes().field(repository, "owner", ListPlace::Alone),
+            &Node::Named("login")
+        );
+        assert_eq!(
+            shapes().field(repository, "parent", ListPlace::Alone),
             &Node::Named("full_name")
         );
     }
@@ -523,16 +528,25 @@ mod tests {
     #[test]
     fn a_pull_requests_branches_stay_objects_with_their_repository_named() {
         let pull = object(&root("gitea_repo_get_pull_request"));
-        let head = object(shapes().field(pull, "head"));
-        assert_eq!(shapes().field(head, "repo"), &Node::Named("full_name"));
-        assert_eq!(shapes().field(head, "ref"), &Node::Any);
+        let head = object(shapes().field(pull, "head", ListPlace::Alone));
+        assert_eq!(
+            shapes().field(head, "repo", ListPlace::Alone),
+            &Node::Named("full_name")
+        );
+        assert_eq!(shapes().field(head, "ref", ListPlace::Alone), &Node::Any);
     }
 
     #[test]
     fn fields_the_schema_does_not_name_follow_the_name_rules() {
         let issue = object(&root("gitea_issue_get_issue"));
-        assert_eq!(shapes().field(issue, "newer_field"), &Node::Any);
-        assert_eq!(shapes().field(issue, "newer_api_url"), &Node::Drop);
+        assert_eq!(
+            shapes().field(issue, "newer_field", ListPlace::Alone),
+            &Node::Any
+        );
+        assert_eq!(
+            shapes().field(issue, "newer_api_url", ListPlace::Alone),
+            &Node::Drop
+        );
     }
 
     #[test]

@@ -1,0 +1,600 @@
+//! Finding an operation by a few words, the way a model asks ("last commits
+//! on a branch", "create a webhook", "my ssh keys"): a weighted lexical
+//! ranking, built once per catalog, deterministic and explainable. No
+//! network and no model: every signal is a table in [`words`] or a fact of
+//! the operation.
+//!
+//! An operation's score is the sum, over the query's words, of the best
+//! match of the word or one of its forge synonyms in the operation's
+//! fields (name, route, summary, parameters, description, each with its
+//! weight), weighted by how rare the word is in the catalog (BM25's
+//! inverse document frequency); then adjusted by three readings of the
+//! query as a whole:
+//!
+//! - **the verb** (list/get → GET; create/add → POST; edit/close → PATCH or
+//!   PUT; delete/remove → DELETE): a match is rewarded, a contradiction
+//!   penalised, and without a verb the read is preferred;
+//! - **whose resource** ("my" → `/user/…`, "a user's" → `/users/…`, "org"
+//!   → `/orgs/…`, "admin"/"instance" → `/admin/…`; otherwise a repository's);
+//! - **the shape**: a plural asks for a list, and the common read of a
+//!   resource comes before its sub-resources (fewer path parameters).
+//!
+//! Recall on the project's evaluation set is a test ([`eval_tests`]) and a
+//! figure in `docs/benchmarks.md`.
+
+mod words;
+
+#[cfg(test)]
+mod eval_tests;
+
+use std::collections::{HashMap, HashSet};
+
+use words::{Intent, Scope};
+
+use super::Operation;
+
+/// How much a word counts by where in the operation it is found: the best
+/// field counts whole, each other field that has it a little
+/// ([`ALSO_FOUND`]), so an operation that repeats a word in its name,
+/// route and summary does not outrank one that names it once.
+const NAME_WEIGHT: f32 = 1.0;
+const ROUTE_WEIGHT: f32 = 0.9;
+const SUMMARY_WEIGHT: f32 = 0.8;
+const PARAM_WEIGHT: f32 = 0.4;
+const DESCRIPTION_WEIGHT: f32 = 0.2;
+const ALSO_FOUND: f32 = 0.05;
+/// A synonym counts this much of the word itself.
+const SYNONYM_WEIGHT: f32 = 0.8;
+/// What a topic word of the name that the query does not name costs.
+const UNMATCHED_TOPIC_COST: f32 = 0.6;
+/// A word after a preposition names the context ("commits on a *branch*"),
+/// and counts this much of the resource asked for.
+const CONTEXT_WEIGHT: f32 = 0.6;
+/// What "my" adds: the word `current` (the signed-in user's operations
+/// are named `user_current_…`), weighted this much.
+const OWN_WORD_WEIGHT: f32 = 0.5;
+/// Words of a name that say whose the resource is, or how it is reached:
+/// not its topic.
+const NOT_TOPIC: &[&str] = &[
+    "repo", "user", "current", "org", "admin", "all", "by", "gitea",
+];
+
+/// The words of one operation, by field, and what its route and method say.
+#[derive(Debug)]
+struct Document {
+    name: HashSet<String>,
+    /// The name's words that say what the operation is about (not its
+    /// verb, nor whose it is): each one the query leaves unmatched costs
+    /// ([`UNMATCHED_TOPIC_COST`]), so the common read of a resource comes
+    /// before its sub-resources ("list branches" before "list branch
+    /// protections").
+    topic: HashSet<String>,
+    route: HashSet<String>,
+    summary: HashSet<String>,
+    params: HashSet<String>,
+    description: HashSet<String>,
+    intent: Intent,
+    owner: RouteOwner,
+    /// Path parameters in the route: the deeper, the more specific.
+    path_params: usize,
+    /// Fixed segments of the route: the longer, the further from the
+    /// resource itself.
+    fixed_segments: usize,
+    /// A GET whose route ends in a fixed segment: a list (or a singleton).
+    collection: bool,
+    deprecated: bool,
+}
+
+/// Whose resource a route is, by its first segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RouteOwner {
+    Repository,
+    Own,
+    AnotherUser,
+    Organization,
+    Site,
+    Other,
+}
+
+/// The index of one catalog's operations, in the catalog's order.
+#[derive(Debug)]
+pub struct SearchIndex {
+    documents: Vec<Document>,
+    /// How many documents hold each word in a name, route or summary.
+    frequency: HashMap<String, usize>,
+}
+
+/// One query, read.
+#[derive(Debug, Default)]
+struct Query {
+    /// Each content word with its forms: itself, then its synonyms.
+    terms: Vec<Vec<(String, f32)>>,
+    intent: Option<Intent>,
+    scope: Option<Scope>,
+    plural: bool,
+    singular: bool,
+    /// The query names one item by a number, sha or version.
+    numbered: bool,
+}
+
+impl SearchIndex {
+    pub fn new(operations: &[Operation]) -> Self {
+        let documents: Vec<Document> = operations.iter().map(document).collect();
+        let mut frequency: HashMap<String, usize> = HashMap::new();
+        for doc in &documents {
+            let seen: HashSet<&String> = doc
+                .name
+                .iter()
+                .chain(&doc.route)
+                .chain(&doc.summary)
+                .collect();
+            for word in seen {
+                *frequency.entry(word.clone()).or_default() += 1;
+            }
+        }
+        Self {
+            documents,
+            frequency,
+        }
+    }
+
+    /// BM25's inverse document frequency of `word` in this catalog.
+    fn rarity(&self, word: &str) -> f32 {
+        let n = self.documents.len() as f32;
+        let df = self.frequency.get(word).copied().unwrap_or(0) as f32;
+        (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+    }
+
+    /// How much a query word tells: the rarity of the most common of its
+    /// forms the catalog has. A word with forge synonyms means what they
+    /// mean, so a rare literal use of it ("into *account*" in a summary)
+    /// does not outweigh the sense it was asked in ("account" → user).
+    fn term_rarity(&self, forms: &[(String, f32)]) -> f32 {
+        forms
+            .iter()
+            .filter(|(form, _)| self.frequency.contains_key(form))
+            .map(|(form, _)| self.rarity(form))
+            .fold(None, |least: Option<f32>, r| {
+                Some(least.map_or(r, |l| l.min(r)))
+            })
+            .unwrap_or_else(|| self.rarity(&forms[0].0))
+    }
+
+    /// The positions of the operations (in the order the index was built
+    /// from) that `keep` keeps, best match first, at most `limit`. Equal
+    /// scores keep the catalog's order.
+    pub fn search(&self, query: &str, keep: impl Fn(usize) -> bool, limit: usize) -> Vec<usize> {
+        let query = read_query(query, |word| self.frequency.contains_key(word));
+        if query.terms.is_empty() {
+            return (0..self.documents.len())
+                .filter(|&i| keep(i))
+                .take(limit)
+                .collect();
+        }
+        let mut scored: Vec<(f32, usize)> = self
+            .documents
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| keep(*i))
+            .filter_map(|(i, doc)| self.score(&query, doc).map(|score| (score, i)))
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        scored.into_iter().take(limit).map(|(_, i)| i).collect()
+    }
+
+    /// The score of `doc` for `query`, or `None` when no word matches.
+    fn score(&self, query: &Query, doc: &Document) -> Option<f32> {
+        let mut matched = 0;
+        let mut score = 0.0;
+        for forms in &query.terms {
+            let rarity = self.term_rarity(forms);
+            let best = forms
+                .iter()
+                .map(|(form, weight)| weight * rarity * field_score(doc, form))
+                .fold(0.0_f32, f32::max);
+            if best > 0.0 {
+                matched += 1;
+                score += best;
+            }
+        }
+        if matched == 0 {
+            return None;
+        }
+        let unmatched_topics = doc
+            .topic
+            .iter()
+            .filter(|word| {
+                !query
+                    .terms
+                    .iter()
+                    .any(|forms| forms.iter().any(|(form, _)| form == *word))
+            })
+            .count();
+        score -= UNMATCHED_TOPIC_COST * unmatched_topics as f32;
+        score += intent_bonus(query.intent, doc.intent);
+        score += scope_bonus(query.scope, doc.owner);
+        score += shape_bonus(query, doc);
+        Some(score)
+    }
+}
+
+#[cfg(test)]
+impl SearchIndex {
+    /// Why the top `n` results of `query` ranked as they did, one line
+    /// each: score, term matches, bonuses.
+    pub(crate) fn explain(&self, ops: &[Operation], query: &str, n: usize) -> Vec<String> {
+        let read = read_query(query, |word| self.frequency.contains_key(word));
+        let mut lines = vec![format!(
+            "{query:?}: terms {:?} intent {:?} scope {:?} plural {} singular {}",
+            read.terms
+                .iter()
+                .map(|f| f[0].0.clone())
+                .collect::<Vec<_>>(),
+            read.intent,
+            read.scope,
+            read.plural,
+            read.singular
+        )];
+        for i in self.search(query, |_| true, n) {
+            let doc = &self.documents[i];
+            let terms: Vec<String> = read
+                .terms
+                .iter()
+                .map(|forms| {
+                    let rarity = self.term_rarity(forms);
+                    let (form, value) = forms
+                        .iter()
+                        .map(|(form, weight)| (form, weight * rarity * field_score(doc, form)))
+                        .fold((&forms[0].0, 0.0_f32), |best, next| {
+                            if next.1 > best.1 { next } else { best }
+                        });
+                    format!("{form}={value:.2}")
+                })
+                .collect();
+            lines.push(format!(
+                "  {:.2} {} [{}] intent {:?} {:+.1} owner {:?} {:+.1} shape {:+.2} topics {:?}",
+                self.score(&read, doc).unwrap_or(0.0),
+                ops[i].tool_name,
+                terms.join(" "),
+                doc.intent,
+                intent_bonus(read.intent, doc.intent),
+                doc.owner,
+                scope_bonus(read.scope, doc.owner),
+                shape_bonus(&read, doc),
+                doc.topic,
+            ));
+        }
+        lines
+    }
+}
+
+/// How well `form` matches `doc`'s fields, before its rarity.
+fn field_score(doc: &Document, form: &str) -> f32 {
+    let (mut best, mut sum) = (0.0_f32, 0.0_f32);
+    for (field, weight) in [
+        (&doc.name, NAME_WEIGHT),
+        (&doc.route, ROUTE_WEIGHT),
+        (&doc.summary, SUMMARY_WEIGHT),
+        (&doc.params, PARAM_WEIGHT),
+        (&doc.description, DESCRIPTION_WEIGHT),
+    ] {
+        if field.contains(form) {
+            best = best.max(weight);
+            sum += weight;
+        }
+    }
+    best + ALSO_FOUND * (sum - best)
+}
+
+fn intent_bonus(asked: Option<Intent>, does: Intent) -> f32 {
+    match asked {
+        None if does == Intent::Read => 0.5,
+        None => 0.0,
+        Some(asked) if asked == does => 1.2,
+        // Adding and changing overlap (a PUT that sets topics, a POST that
+        // edits): a small reward, not a penalty.
+        Some(Intent::Create | Intent::Change)
+            if matches!(does, Intent::Create | Intent::Change) =>
+        {
+            0.4
+        }
+        Some(_) => -1.5,
+    }
+}
+
+fn scope_bonus(asked: Option<Scope>, owner: RouteOwner) -> f32 {
+    match (asked, owner) {
+        (Some(Scope::Own), RouteOwner::Own) => 1.5,
+        (Some(Scope::Own), RouteOwner::AnotherUser | RouteOwner::Site) => -1.0,
+        (Some(Scope::AnotherUser), RouteOwner::AnotherUser) => 1.5,
+        (Some(Scope::AnotherUser), RouteOwner::Own) => -0.5,
+        (Some(Scope::Organization), RouteOwner::Organization) => 1.5,
+        (Some(Scope::Organization), RouteOwner::Repository) => -0.3,
+        (Some(Scope::Site), RouteOwner::Site) => 2.0,
+        (Some(Scope::Site), _) => -0.5,
+        (Some(_), _) => 0.0,
+        (None, RouteOwner::Repository) => 0.4,
+        (None, RouteOwner::Site) => -0.3,
+        (None, RouteOwner::AnotherUser) => -0.1,
+        (None, _) => 0.0,
+    }
+}
+
+fn shape_bonus(query: &Query, doc: &Document) -> f32 {
+    let mut bonus =
+        -0.1 * doc.path_params.saturating_sub(2) as f32 - 0.05 * doc.fixed_segments as f32;
+    if doc.deprecated {
+        bonus -= 1.5;
+    }
+    if query.numbered && doc.path_params >= 3 {
+        bonus += 0.3;
+    }
+    if doc.intent == Intent::Read {
+        if query.plural && doc.collection {
+            bonus += 0.4;
+        } else if query.singular && !doc.collection {
+            bonus += 0.3;
+        }
+    }
+    bonus
+}
+
+/// The index entry of one operation.
+fn document(op: &Operation) -> Document {
+    let stems = |words: &mut dyn Iterator<Item = &str>| -> HashSet<String> {
+        words
+            .map(words::stem)
+            .filter(|w| !words::is_stopword(w))
+            .collect()
+    };
+    let name_words = words::identifier_words(
+        op.tool_name
+            .strip_prefix(crate::catalog::naming::TOOL_NAME_PREFIX)
+            .unwrap_or(&op.tool_name),
+    );
+    let fixed_segments: Vec<&str> = op
+        .route
+        .split('/')
+        .filter(|s| !s.is_empty() && !s.starts_with('{'))
+        .collect();
+    let route_words: Vec<String> = fixed_segments
+        .iter()
+        .flat_map(|s| words::identifier_words(s))
+        .collect();
+    let path_params = op.route.matches('{').count();
+    let last_fixed = op
+        .route
+        .rsplit('/')
+        .next()
+        .is_some_and(|s| !s.starts_with('{'));
+    let name = stems(&mut name_words.iter().map(String::as_str));
+    let topic = name
+        .iter()
+        .filter(|w| !NOT_TOPIC.contains(&w.as_str()) && words::verb(w).is_none())
+        .cloned()
+        .collect();
+    Document {
+        name,
+        topic,
+        route: stems(&mut route_words.iter().map(String::as_str)),
+        summary: stems(&mut words::split(&op.summary)),
+        params: op
+            .params
+            .iter()
+            .flat_map(|p| words::identifier_words(&p.name))
+            .map(|w| words::stem(&w))
+            .collect(),
+        description: stems(&mut words::split(&op.description)),
+        intent: intent_of(op, &name_words),
+        owner: owner_of(fixed_segments.first().copied().unwrap_or("")),
+        path_params,
+        fixed_segments: fixed_segments.len(),
+        collection: op.is_read_only() && last_fixed,
+        deprecated: op.deprecated,
+    }
+}
+
+/// What an operation does, from its method and the verbs of its name.
+fn intent_of(op: &Operation, name_words: &[String]) -> Intent {
+    let named = |verbs: &[&str]| name_words.iter().any(|w| verbs.contains(&w.as_str()));
+    match op.method {
+        http::Method::GET | http::Method::HEAD => Intent::Read,
+        // A POST that reads (`repoGetFileContentsPost`, searches).
+        http::Method::POST if named(&["get", "list", "search", "check"]) => Intent::Read,
+        http::Method::DELETE => Intent::Remove,
+        http::Method::PATCH => Intent::Change,
+        _ if named(&["delete", "remove", "unlink", "revoke"]) => Intent::Remove,
+        _ if named(&[
+            "edit", "update", "replace", "rename", "change", "set", "reset", "sync", "apply",
+            "convert", "transfer",
+        ]) =>
+        {
+            Intent::Change
+        }
+        _ => Intent::Create,
+    }
+}
+
+fn owner_of(first_segment: &str) -> RouteOwner {
+    match first_segment {
+        "repos" => RouteOwner::Repository,
+        "user" | "notifications" => RouteOwner::Own,
+        "users" => RouteOwner::AnotherUser,
+        "orgs" | "teams" => RouteOwner::Organization,
+        "admin" => RouteOwner::Site,
+        _ => RouteOwner::Other,
+    }
+}
+
+/// Reads a query: content words with their synonyms, the values it
+/// names, and what its verb, its owner words and its plurals say.
+/// `known` says whether the catalog has a word: a query word it does not
+/// have is tried without `-d`, `-ed` and `-ing` ("resolved" → "resolve").
+fn read_query(text: &str, known: impl Fn(&str) -> bool) -> Query {
+    let mut query = Query::default();
+    let tokens = words::tokens(text);
+    let word_at = |i: usize| match tokens.get(i) {
+        Some(words::Token::Word(w)) => Some(w.as_str()),
+        _ => None,
+    };
+    let mut in_context = false;
+    let mut words_seen = 0;
+    for (position, token) in tokens.iter().enumerate() {
+        let lower = match token {
+            words::Token::Value(value) => {
+                read_value(&mut query, *value);
+                continue;
+            }
+            words::Token::Word(word) => word.clone(),
+        };
+        let first = words_seen == 0;
+        words_seen += 1;
+        if words::is_preposition(&lower) {
+            in_context = true;
+            continue;
+        }
+        let next = word_at(position + 1);
+        let followed_by_article = next.is_some_and(|n| matches!(n, "a" | "an" | "new"));
+        // "open a …", "file an issue" create; "open pull requests" are
+        // those in the open state.
+        if lower == "open" || (lower == "file" && first && followed_by_article) {
+            if followed_by_article {
+                query.intent.get_or_insert(Intent::Create);
+            }
+            continue;
+        }
+        // "pull request", "merge request": one word.
+        if lower.starts_with("request")
+            && position > 0
+            && word_at(position - 1).is_some_and(|p| matches!(p, "pull" | "merge"))
+        {
+            continue;
+        }
+        if lower == "merge" && next.is_some_and(|n| n.starts_with("request")) {
+            query.terms.push(vec![("pull".to_owned(), 1.0)]);
+            continue;
+        }
+        if let Some(scope) = words::scope(&lower) {
+            // "show me" is not "mine".
+            let after_asking = position > 0
+                && word_at(position - 1)
+                    .is_some_and(|p| matches!(p, "show" | "tell" | "give" | "get"));
+            if matches!(scope, Scope::Own) && after_asking {
+                continue;
+            }
+            // "my" and "I" win over "org" in "my organizations".
+            if query.scope != Some(Scope::Own) {
+                query.scope = Some(scope);
+            }
+            if matches!(scope, Scope::Own) {
+                if !query.terms.iter().any(|forms| forms[0].0 == "current") {
+                    query
+                        .terms
+                        .push(vec![("current".to_owned(), OWN_WORD_WEIGHT)]);
+                }
+                continue;
+            }
+            if words::is_stopword(&lower) {
+                continue;
+            }
+        }
+        let stemmed = known_stem(&lower, &known);
+        if words::is_stopword(&stemmed) {
+            if matches!(
+                lower.as_str(),
+                "a" | "an" | "one" | "the" | "single" | "specific" | "detail" | "details" | "info"
+            ) {
+                query.singular = true;
+            }
+            continue;
+        }
+        // "find" and "look up" name the search operations too.
+        if matches!(stemmed.as_str(), "find" | "look") {
+            query.intent.get_or_insert(Intent::Read);
+            query
+                .terms
+                .push(vec![("search".to_owned(), SYNONYM_WEIGHT)]);
+            continue;
+        }
+        if let Some(intent) = words::verb(&stemmed) {
+            query.intent.get_or_insert(intent);
+            continue;
+        }
+        if let Some(intent) = words::action(&stemmed)
+            && first
+            && stemmed == lower
+        {
+            query.intent.get_or_insert(intent);
+        }
+        // "new" after a verb that creates only repeats it.
+        if stemmed == "new" && (first || query.intent == Some(Intent::Create)) {
+            query.intent.get_or_insert(Intent::Create);
+            continue;
+        }
+        if stemmed != lower && lower.ends_with('s') && !lower.ends_with("'s") {
+            query.plural = true;
+        }
+        let weight = if in_context { CONTEXT_WEIGHT } else { 1.0 };
+        let mut forms = vec![(stemmed.clone(), weight)];
+        for synonym in words::synonyms(&stemmed)
+            .iter()
+            .chain(words::synonyms(&lower))
+        {
+            if !forms.iter().any(|(f, _)| f == synonym) {
+                forms.push(((*synonym).to_owned(), weight * SYNONYM_WEIGHT));
+            }
+        }
+        query.terms.push(forms);
+    }
+    query
+}
+
+/// What a value in a query says: its kind, as a word of the context
+/// ("release notes for *v1.4.2*" → a tag), and that one item is meant.
+fn read_value(query: &mut Query, value: words::Value) {
+    let forms: &[&str] = match value {
+        words::Value::Path => &["path", "file"],
+        words::Value::Version => &["tag", "release"],
+        words::Value::Sha => &["commit", "sha"],
+        words::Value::Branch => &["branch"],
+        words::Value::Number | words::Value::Name => &[],
+    };
+    if matches!(
+        value,
+        words::Value::Number | words::Value::Sha | words::Value::Version
+    ) {
+        query.numbered = true;
+    }
+    if !forms.is_empty() {
+        query.terms.push(
+            forms
+                .iter()
+                .map(|form| ((*form).to_owned(), CONTEXT_WEIGHT))
+                .collect(),
+        );
+    }
+}
+
+/// `word`'s stem, or, when the catalog does not have it, the first of its
+/// shorter forms it has (`resolved` → `resolve`, `merging` → `merge`).
+fn known_stem(word: &str, known: &impl Fn(&str) -> bool) -> String {
+    let stemmed = words::stem(word);
+    if known(&stemmed) {
+        return stemmed;
+    }
+    let candidates = [
+        word.strip_suffix('d')
+            .filter(|_| word.ends_with("ed"))
+            .map(str::to_owned),
+        word.strip_suffix("ed").map(str::to_owned),
+        word.strip_suffix("ing").map(|w| format!("{w}e")),
+        word.strip_suffix("ing").map(str::to_owned),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .filter(|c| c.len() > 2)
+        .map(|c| words::stem(&c))
+        .find(|c| known(c))
+        .unwrap_or(stemmed)
+}

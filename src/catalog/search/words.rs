@@ -1,0 +1,640 @@
+//! The words of a search, as the ranking reads them: a light stemmer, the
+//! words that carry no meaning here, the forge words a person uses for
+//! what Gitea names otherwise, the verbs that say what a call should do,
+//! and the words that say whose resource it is. Every table is written by
+//! hand and read the same way for a query and for an operation, so the
+//! ranking stays deterministic and explainable.
+
+/// What a search asks a call to do, from its verb.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Intent {
+    /// list, get, show, read, find, download…
+    Read,
+    /// create, add, new, upload, register…
+    Create,
+    /// edit, update, change, rename, close, reopen…
+    Change,
+    /// delete, remove, unstar, revoke…
+    Remove,
+}
+
+/// Whose resource a search is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// "my", "me", "I": the signed-in user's own (`/user/…`).
+    Own,
+    /// "a user's", "someone": another user's (`/users/{username}/…`).
+    AnotherUser,
+    /// "org", "organization": an organisation's (`/orgs/…`).
+    Organization,
+    /// "admin", "site", "instance", "server-wide": the site admin's
+    /// (`/admin/…`).
+    Site,
+}
+
+/// Words after which a query names the context, not the resource it asks
+/// for ("commits *on a branch*", "members *of a team*").
+const PREPOSITIONS: &[&str] = &[
+    "of", "on", "in", "for", "from", "to", "at", "by", "with", "into", "between", "about", "under",
+    "across", "inside", "within",
+];
+
+/// Words that say nothing about which operation is meant.
+const STOPWORDS: &[&str] = &[
+    "a",
+    "an",
+    "the",
+    "of",
+    "for",
+    "on",
+    "in",
+    "to",
+    "at",
+    "by",
+    "from",
+    "with",
+    "and",
+    "or",
+    "is",
+    "are",
+    "be",
+    "as",
+    "it",
+    "its",
+    "this",
+    "that",
+    "these",
+    "those",
+    "into",
+    "one",
+    "some",
+    "any",
+    "via",
+    "do",
+    "does",
+    "did",
+    "can",
+    "how",
+    "please",
+    "there",
+    "per",
+    "each",
+    "every",
+    "without",
+    "before",
+    "after",
+    "since",
+    "between",
+    "two",
+    "too",
+    "up",
+    "out",
+    "off",
+    "what",
+    "which",
+    "why",
+    "where",
+    "when",
+    "whom",
+    "whose",
+    "who",
+    "all",
+    "detail",
+    "info",
+    "information",
+    "manually",
+    "now",
+    "entire",
+    "whole",
+    "single",
+    "specific",
+    "given",
+    "certain",
+    "currently",
+];
+
+/// Verbs, with what they ask; they are read as an intent, not matched as
+/// words (every name holds one).
+const VERBS: &[(&str, Intent)] = &[
+    ("list", Intent::Read),
+    ("get", Intent::Read),
+    ("show", Intent::Read),
+    ("view", Intent::Read),
+    ("read", Intent::Read),
+    ("see", Intent::Read),
+    ("fetch", Intent::Read),
+    ("find", Intent::Read),
+    ("look", Intent::Read),
+    ("check", Intent::Read),
+    ("display", Intent::Read),
+    ("create", Intent::Create),
+    ("add", Intent::Create),
+    ("make", Intent::Create),
+    ("post", Intent::Create),
+    ("register", Intent::Create),
+    ("publish", Intent::Create),
+    ("submit", Intent::Create),
+    ("put", Intent::Create),
+    ("give", Intent::Create),
+    ("report", Intent::Create),
+    ("write", Intent::Create),
+    ("turn", Intent::Change),
+    ("enable", Intent::Change),
+    ("disable", Intent::Change),
+    ("edit", Intent::Change),
+    ("update", Intent::Change),
+    ("change", Intent::Change),
+    ("modify", Intent::Change),
+    ("set", Intent::Change),
+    ("replace", Intent::Change),
+    ("delete", Intent::Remove),
+    ("remove", Intent::Remove),
+    ("drop", Intent::Remove),
+    ("erase", Intent::Remove),
+    ("destroy", Intent::Remove),
+];
+
+/// Verbs that are also the name of what an operation does, or a noun:
+/// matched as a word, and read as an intent only when the query starts
+/// with them ("tag a commit", "new label"; but "labels of a repo",
+/// "pinned issues", "any new notifications").
+const ACTION_VERBS: &[(&str, Intent)] = &[
+    ("new", Intent::Create),
+    ("log", Intent::Create),
+    ("label", Intent::Create),
+    ("kick", Intent::Remove),
+    ("download", Intent::Read),
+    ("search", Intent::Read),
+    ("upload", Intent::Create),
+    ("star", Intent::Create),
+    ("follow", Intent::Create),
+    ("watch", Intent::Create),
+    ("subscribe", Intent::Create),
+    ("fork", Intent::Create),
+    ("comment", Intent::Create),
+    ("reply", Intent::Create),
+    ("approve", Intent::Create),
+    ("trigger", Intent::Create),
+    ("rerun", Intent::Create),
+    ("retry", Intent::Create),
+    ("merge", Intent::Create),
+    ("tag", Intent::Create),
+    ("assign", Intent::Create),
+    ("block", Intent::Create),
+    ("lock", Intent::Create),
+    ("pin", Intent::Create),
+    ("rename", Intent::Change),
+    ("close", Intent::Change),
+    ("reopen", Intent::Change),
+    ("archive", Intent::Change),
+    ("transfer", Intent::Create),
+    ("revoke", Intent::Remove),
+    ("unstar", Intent::Remove),
+    ("unwatch", Intent::Remove),
+    ("unfollow", Intent::Remove),
+    ("unblock", Intent::Remove),
+    ("unlink", Intent::Remove),
+    ("unpin", Intent::Remove),
+    ("clear", Intent::Remove),
+    ("dismiss", Intent::Create),
+];
+
+/// Forge words and Gitea's for the same thing: each word on the left also
+/// searches for the words on the right (already stemmed).
+const SYNONYMS: &[(&str, &[&str])] = &[
+    ("history", &["commit", "revision", "timeline"]),
+    ("log", &["log", "commit", "time"]),
+    ("spent", &["time"]),
+    ("pass", &["status"]),
+    ("kick", &["member"]),
+    ("assigned", &["assignee", "assign"]),
+    ("assign", &["assignee", "assign"]),
+    ("ask", &["request"]),
+    ("client", &["application"]),
+    ("changed", &["commit", "compare"]),
+    ("introduced", &["pull", "commit"]),
+    ("patch", &["diff", "patch"]),
+    ("integration", &["hook"]),
+    ("notify", &["hook", "notification"]),
+    ("ci", &["status", "action", "workflow"]),
+    ("build", &["status", "workflow", "run"]),
+    ("checks", &["status"]),
+    ("pipeline", &["workflow", "run"]),
+    ("job", &["job"]),
+    ("secret", &["secret", "action"]),
+    ("ssh", &["key", "public"]),
+    ("bug", &["issue"]),
+    ("ticket", &["issue"]),
+    ("project", &["repo"]),
+    ("company", &["org"]),
+    ("star", &["star", "starred", "stargazer"]),
+    ("starred", &["star", "starred", "stargazer"]),
+    ("someone", &["member", "collaborator", "assignee", "user"]),
+    ("reorder", &["priority", "priory"]),
+    ("order", &["priority", "priory"]),
+    ("receive", &["git"]),
+    ("script", &["git"]),
+    ("watch", &["subscription", "watch"]),
+    ("watching", &["subscription"]),
+    ("subscribe", &["subscription"]),
+    ("folder", &["content"]),
+    ("directory", &["content"]),
+    ("dir", &["content"]),
+    ("file", &["file", "content", "raw"]),
+    ("readme", &["content", "raw"]),
+    ("zip", &["archive"]),
+    ("tarball", &["archive"]),
+    ("asset", &["attachment"]),
+    ("binary", &["attachment", "raw"]),
+    ("screenshot", &["attachment"]),
+    ("image", &["package", "attachment"]),
+    ("registry", &["package"]),
+    ("version", &["version", "release"]),
+    ("changelog", &["release"]),
+    ("approve", &["review"]),
+    ("approval", &["review", "protection"]),
+    ("protect", &["protection"]),
+    ("thread", &["comment", "thread"]),
+    ("discussion", &["comment"]),
+    ("conversation", &["issue"]),
+    ("inbox", &["notification"]),
+    ("unread", &["notification"]),
+    ("bot", &["user"]),
+    ("people", &["collaborator", "member"]),
+    ("access", &["collaborator", "permission", "team"]),
+    ("permission", &["permission", "collaborator"]),
+    ("picture", &["avatar"]),
+    ("avatar", &["avatar"]),
+    ("variable", &["variable"]),
+    ("env", &["variable"]),
+    ("runner", &["runner"]),
+    ("token", &["token"]),
+    ("deploy", &["key"]),
+    ("member", &["member"]),
+    ("membership", &["member"]),
+    ("hour", &["time"]),
+    ("timer", &["stopwatch"]),
+    ("tracking", &["time"]),
+    ("due", &["deadline"]),
+    ("blocked", &["block", "blocking", "dependency"]),
+    ("depend", &["dependency"]),
+    ("thumb", &["reaction"]),
+    ("emoji", &["reaction"]),
+    ("react", &["reaction"]),
+    ("spammer", &["user"]),
+    ("suspend", &["user", "edit"]),
+    ("password", &["user", "edit"]),
+    ("private", &["repo", "edit"]),
+    ("default", &["edit"]),
+    ("close", &["edit", "state"]),
+    ("reopen", &["edit", "state"]),
+    ("archive", &["archive", "edit"]),
+    ("signed", &["commit", "verification"]),
+    ("sign", &["signing"]),
+    ("signing", &["signing"]),
+    ("mirror", &["mirror"]),
+    ("sync", &["sync"]),
+    ("upstream", &["upstream"]),
+    ("import", &["migrate"]),
+    ("migrate", &["migrate"]),
+    ("template", &["template"]),
+    ("language", &["language"]),
+    ("heatmap", &["heatmap"]),
+    ("contribution", &["heatmap"]),
+    ("activity", &["activity", "feed"]),
+    ("feed", &["feed", "activity"]),
+    ("email", &["email"]),
+    ("mail", &["email"]),
+    ("display", &["setting"]),
+    ("name", &["name"]),
+    ("render", &["render", "markdown", "markup"]),
+    ("html", &["markup", "render"]),
+    ("preview", &["markup", "render"]),
+    ("markdown", &["markdown"]),
+    ("limit", &["setting"]),
+    ("size", &["setting"]),
+    ("orphaned", &["unadopted"]),
+    ("adopt", &["adopt", "unadopted"]),
+    ("cron", &["cron"]),
+    ("task", &["task", "cron"]),
+    ("squash", &["merge"]),
+    ("auto", &["auto", "scheduled"]),
+    ("inline", &["review"]),
+    ("code", &["review", "content"]),
+    ("reviewer", &["reviewer", "review"]),
+    ("resolve", &["resolve"]),
+    ("source", &["head", "base"]),
+    ("target", &["base", "head"]),
+    ("head", &["branch", "head"]),
+    ("force", &["protection", "push"]),
+    ("push", &["push", "hook"]),
+    ("clone", &["key"]),
+    ("recursive", &["tree"]),
+    ("path", &["tree", "content", "path"]),
+    ("entirely", &["package"]),
+    ("note", &["note"]),
+    ("label", &["label"]),
+    ("account", &["user"]),
+    ("color", &["label"]),
+    ("colour", &["label"]),
+    ("pinned", &["pin", "pinned"]),
+    ("waiting", &["review"]),
+    ("running", &["stopwatch"]),
+    ("job", &["job", "log"]),
+    ("fail", &["log", "job"]),
+    ("failed", &["failed", "job"]),
+    ("ref", &["ref", "reference"]),
+    ("last", &["latest"]),
+    ("green", &["status"]),
+    ("red", &["status"]),
+    ("passing", &["status"]),
+    ("failing", &["status", "log"]),
+    ("prevent", &["protection"]),
+    ("trigger", &["dispatch", "run"]),
+    ("follow", &["follow", "follower"]),
+    ("follows", &["follower"]),
+    ("review", &["review", "reviewer"]),
+    ("newest", &["latest"]),
+    ("recent", &["latest"]),
+    ("off", &["disable"]),
+    ("on", &["enable"]),
+];
+
+/// Words that name the same thing in Gitea's own vocabulary; both a query
+/// and an operation are read with them, so `repository` and `repo`, or
+/// `PR` and `pull request`, are one word with one rarity.
+const CANONICAL: &[(&str, &str)] = &[
+    ("repository", "repo"),
+    ("organization", "org"),
+    ("organisation", "org"),
+    ("pr", "pull"),
+    ("mr", "pull"),
+    ("webhook", "hook"),
+    ("configuration", "config"),
+    ("oauth2", "oauth"),
+    ("app", "application"),
+    ("subscriber", "subscription"),
+    ("watcher", "subscription"),
+];
+
+/// Words that name whose resource is meant.
+const SCOPES: &[(&str, Scope)] = &[
+    ("my", Scope::Own),
+    ("me", Scope::Own),
+    ("i", Scope::Own),
+    ("mine", Scope::Own),
+    ("am", Scope::Own),
+    ("i'm", Scope::Own),
+    ("user's", Scope::AnotherUser),
+    ("users'", Scope::AnotherUser),
+    ("someone's", Scope::AnotherUser),
+    ("someone", Scope::AnotherUser),
+    ("org", Scope::Organization),
+    ("orgs", Scope::Organization),
+    ("org-wide", Scope::Organization),
+    ("organization", Scope::Organization),
+    ("organizations", Scope::Organization),
+    ("organisation", Scope::Organization),
+    ("admin", Scope::Site),
+    ("site", Scope::Site),
+    ("instance", Scope::Site),
+    ("instance-wide", Scope::Site),
+    ("server", Scope::Site),
+    ("system-wide", Scope::Site),
+];
+
+/// What a token that is a value (not a word) stands for: a model often
+/// puts the values it means into its search ("fetch open PRs for
+/// acme/app", "release notes for v1.4.2", "edit config.yaml").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Value {
+    /// `src/lib.rs`, `CHANGELOG.md`: a file's path.
+    Path,
+    /// `v1.4.2`, `v*`: a tag.
+    Version,
+    /// `9f3e2a1`: a commit.
+    Sha,
+    /// `42`, `#42`: one item of a list.
+    Number,
+    /// `main`, `master`, `develop`: a branch.
+    Branch,
+    /// `acme/app`, `DEPLOY_TOKEN`, `alice@example.com`: a name that says
+    /// nothing about the operation.
+    Name,
+}
+
+/// One piece of a query: a word, or a value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Token {
+    Word(String),
+    Value(Value),
+}
+
+/// Branch names common enough to read as "a branch".
+const BRANCH_NAMES: &[&str] = &["main", "master", "develop", "dev", "trunk", "staging"];
+
+/// The tokens of a query, in order: values recognised by their shape,
+/// everything else split into lower-case words.
+pub fn tokens(text: &str) -> Vec<Token> {
+    let mut tokens = Vec::new();
+    for raw in text.split_whitespace() {
+        let trimmed =
+            raw.trim_matches(|c: char| matches!(c, ',' | ';' | ':' | '?' | '!' | '"' | '(' | ')'));
+        match value_of(trimmed) {
+            Some(value) => tokens.push(Token::Value(value)),
+            None => tokens.extend(split(trimmed).map(|w| Token::Word(w.to_lowercase()))),
+        }
+    }
+    tokens
+}
+
+fn value_of(token: &str) -> Option<Value> {
+    let lower = token.to_lowercase();
+    let bare = lower.strip_prefix('#').unwrap_or(&lower);
+    let is_version = |t: &str| {
+        let t = t.strip_prefix('v').unwrap_or(t);
+        t == "*"
+            || (t.contains('.')
+                && t.split('.')
+                    .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit() || c == '*')))
+    };
+    let has_extension = |t: &str| {
+        t.rsplit_once('.').is_some_and(|(stem, ext)| {
+            !stem.is_empty()
+                && (1..=5).contains(&ext.len())
+                && ext.chars().all(|c| c.is_ascii_alphanumeric())
+                && ext.chars().any(|c| c.is_ascii_alphabetic())
+        })
+    };
+    if bare.is_empty() {
+        None
+    } else if bare.chars().all(|c| c.is_ascii_digit()) {
+        Some(Value::Number)
+    } else if is_version(bare) {
+        Some(Value::Version)
+    } else if (7..=40).contains(&bare.len())
+        && bare.chars().all(|c| c.is_ascii_hexdigit())
+        && bare.chars().any(|c| c.is_ascii_digit())
+        && bare.chars().any(|c| c.is_ascii_alphabetic())
+    {
+        Some(Value::Sha)
+    } else if has_extension(bare) {
+        Some(Value::Path)
+    } else if bare.contains('/') {
+        // `src/lib.rs` above; `acme/app`, `priority/high`: names.
+        Some(Value::Name)
+    } else if bare.contains('@')
+        || (token.contains('_')
+            && token
+                .chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
+    {
+        Some(Value::Name)
+    } else if BRANCH_NAMES.contains(&bare) {
+        Some(Value::Branch)
+    } else {
+        None
+    }
+}
+
+/// A word cut to its stem (lower case, no possessive, no plural), in
+/// Gitea's vocabulary where it has another word for it.
+pub fn stem(word: &str) -> String {
+    let stemmed = plain_stem(word);
+    match CANONICAL.iter().find(|(w, _)| *w == stemmed) {
+        Some((_, canonical)) => (*canonical).to_owned(),
+        None => stemmed,
+    }
+}
+
+fn plain_stem(word: &str) -> String {
+    let mut w = word.to_lowercase();
+    for suffix in ["'s", "’s", "'"] {
+        if let Some(cut) = w.strip_suffix(suffix) {
+            w = cut.to_owned();
+        }
+    }
+    let n = w.len();
+    if n > 4 && w.ends_with("ies") {
+        w.truncate(n - 3);
+        w.push('y');
+    } else if n > 4
+        && (w.ends_with("uses")
+            || w.ends_with("sses")
+            || w.ends_with("shes")
+            || w.ends_with("ches")
+            || w.ends_with("xes"))
+    {
+        w.truncate(n - 2);
+    } else if n >= 3
+        && w.ends_with('s')
+        && !w.ends_with("ss")
+        && !w.ends_with("us")
+        && !w.ends_with("is")
+    {
+        w.truncate(n - 1);
+    }
+    w
+}
+
+/// The words of a text: split on anything that is not a letter, digit or
+/// apostrophe, lower case. Short tokens such as `pr` stay.
+pub fn split(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’'))
+        .filter(|w| !w.is_empty())
+}
+
+/// The words of a CamelCase or snake_case identifier, lower case.
+pub fn identifier_words(identifier: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut current = String::new();
+    for c in identifier.chars() {
+        if c == '_' || c == '-' || c == '.' || c == '/' {
+            if !current.is_empty() {
+                words.push(std::mem::take(&mut current));
+            }
+        } else if c.is_uppercase() && !current.is_empty() {
+            words.push(std::mem::take(&mut current));
+            current.extend(c.to_lowercase());
+        } else {
+            current.extend(c.to_lowercase());
+        }
+    }
+    if !current.is_empty() {
+        words.push(current);
+    }
+    words
+}
+
+pub fn is_preposition(word: &str) -> bool {
+    PREPOSITIONS.contains(&word)
+}
+
+pub fn is_stopword(word: &str) -> bool {
+    STOPWORDS.contains(&word)
+}
+
+/// The intent a generic verb carries; such a verb is not matched as a word.
+pub fn verb(word: &str) -> Option<Intent> {
+    VERBS.iter().find(|(w, _)| *w == word).map(|(_, i)| *i)
+}
+
+/// The intent an action word carries; it is also matched as a word.
+pub fn action(word: &str) -> Option<Intent> {
+    ACTION_VERBS
+        .iter()
+        .find(|(w, _)| *w == word)
+        .map(|(_, i)| *i)
+}
+
+/// Gitea's words for a forge word (stemmed), besides the word itself.
+pub fn synonyms(stemmed: &str) -> &'static [&'static str] {
+    SYNONYMS
+        .iter()
+        .find(|(w, _)| *w == stemmed)
+        .map_or(&[], |(_, s)| s)
+}
+
+/// Whose resource a word says is meant (checked on the word as typed,
+/// lower case, before stemming: `users` and `user's` differ from `user`).
+pub fn scope(word: &str) -> Option<Scope> {
+    SCOPES.iter().find(|(w, _)| *w == word).map(|(_, s)| *s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plurals_and_possessives_share_a_stem() {
+        assert_eq!(stem("commits"), "commit");
+        assert_eq!(stem("Repositories"), "repo");
+        assert_eq!(stem("repos"), "repo");
+        assert_eq!(stem("statuses"), "status");
+        assert_eq!(stem("status"), "status");
+        assert_eq!(stem("branches"), "branch");
+        assert_eq!(stem("user's"), "user");
+        assert_eq!(stem("access"), "access");
+        assert_eq!(stem("PRs"), "pull");
+    }
+
+    #[test]
+    fn identifiers_split_into_words() {
+        assert_eq!(
+            identifier_words("repoGetAllCommits"),
+            ["repo", "get", "all", "commits"]
+        );
+        assert_eq!(
+            identifier_words("gitea_repo_list_hooks"),
+            ["gitea", "repo", "list", "hooks"]
+        );
+    }
+
+    #[test]
+    fn forge_words_reach_giteas() {
+        assert_eq!(stem("webhooks"), "hook");
+        assert!(synonyms("ssh").contains(&"key"));
+        assert!(synonyms("history").contains(&"commit"));
+        assert!(synonyms("nothing").is_empty());
+    }
+}
