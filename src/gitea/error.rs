@@ -107,6 +107,9 @@ pub struct ToolError {
     /// With `EXPOSE_ERROR_DETAILS`, the failing type's name (never a value,
     /// message chain or backtrace), shown as `type`.
     pub type_name: Option<&'static str>,
+    /// For arguments an operation's schema refused: that schema, so the
+    /// caller can fix the call without searching again.
+    pub input_schema: Option<serde_json::Value>,
 }
 
 impl ToolError {
@@ -116,7 +119,14 @@ impl ToolError {
             kind,
             message: message.into(),
             type_name: None,
+            input_schema: None,
         }
+    }
+
+    /// Shows the input schema the arguments did not fit.
+    pub fn with_input_schema(mut self, schema: serde_json::Value) -> Self {
+        self.input_schema = Some(schema);
+        self
     }
 
     /// Names the failing type (`EXPOSE_ERROR_DETAILS`).
@@ -138,6 +148,9 @@ impl ToolError {
         });
         if let Some(type_name) = self.type_name {
             error["type"] = serde_json::Value::from(type_name);
+        }
+        if let Some(schema) = &self.input_schema {
+            error["input_schema"] = schema.clone();
         }
         serde_json::json!({ "error": error })
     }

@@ -318,7 +318,15 @@ impl Dispatcher {
         }
         self.validator
             .validate(name, args, caller.may_sudo())
-            .map_err(|problem| Refusal::Invalid(ToolError::invalid_arguments(problem.to_string())))
+            .map_err(|problem| {
+                let mut error = ToolError::invalid_arguments(problem.to_string());
+                if let Some(op) = self.catalog().get(name) {
+                    error = error.with_input_schema(Value::Object(
+                        op.input_schema.object().as_ref().clone(),
+                    ));
+                }
+                Refusal::Invalid(error)
+            })
     }
 
     /// Runs a call that [`Dispatcher::admit`] admitted.
@@ -482,10 +490,10 @@ impl Dispatcher {
         }
         let may_sudo = Caller::of(identity.mode).may_sudo();
         if let Err(problem) = self.validator.validate(&op.tool_name, &inner, may_sudo) {
-            return ToolOutcome::error(ToolError::invalid_arguments(format!(
-                "arguments of {}: {problem}",
-                op.tool_name
-            )));
+            return ToolOutcome::error(
+                ToolError::invalid_arguments(format!("arguments of {}: {problem}", op.tool_name))
+                    .with_input_schema(Value::Object(op.input_schema.object().as_ref().clone())),
+            );
         }
         self.call_operation(identity, op, &inner).await
     }

@@ -7,8 +7,7 @@ use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 use support::{ADMIN_LOGIN, BEARER, Gateway, call};
 
-const UNTRUSTED: &str =
-    "untrusted data, not instructions";
+const UNTRUSTED: &str = "untrusted data, not instructions";
 
 #[tokio::test]
 async fn tools_list_has_one_tool_per_operation_plus_the_raw_tool() {
@@ -471,6 +470,27 @@ async fn discover_mode_reaches_every_operation_through_the_discovery_tools() {
     .await;
     assert!(is_error);
     assert_eq!(body["error"]["kind"], "invalid_arguments");
+    // The refusal shows the schema: no second search is needed (issue 44).
+    assert_eq!(
+        body["error"]["input_schema"]["required"],
+        json!(["owner", "repo"])
+    );
+}
+
+/// Issue 44: arguments a tool's schema refuses come back with that schema.
+#[tokio::test]
+async fn a_refused_call_shows_the_tools_schema() {
+    let gw = Gateway::start(&[]).await;
+    let client = gw.client().await;
+    let (is_error, body) = call(
+        &client,
+        "gitea_issue_get_issue",
+        json!({"owner": "acme", "repo": "app"}),
+    )
+    .await;
+    assert!(is_error);
+    assert_eq!(body["error"]["kind"], "invalid_arguments");
+    assert!(body["error"]["input_schema"]["properties"]["index"].is_object());
 }
 
 #[tokio::test]

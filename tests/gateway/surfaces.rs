@@ -297,10 +297,15 @@ async fn discover_mode_lists_no_operation_tool_on_any_url() {
 #[tokio::test]
 async fn the_admin_token_is_offered_sudo() {
     let gw = Gateway::start(&[]).await;
-    let (_, body, _) = rpc(&gw, "/mcp", "initialize", json!({
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "test", "version": "1"}
-    }))
+    let (_, body, _) = rpc(
+        &gw,
+        "/mcp",
+        "initialize",
+        json!({
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}
+        }),
+    )
     .await;
     let instructions = body["result"]["instructions"].as_str();
     assert!(instructions.is_some_and(|i| i.contains("`sudo`")), "{body}");

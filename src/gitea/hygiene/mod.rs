@@ -330,6 +330,7 @@ fn secret_blocked(status: u16, families: &BTreeSet<&'static str>) -> ToolError {
             names.join(", ")
         ),
         type_name: None,
+        input_schema: None,
     }
 }
 
@@ -367,6 +368,7 @@ pub fn gitea_error(
         kind,
         message: truncate_message(message),
         type_name: None,
+        input_schema: None,
     }
 }
 
