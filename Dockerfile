@@ -31,14 +31,19 @@ COPY benches ./benches
 # Cargo's registry and the target directory are cache mounts, kept between
 # builds: a source change recompiles this crate, not its dependencies. The
 # target directory is one per architecture; the binary is copied out of it,
-# to /out next to the empty data directory the runtime stage takes as /data.
+# to /out, and the empty data directory the runtime stage takes as /data is
+# made, mode 0700, in /out/rootfs. The sources are touched first: cargo
+# rebuilds by file times, and a tree copied with older times than the cached
+# target/ (an older commit's archive) would otherwise ship the last binary.
+# The step only runs when the copied sources changed (the layer cache).
 ARG TARGETARCH
 RUN --mount=type=cache,id=aegis-cargo-registry,target=/usr/local/cargo/registry,sharing=locked \
     --mount=type=cache,id=aegis-cargo-git,target=/usr/local/cargo/git,sharing=locked \
     --mount=type=cache,id=aegis-target-${TARGETARCH},target=/src/target,sharing=locked \
-    cargo build --release --locked --bin aegis-gitea-mcp \
+    find src migrations templates static -type f -exec touch {} + \
+ && cargo build --release --locked --bin aegis-gitea-mcp \
  && install -D -m 0755 target/release/aegis-gitea-mcp /out/aegis-gitea-mcp \
- && install -d -m 0700 /out/data
+ && install -d -m 0700 /out/rootfs/data
 
 # ---- runtime -----------------------------------------------------------------
 # Distroless cc (Debian 12): glibc, libgcc_s, CA certificates, /etc/passwd with
@@ -54,8 +59,13 @@ LABEL org.opencontainers.image.title="aegis-gitea-mcp" \
 
 COPY --from=build /out/aegis-gitea-mcp /usr/local/bin/aegis-gitea-mcp
 # DATA_DIR: the SQLite store and the audit log. Owned by the runtime user with
-# mode 0700, so a named volume mounted here starts out the same.
-COPY --from=build --chown=65532:65532 --chmod=0700 /out/data /data
+# mode 0700, so a named volume mounted here starts out the same. COPY copies a
+# directory's contents, so /out/rootfs/ into / brings `data` as an entry, with
+# the 0700 the build stage gave it; --chown applies to what is copied, not to
+# the existing /. (`COPY --chmod=0700 /out/data /data` leaves the mode of
+# /data itself to the builder: buildah, under `podman build`, applies the
+# mode to the contents only and creates /data 0755.)
+COPY --from=build --chown=65532:65532 /out/rootfs/ /
 
 # MCP_HOST=0.0.0.0 so a published port reaches the gateway. The gateway refuses
 # a non-loopback bind unless the environment also provides MCP_BEARER_TOKEN or

@@ -221,9 +221,12 @@ def check_dockerfile(repo: Path, df: dict, settings: set[str]) -> dict:
 
     check(env.get("DATA_DIR") == "/data" and list((image["volumes"] or {}).keys()) == ["/data"],
           "Dockerfile: DATA_DIR=/data and /data is the one volume")
-    data_copy = [c for c in final["copies"] if c["dest"].rstrip("/") == "/data"]
-    check(bool(data_copy) and um is not None and data_copy[0]["chown"] == user and data_copy[0]["chmod"] in ("0700", "700"),
-          "Dockerfile: /data is owned by the runtime user, mode 0700", str(data_copy))
+    # /data arrives as the entry `data` of a build-stage directory copied into
+    # / (its mode is the one the build stage gives it: see the Dockerfile).
+    data_copy = [c for c in final["copies"] if c["dest"] == "/" and c["from"] == "build"
+                 and len(c["sources"] or []) == 1 and c["sources"][0].endswith("/")]
+    check(bool(data_copy) and um is not None and data_copy[0]["chown"] == user and not data_copy[0]["chmod"],
+          "Dockerfile: /data is owned by the runtime user (COPY --chown of the build stage's data directory into /)", str(data_copy))
 
     check(list((image["exposed_ports"] or {}).keys()) == ["8080/tcp"] and env.get("MCP_PORT") == "8080",
           "Dockerfile: EXPOSE 8080 and MCP_PORT=8080")
@@ -240,11 +243,16 @@ def check_dockerfile(repo: Path, df: dict, settings: set[str]) -> dict:
     binary_copy = final_dests.get("/usr/local/bin/aegis-gitea-mcp")
     check(binary_copy is not None and binary_copy["from"] == "build",
           "Dockerfile: the binary is copied into the runtime image from the build stage")
-    check(set(final_dests) == {"/usr/local/bin/aegis-gitea-mcp", "/data"},
+    check(set(final_dests) == {"/usr/local/bin/aegis-gitea-mcp", "/"},
           "Dockerfile: the runtime image gets the binary and /data, nothing else", str(sorted(final_dests)))
-    data_src = data_copy[0]["sources"] if data_copy else []
-    made = [r for r in build["runs"] if any(re.search(rf"install -d\b.*\s{re.escape(s)}(\s|$)", r["command"]) for s in data_src)]
-    check(bool(data_src) and bool(made), "Dockerfile: the build stage creates the /data COPY's source directory", str(data_src))
+    data_src = [s + "data" for s in data_copy[0]["sources"]] if data_copy else []
+    made = [r for r in build["runs"] if any(re.search(rf"install -d -m 0?700 {re.escape(s)}(\s|$)", r["command"]) for s in data_src)]
+    # Whatever else the build stage put in that directory would land in / too.
+    rootfs = data_copy[0]["sources"][0].rstrip("/") if data_copy else None
+    named = [m for r in build["runs"] for m in re.findall(rf"{re.escape(rootfs)}[^\s;&|]*", r["command"])] if rootfs else []
+    check(bool(data_src) and bool(made) and set(named) == set(data_src),
+          "Dockerfile: the build stage creates data, mode 0700, in the directory copied into /, and nothing else there",
+          f"{data_src}, named: {sorted(set(named))}")
 
     # The health check is the gateway's own `health` subcommand (the image has
     # no shell, curl or wget): exec form, the entrypoint binary, no arguments,
