@@ -60,6 +60,9 @@ pub struct Identity {
 pub struct Connection {
     pub grant_id: String,
     pub client_id: String,
+    /// The redirect URI the grant's sign-in used (`None` for grants from
+    /// before it was kept): what a policy's `redirect_hosts` asks about.
+    pub redirect_uri: Option<String>,
 }
 
 /// What a caller's authorization covers, whatever the URL would allow.

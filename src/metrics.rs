@@ -104,6 +104,7 @@ pub struct Metrics {
     audit_forward_lag_entries: Gauge,
     audit_forward_lag_seconds: Gauge,
     audit_forward_up: Gauge,
+    audit_forward_missing: Gauge,
     audit_forwarded: Counter,
 }
 
@@ -191,6 +192,12 @@ impl Metrics {
             "1 while the audit sink takes entries; 0 while it does not (entries wait in the local log)",
             audit_forward_up.clone(),
         );
+        let audit_forward_missing = Gauge::default();
+        registry.register(
+            "audit_forward_missing_entries",
+            "Audit entries the forwarded copy will never have: numbers the log's sequence skipped (a file dropped by AUDIT_KEEP_FILES before it was forwarded, a hole in the log)",
+            audit_forward_missing.clone(),
+        );
         let audit_forwarded = Counter::default();
         registry.register(
             "audit_forwarded_entries",
@@ -219,6 +226,7 @@ impl Metrics {
             audit_forward_lag_entries,
             audit_forward_lag_seconds,
             audit_forward_up,
+            audit_forward_missing,
             audit_forwarded,
         }
     }
@@ -290,11 +298,18 @@ impl Metrics {
 
     /// How far behind the audit sink is: whether it took the last batch,
     /// how many entries wait, and for how long the oldest has.
-    pub fn set_audit_forward(&self, sink_up: bool, lag_entries: u64, lag_seconds: u64) {
+    pub fn set_audit_forward(
+        &self,
+        sink_up: bool,
+        lag_entries: u64,
+        lag_seconds: u64,
+        missing_entries: u64,
+    ) {
         let gauge = |value: u64| i64::try_from(value).unwrap_or(i64::MAX);
         self.audit_forward_lag_entries.set(gauge(lag_entries));
         self.audit_forward_lag_seconds.set(gauge(lag_seconds));
         self.audit_forward_up.set(i64::from(sink_up));
+        self.audit_forward_missing.set(gauge(missing_entries));
     }
 
     /// Entries the audit sink took.

@@ -102,15 +102,24 @@ async fn health(State(health): State<Arc<Health>>) -> Response {
     let forward_check = match forward {
         None => "not_configured",
         Some(status) if status.blocked => "blocked",
+        Some(status) if status.missing_entries > 0 => "gap",
         Some(status) if !status.sink_up => "down",
         Some(status) if status.lag_entries > 0 => "behind",
         Some(_) => "ok",
     };
+    // A gap is unhealthy where the operator bounded the lag: the copy off
+    // the host is known to be incomplete.
+    let strict_forwarding = health
+        .app
+        .audit()
+        .forwarding()
+        .is_some_and(|state| state.bounded());
     let healthy = store != "unavailable"
         && gitea == "ok"
         && !admin_fatal
         && audit == "ok"
-        && forward_check != "blocked";
+        && forward_check != "blocked"
+        && !(forward_check == "gap" && strict_forwarding);
     let status = if healthy {
         StatusCode::OK
     } else {
@@ -132,6 +141,7 @@ async fn health(State(health): State<Arc<Health>>) -> Response {
             "audit_forward": forward.map(|status| json!({
                 "lag_entries": status.lag_entries,
                 "lag_seconds": status.lag_seconds,
+                "missing_entries": status.missing_entries,
             })),
         })),
     )

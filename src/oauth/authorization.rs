@@ -440,6 +440,7 @@ fn sign_in_records(
         gitea_subject: Some(user.subject.clone()),
         gitea_app,
         gitea_tokens_version: 0,
+        redirect_uri: Some(request.redirect_uri.clone()),
         created_at: now,
         activated_at: None,
         last_used_at: None,

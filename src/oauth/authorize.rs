@@ -93,7 +93,11 @@ pub async fn authorize(
     let csrf_cookie = read_cookie(&headers, CSRF_COOKIE, secure);
     let view = begin_authorization(&server, &query, csrf_cookie.as_deref()).await?;
     let csrf_token = view.csrf_token.clone();
-    let policy = before_sign_in(&policy, &view.client_id, &view.mcp_url).await;
+    let client = crate::policy::ClientUse {
+        client_id: &view.client_id,
+        redirect_uri: Some(&view.redirect_uri),
+    };
+    let policy = before_sign_in(&policy, client, &view.mcp_url).await;
     let mut response = render_page(StatusCode::OK, &consent_page(&server, view, policy));
     response.headers_mut().append(
         header::SET_COOKIE,

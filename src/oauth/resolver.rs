@@ -143,6 +143,7 @@ pub async fn resolve(
     let connection = Connection {
         grant_id: grant.id.clone(),
         client_id: grant.client_id.clone(),
+        redirect_uri: grant.redirect_uri.clone(),
     };
     Ok((
         identity_of(server, &grant, granted_access(&resolved.scope)),

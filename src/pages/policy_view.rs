@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use secrecy::SecretString;
 
 use crate::pages::connections::connection_at;
-use crate::policy::ActivePolicy;
 use crate::policy::view::PolicyView;
+use crate::policy::{ActivePolicy, ClientUse};
 use crate::store::GrantRecord;
 
 /// The policy on each of `grants`, by grant id. With `person_token` (the
@@ -25,13 +25,17 @@ pub async fn policy_by_grant(
     };
     for grant in grants {
         let (url, _) = connection_at(&grant.resource, false);
+        let client = ClientUse {
+            client_id: &grant.client_id,
+            redirect_uri: grant.redirect_uri.as_deref(),
+        };
         let view = match person_token {
             Some(token) => policy
-                .narrowing_of(&grant.login, token, &grant.client_id, &url)
+                .narrowing_of(&grant.login, token, client, &url)
                 .await
                 .map(|n| PolicyView::of(n, false)),
             None => policy
-                .known_narrowing(&grant.login, &grant.client_id, &url)
+                .known_narrowing(&grant.login, client, &url)
                 .await
                 .map(|(n, more)| PolicyView::of(n, more)),
         };

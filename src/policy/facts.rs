@@ -160,11 +160,11 @@ impl FactSource {
                 .map(|c| {
                     c.redirect_uris
                         .iter()
-                        .filter_map(|u| url::Url::parse(u).ok())
-                        .filter_map(|u| u.host_str().map(str::to_ascii_lowercase))
+                        .filter_map(|u| super::host_of(u))
                         .collect()
                 })
                 .unwrap_or_default(),
+            used_redirect_host: None,
         };
         self.clients.put(client_id, facts.clone());
         Ok(facts)

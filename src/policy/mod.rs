@@ -77,7 +77,11 @@ impl ActivePolicy {
         url: &str,
     ) -> Result<Option<Narrowing>, FactsError> {
         let login = identity.login.clone().unwrap_or_default();
-        self.narrowing_of(&login, &identity.token, &connection.client_id, url)
+        let client = ClientUse {
+            client_id: &connection.client_id,
+            redirect_uri: connection.redirect_uri.as_deref(),
+        };
+        self.narrowing_of(&login, &identity.token, client, url)
             .await
     }
 
@@ -87,11 +91,11 @@ impl ActivePolicy {
         &self,
         login: &str,
         token: &SecretString,
-        client_id: &str,
+        client: ClientUse<'_>,
         url: &str,
     ) -> Result<Option<Narrowing>, FactsError> {
         let person = self.facts.person(login, token).await?;
-        let client = self.facts.client(client_id).await?;
+        let client = self.client_facts(client).await?;
         let facts = Facts {
             login: login.to_owned(),
             person,
@@ -108,10 +112,10 @@ impl ActivePolicy {
     pub async fn known_narrowing(
         &self,
         login: &str,
-        client_id: &str,
+        client: ClientUse<'_>,
         url: &str,
     ) -> Result<(Option<Narrowing>, bool), FactsError> {
-        let client = self.facts.client(client_id).await?;
+        let client = self.client_facts(client).await?;
         Ok(match self.facts.cached_person(login) {
             Some(person) => {
                 let facts = Facts {
@@ -131,12 +135,28 @@ impl ActivePolicy {
     /// whether rules about the person may narrow it further.
     pub async fn before_sign_in(
         &self,
-        client_id: &str,
+        client: ClientUse<'_>,
         url: &str,
     ) -> Result<(Option<Narrowing>, bool), FactsError> {
-        let client = self.facts.client(client_id).await?;
+        let client = self.client_facts(client).await?;
         Ok(self.policy.before_sign_in(&client, url))
     }
+
+    async fn client_facts(&self, client: ClientUse<'_>) -> Result<ClientFacts, FactsError> {
+        Ok(self
+            .facts
+            .client(client.client_id)
+            .await?
+            .using(client.redirect_uri))
+    }
+}
+
+/// A client as a grant or a sign-in uses it: which one, and the redirect
+/// URI it uses (`None`: not known, a grant from before it was kept).
+#[derive(Debug, Clone, Copy)]
+pub struct ClientUse<'a> {
+    pub client_id: &'a str,
+    pub redirect_uri: Option<&'a str>,
 }
 
 /// What a rule's `when` (all of its fields hold) or `unless` (the rule
@@ -189,7 +209,12 @@ impl Conditions {
         self.site_admin.is_some()
     }
 
-    fn hold_for(&self, facts: &Facts) -> bool {
+    /// Whether every field holds for `facts`, read as a rule's `when`
+    /// (`Reading::When`) or `unless`: when the redirect URI a grant used is
+    /// not known, a `when` about hosts holds if any registered host is
+    /// listed, an `unless` only if every one is (the cautious reading of
+    /// each: the rule applies).
+    fn hold_for(&self, facts: &Facts, reading: Reading) -> bool {
         let any = |wanted: &[String], have: &[String]| {
             wanted.is_empty()
                 || wanted
@@ -213,9 +238,30 @@ impl Conditions {
                 .map_or(self.client_names.is_empty(), |name| {
                     one(&self.client_names, name)
                 })
-            && any(&self.redirect_hosts, &facts.client.redirect_hosts)
+            && self.redirect_hosts_hold(&facts.client, reading)
             && (self.urls.is_empty() || self.urls.contains(&facts.url))
     }
+
+    fn redirect_hosts_hold(&self, client: &ClientFacts, reading: Reading) -> bool {
+        if self.redirect_hosts.is_empty() {
+            return true;
+        }
+        let listed = |host: &String| self.redirect_hosts.iter().any(|w| same_host(w, host));
+        match (&client.used_redirect_host, reading) {
+            (Some(used), _) => listed(used),
+            (None, Reading::When) => client.redirect_hosts.iter().any(listed),
+            (None, Reading::Unless) => {
+                !client.redirect_hosts.is_empty() && client.redirect_hosts.iter().all(listed)
+            }
+        }
+    }
+}
+
+/// Which part of a rule conditions are read as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    When,
+    Unless,
 }
 
 /// One rule: where it applies, and what it narrows.
@@ -229,7 +275,8 @@ pub struct Rule {
 
 impl Rule {
     pub fn applies_to(&self, facts: &Facts) -> bool {
-        self.when.hold_for(facts) && (self.unless.is_empty() || !self.unless.hold_for(facts))
+        self.when.hold_for(facts, Reading::When)
+            && (self.unless.is_empty() || !self.unless.hold_for(facts, Reading::Unless))
     }
 }
 
@@ -265,12 +312,47 @@ pub struct PersonFacts {
     pub teams: Vec<String>,
 }
 
-/// What the rules may ask about a client, from the store.
+/// What the rules may ask about a client: its registration, from the
+/// store, and the redirect URI's host this grant or request uses.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClientFacts {
     pub client_id: String,
     pub client_name: Option<String>,
+    /// Every registered redirect URI's host.
     pub redirect_hosts: Vec<String>,
+    /// The host of the redirect URI the grant (or the request, before
+    /// sign-in) uses; `None` for grants from before it was kept.
+    pub used_redirect_host: Option<String>,
+}
+
+impl ClientFacts {
+    /// These facts for a grant or request that uses `redirect_uri`.
+    pub fn using(mut self, redirect_uri: Option<&str>) -> Self {
+        self.used_redirect_host = redirect_uri.and_then(host_of);
+        self
+    }
+}
+
+/// A URI's host, lower case.
+pub(crate) fn host_of(uri: &str) -> Option<String> {
+    url::Url::parse(uri)
+        .ok()?
+        .host_str()
+        .map(str::to_ascii_lowercase)
+}
+
+/// Whether two host names name the same host: equal ignoring case, or
+/// both the loopback interface (`localhost`, `127.0.0.0/8`, `::1`), which
+/// RFC 8252 lets a native client spell any way.
+fn same_host(a: &str, b: &str) -> bool {
+    let loopback = |host: &str| {
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        host.eq_ignore_ascii_case("localhost")
+            || host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    };
+    a.eq_ignore_ascii_case(b) || (loopback(a) && loopback(b))
 }
 
 /// Everything a rule can match, for one call.
@@ -326,7 +408,7 @@ impl Policy {
         let more = self
             .rules
             .iter()
-            .any(|r| about_person(r) && r.when.without_person().hold_for(&facts));
+            .any(|r| about_person(r) && r.when.without_person().hold_for(&facts, Reading::When));
         (certain, more)
     }
 }

@@ -55,6 +55,7 @@ fn facts(redirect_host: &str, client_name: &str, teams: &[&str]) -> Facts {
             client_id: "c1".into(),
             client_name: Some(client_name.into()),
             redirect_hosts: vec![redirect_host.into()],
+            used_redirect_host: Some(redirect_host.into()),
         },
         url: "/mcp".into(),
     }
@@ -235,6 +236,7 @@ fn before_sign_in_only_rules_about_the_client_and_url_are_certain() {
         client_id: "c".into(),
         client_name: Some(name.into()),
         redirect_hosts: vec![host.into()],
+        used_redirect_host: Some(host.into()),
     };
     // Le Chat: its own rule and the rule for everyone are certain; the
     // connector rule asks about teams, so it may still apply.
@@ -259,4 +261,76 @@ fn a_narrowing_is_described_in_words() {
         describe(&n),
         "read only; only the toolsets issue; not the toolsets admin"
     );
+}
+
+const TRUSTED_HOSTS_ONLY_WRITE: &str = r#"
+[[rule]]
+id = "writes-only-from-trusted-hosts"
+unless = { redirect_hosts = ["trusted.example"] }
+read_only = true
+"#;
+
+/// A client registered with the trusted URI and one of its own, whose
+/// sign-in used `used` (`None`: a grant from before the URI was kept).
+fn two_uri_client(used: Option<&str>) -> Facts {
+    Facts {
+        client: ClientFacts {
+            client_id: "c".into(),
+            client_name: None,
+            redirect_hosts: vec!["trusted.example".into(), "evil.example".into()],
+            used_redirect_host: used.map(str::to_owned),
+        },
+        ..facts("x", "x", &[])
+    }
+}
+
+/// The red team's F3: a self-registered client listed the trusted URI and
+/// its own, took its code at its own, and escaped the rule. The rule now
+/// holds for the redirect URI the grant used.
+#[test]
+fn a_rule_about_redirect_hosts_holds_for_the_uri_the_grant_used() {
+    let p = policy(TRUSTED_HOSTS_ONLY_WRITE);
+    let escaped = p.narrowing_for(&two_uri_client(Some("evil.example")));
+    assert!(escaped.is_some_and(|n| n.read_only), "the rule applies");
+    assert!(
+        p.narrowing_for(&two_uri_client(Some("trusted.example")))
+            .is_none()
+    );
+}
+
+/// A grant from before the URI was kept: an `unless` about hosts holds
+/// only when every registered URI is on the list, a `when` when any is.
+#[test]
+fn without_the_used_uri_hosts_are_read_the_cautious_way() {
+    let p = policy(TRUSTED_HOSTS_ONLY_WRITE);
+    assert!(
+        p.narrowing_for(&two_uri_client(None))
+            .is_some_and(|n| n.read_only)
+    );
+    let connectors = policy(EXAMPLE);
+    let mut legacy = two_uri_client(None);
+    legacy.client.redirect_hosts = vec!["claude.ai".into(), "elsewhere.example".into()];
+    assert!(
+        connectors
+            .narrowing_for(&legacy)
+            .is_some_and(|n| n.read_only)
+    );
+}
+
+/// The red team's F7: `127.0.0.1`, `localhost` and `[::1]` are the same
+/// machine (RFC 8252): a rule naming one holds for the others.
+#[test]
+fn loopback_hosts_compare_as_one() {
+    let p = policy(
+        r#"
+[[rule]]
+id = "local-clients-read-only"
+when = { redirect_hosts = ["127.0.0.1"] }
+read_only = true
+"#,
+    );
+    for host in ["127.0.0.1", "localhost", "[::1]", "::1", "LOCALHOST"] {
+        assert!(p.narrowing_for(&facts(host, "x", &[])).is_some(), "{host}");
+    }
+    assert!(p.narrowing_for(&facts("example.com", "x", &[])).is_none());
 }

@@ -2,7 +2,7 @@
 //! (the consent page, `/account`, `/admin`). Pure, but for the lookups
 //! [`before_sign_in`] makes through [`ActivePolicy`].
 
-use super::{ActivePolicy, describe};
+use super::{ActivePolicy, ClientUse, describe};
 use crate::surface::Narrowing;
 
 /// The policy the pages are handed (an axum extension on their routes).
@@ -52,13 +52,17 @@ impl PolicyView {
     }
 }
 
-/// What the policy is known to do to a connection of `client_id` at the
-/// MCP URL `url` before the person signs in (the consent page): `None`
-/// when nothing is known.
-pub async fn before_sign_in(policy: &PagePolicy, client_id: &str, url: &str) -> Option<String> {
+/// What the policy is known to do to a connection of `client` at the MCP
+/// URL `url` before the person signs in (the consent page): `None` when
+/// nothing is known.
+pub async fn before_sign_in(
+    policy: &PagePolicy,
+    client: ClientUse<'_>,
+    url: &str,
+) -> Option<String> {
     let policy = policy.0.as_deref()?;
     let path = url::Url::parse(url).map_or_else(|_| url.to_owned(), |u| u.path().to_owned());
-    match policy.before_sign_in(client_id, &path).await {
+    match policy.before_sign_in(client, &path).await {
         Ok((None, false)) => None,
         Ok((narrowing, more)) => Some(PolicyView::of(narrowing, more).text),
         Err(_) => Some(PolicyView::unknown().text),

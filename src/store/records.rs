@@ -378,6 +378,9 @@ pub struct GrantRecord {
     /// Bumped by every replacement of `gitea` (an upstream refresh): the
     /// version a refresh read is the one it may replace.
     pub gitea_tokens_version: i64,
+    /// The redirect URI the sign-in that made the grant used (one of the
+    /// client's registered ones); `None` for grants from before it was kept.
+    pub redirect_uri: Option<String>,
     pub created_at: UnixTime,
     /// Set when the grant's code is first redeemed; grants never activated
     /// are pruned once their code has expired.

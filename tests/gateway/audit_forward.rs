@@ -486,3 +486,104 @@ async fn past_the_lag_bound_the_log_refuses_entries_and_takes_them_again_once_th
     assert!(framed.contains("aegis-gitea-mcp"), "{framed}");
     assert!(framed.contains("tool_call_started"), "{framed}");
 }
+
+/// The red team's F1: with the sink down across five rotations and a
+/// restart, whole rotated files were never forwarded while `/health` said
+/// `ok` with no lag. Every entry now arrives once, in order, the copy
+/// verifies with `audit verify`, and the health check says nothing is
+/// missing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_sink_down_across_five_rotations_and_a_restart_gets_every_entry() {
+    aegis_gitea_mcp::tls::install_crypto_provider();
+    let fake = FakeGitea::start().await;
+    let data = support::scratch_dir();
+    let receiver = Receiver::default();
+    let sink_port = receiver.start().await;
+    let url = format!("http://127.0.0.1:{sink_port}/ingest");
+    let extra = [
+        ("AUDIT_FORWARD_URL", url.as_str()),
+        ("AUDIT_MAX_BYTES", "4096"),
+    ];
+    let port = free_port();
+    let mut gateway = serve(&fake, &data, port, &extra).spawn();
+    wait_ready(port).await;
+    let read = || receiver.lines.lock().unwrap().clone();
+    calls(port, 2).await;
+    wait_for_all(&data, read).await;
+    receiver
+        .failing
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    // Five rotations while the sink refuses.
+    for _ in 0..200 {
+        if data.join("audit.log.5").exists() {
+            break;
+        }
+        calls(port, 2).await;
+    }
+    assert!(data.join("audit.log.5").exists(), "five rotations");
+    // A restart while the sink is still down.
+    gateway.kill().unwrap();
+    gateway.wait().unwrap();
+    let mut gateway = serve(&fake, &data, port, &extra).spawn();
+    wait_ready(port).await;
+    calls(port, 2).await;
+    receiver
+        .failing
+        .store(false, std::sync::atomic::Ordering::Relaxed);
+    let copy = wait_for_all(&data, read).await;
+    assert_complete_and_in_order(&copy, &data);
+    let copy_file = data.join("copy.log");
+    std::fs::write(&copy_file, &copy).unwrap();
+    let (code, out) = audit_verify(&data, Some(KEY), &[&copy_file]);
+    assert_eq!(code, 0, "the forwarded copy verifies: {out}");
+    wait_until_cursor_stored(port).await;
+    assert_eq!(health(port).await["audit_forward"]["missing_entries"], 0);
+    gateway.kill().unwrap();
+    gateway.wait().unwrap();
+}
+
+/// F1: entries the copy can never have (here their files were dropped by
+/// `AUDIT_KEEP_FILES` while the sink was down) are a `gap` that `/health`
+/// reports, unhealthy where the lag is bounded, never silence.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn entries_dropped_before_they_were_forwarded_are_a_reported_gap() {
+    aegis_gitea_mcp::tls::install_crypto_provider();
+    let fake = FakeGitea::start().await;
+    let data = support::scratch_dir();
+    let receiver = Receiver::default();
+    let sink_port = receiver.start().await;
+    let url = format!("http://127.0.0.1:{sink_port}/ingest");
+    let extra = [
+        ("AUDIT_FORWARD_URL", url.as_str()),
+        ("AUDIT_MAX_BYTES", "4096"),
+        ("AUDIT_KEEP_FILES", "1"),
+        ("AUDIT_FORWARD_MAX_LAG_MINUTES", "60"),
+    ];
+    let port = free_port();
+    let mut gateway = serve(&fake, &data, port, &extra).spawn();
+    wait_ready(port).await;
+    receiver
+        .failing
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    calls(port, 40).await;
+    receiver
+        .failing
+        .store(false, std::sync::atomic::Ordering::Relaxed);
+    let mut status = Value::Null;
+    for _ in 0..200 {
+        let response = reqwest::get(format!("http://127.0.0.1:{port}/health"))
+            .await
+            .unwrap();
+        let code = response.status();
+        status = response.json().await.unwrap();
+        if status["checks"]["audit_forward"] == "gap" {
+            assert_eq!(code, 503, "{status}");
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(status["checks"]["audit_forward"], "gap", "{status}");
+    assert!(status["audit_forward"]["missing_entries"].as_u64().unwrap() > 0);
+    gateway.kill().unwrap();
+    gateway.wait().unwrap();
+}

@@ -276,3 +276,65 @@ on_both_backends!(
     the_consent_page_and_account_show_the_policy,
     ("POLICY_FILE", policy_file())
 );
+
+/// A policy that lets only the trusted connector write.
+const TRUSTED_CONNECTOR_POLICY: &str = r#"
+[[rule]]
+id = "writes-only-through-the-trusted-connector"
+unless = { redirect_hosts = ["connector.example"] }
+read_only = true
+"#;
+
+fn trusted_connector_policy_file() -> &'static str {
+    static PATH: OnceLock<String> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let path =
+            std::env::temp_dir().join(format!("aegis-policy-trusted-{}.toml", std::process::id()));
+        std::fs::write(&path, TRUSTED_CONNECTOR_POLICY).unwrap();
+        path.display().to_string()
+    })
+}
+
+/// The red team's F3 (issue 45): a self-registered client lists the
+/// trusted connector's URI beside its own and takes its code at its own.
+/// The rule holds for the URI the grant used: it reads only. The trusted
+/// connector's own sign-in writes.
+async fn a_client_listing_the_trusted_uri_but_signing_in_at_its_own_only_reads(
+    gateway: OAuthGateway,
+) {
+    let (status, body) = gateway
+        .register_raw(json!({
+            "client_name": "Look-alike",
+            "redirect_uris": [CONNECTOR_CALLBACK, crate::CLIENT_REDIRECT],
+            "token_endpoint_auth_method": "none",
+        }))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let id = body["client_id"].as_str().unwrap().to_owned();
+    let at = |redirect_uri: &str| TestClient {
+        client_id: id.clone(),
+        client_secret: None,
+        redirect_uri: redirect_uri.to_owned(),
+    };
+    let own = gateway
+        .tokens_at(&at(crate::CLIENT_REDIRECT), "alice", "/mcp")
+        .await;
+    assert!(
+        !listed(&gateway, "/mcp", &own.access_token)
+            .await
+            .contains("gitea_issue_create_comment")
+    );
+    assert!(unknown_there(&gateway, "/mcp", &own.access_token, WRITE, issue()).await);
+    let trusted = gateway
+        .tokens_at(&at(CONNECTOR_CALLBACK), "alice", "/mcp")
+        .await;
+    assert!(
+        listed(&gateway, "/mcp", &trusted.access_token)
+            .await
+            .contains("gitea_issue_create_comment")
+    );
+}
+on_both_backends!(
+    a_client_listing_the_trusted_uri_but_signing_in_at_its_own_only_reads,
+    ("POLICY_FILE", trusted_connector_policy_file())
+);

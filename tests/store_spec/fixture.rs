@@ -256,6 +256,7 @@ pub fn grant(id: &str, login: &str, client_id: &str) -> GrantRecord {
         gitea_subject: Some(format!("sub-{login}")),
         gitea_app: GiteaApp::ReadWrite,
         gitea_tokens_version: 0,
+        redirect_uri: Some("https://app.example/cb".to_owned()),
         created_at: NOW,
         activated_at: None,
         last_used_at: None,

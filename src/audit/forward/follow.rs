@@ -3,10 +3,17 @@
 //! of truth; this only reads it (no lock, no write).
 //!
 //! Position: the file (by inode, which a rename keeps) and a byte offset.
-//! After a rotation the rest of the renamed file is read first, then the
-//! new `audit.log` from its start. When the position is lost (a restart,
-//! or the file dropped by `AUDIT_KEEP_FILES`) the files are scanned for
-//! the first line after the cursor.
+//! After a rotation the rest of the renamed file is read first, then each
+//! newer file in order (`audit.log.N` … `audit.log.1`, then `audit.log`),
+//! however many rotations happened meanwhile. When the position is lost (a
+//! restart, or the file dropped by `AUDIT_KEEP_FILES`) the files are
+//! scanned for the first line after the cursor.
+//!
+//! Every line returned continues the sequence: a line whose number skips
+//! some is still returned (the entries in between are gone), and the gap
+//! is counted in [`Follower::missing`], which the forwarder reports
+//! (`/health`, a metric, the log): a copy with a hole is never passed off
+//! as complete (the red team's F1).
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
@@ -19,6 +26,8 @@ use super::super::verify::default_files;
 
 /// The most read from a file in one go.
 const READ_CHUNK: u64 = 1 << 20;
+/// Files one read moves through at most (the rest waits for the next).
+const MAX_FILES_PER_READ: usize = 64;
 
 /// One entry to forward: the line as written (without its newline).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,6 +35,8 @@ pub struct LogLine {
     pub seq: u64,
     pub event: String,
     pub text: String,
+    /// When it was written (its `ts`), for how long it has waited.
+    pub written_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,9 +52,10 @@ pub struct Follower {
     data_dir: PathBuf,
     after: u64,
     at: Option<Position>,
-    /// Entries never seen because their file was gone (dropped by
-    /// `AUDIT_KEEP_FILES` before they were forwarded).
-    pub skipped: u64,
+    /// Entries whose numbers the sequence skipped: their file was gone
+    /// (dropped by `AUDIT_KEEP_FILES` before they were forwarded), or the
+    /// log itself has a hole.
+    pub missing: u64,
 }
 
 impl Follower {
@@ -52,15 +64,15 @@ impl Follower {
             data_dir: data_dir.to_path_buf(),
             after,
             at: None,
-            skipped: 0,
+            missing: 0,
         }
     }
 
     /// Up to `max` complete lines after the last one returned, in order.
     pub fn read(&mut self, max: usize) -> io::Result<Vec<LogLine>> {
         let mut out = Vec::new();
-        // A few rounds at most: a rotated file's rest, then the live file.
-        for _ in 0..4 {
+        // A rotated file's rest, then each newer file: one round per file.
+        for _ in 0..=MAX_FILES_PER_READ {
             let Some(at) = self.at else {
                 self.at = self.locate()?;
                 if self.at.is_none() {
@@ -83,7 +95,7 @@ impl Follower {
                     Some(path) => path,
                     None => {
                         // The file went away unread: start again from the
-                        // cursor (what is gone is counted as skipped).
+                        // cursor (what is gone is counted as missing).
                         self.at = None;
                         continue;
                     }
@@ -92,6 +104,7 @@ impl Follower {
             let (lines, offset) = read_lines(&path, at.offset, max - out.len())?;
             for line in lines {
                 if line.seq > self.after {
+                    self.missing += line.seq - self.after - 1;
                     self.after = line.seq;
                     out.push(line);
                 }
@@ -100,18 +113,35 @@ impl Follower {
             if out.len() >= max || on_live {
                 return Ok(out);
             }
-            // The renamed file is read to its end: on to the live one.
-            if offset >= std::fs::metadata(&path)?.len() {
-                self.at = Some(Position {
-                    dev: live_meta.dev(),
-                    ino: live_meta.ino(),
-                    offset: 0,
-                });
-            } else {
+            if offset < std::fs::metadata(&path)?.len() {
                 return Ok(out);
             }
+            // The renamed file is read to its end: on to the next newer one.
+            self.at = self.next_file(&path)?.or(Some(Position {
+                dev: live_meta.dev(),
+                ino: live_meta.ino(),
+                offset: 0,
+            }));
         }
         Ok(out)
+    }
+
+    /// The start of the file after `path` in the log's order (oldest
+    /// rotated file first, `audit.log` last).
+    fn next_file(&self, path: &Path) -> io::Result<Option<Position>> {
+        let files = default_files(&self.data_dir);
+        let Some(next) = files
+            .iter()
+            .position(|file| file == path)
+            .and_then(|i| files.get(i + 1))
+        else {
+            return Ok(None);
+        };
+        Ok(std::fs::metadata(next).ok().map(|meta| Position {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            offset: 0,
+        }))
     }
 
     /// The rotated file that is `at`'s file, if it is still there.
@@ -144,10 +174,8 @@ impl Follower {
                 }
                 for (start, line) in lines {
                     first_seen.get_or_insert(line.seq);
+                    // `read` counts the entries before it that are gone.
                     if line.seq > self.after {
-                        if line.seq > self.after + 1 && self.after > 0 {
-                            self.skipped += line.seq - self.after - 1;
-                        }
                         return Ok(Some(Position {
                             dev: meta.dev(),
                             ino: meta.ino(),
@@ -211,6 +239,7 @@ fn read_lines_with_offsets(
                 LogLine {
                     seq: parsed.seq,
                     event: parsed.event,
+                    written_at: written_at(text),
                     text: text.to_owned(),
                 },
             )),
@@ -220,6 +249,16 @@ fn read_lines_with_offsets(
         }
     }
     Ok((out, offset + start as u64))
+}
+
+/// The `ts` of an entry's line (`"ts":"2026-01-01T00:00:00.000Z"`, the
+/// third field the writer writes).
+fn written_at(text: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    let start = text.find("\"ts\":\"")? + 6;
+    let end = start + text[start..].find('"')?;
+    chrono::DateTime::parse_from_rfc3339(&text[start..end])
+        .ok()
+        .map(|t| t.with_timezone(&chrono::Utc))
 }
 
 #[cfg(test)]
@@ -298,17 +337,76 @@ mod tests {
         let mut got = follower.read(100).unwrap();
         got.extend(follower.read(100).unwrap());
         assert_eq!(seqs(&got), [3, 4, 5, 6]);
-        assert_eq!(follower.skipped, 0);
+        assert_eq!(follower.missing, 0);
     }
 
     #[test]
-    fn entries_whose_file_is_gone_are_counted_as_skipped() {
+    fn entries_whose_file_is_gone_are_counted_as_missing() {
         let dir = tempfile::tempdir().unwrap();
         let log = sample_log(&ChainKey::new(None), 6);
         let lines: Vec<&str> = log.split_inclusive('\n').collect();
         write(dir.path(), "audit.log", &lines[3..].concat());
         let mut follower = Follower::new(dir.path(), 1);
         assert_eq!(seqs(&follower.read(100).unwrap()), [4, 5, 6]);
-        assert_eq!(follower.skipped, 2);
+        assert_eq!(follower.missing, 2);
+    }
+
+    /// Renames as the writer's rotation does: `audit.log.k` to `k + 1`,
+    /// `audit.log` to `audit.log.1`, then a new `audit.log` with `text`.
+    fn rotate(dir: &Path, text: &str) {
+        let mut highest = 0;
+        while dir.join(format!("audit.log.{}", highest + 1)).exists() {
+            highest += 1;
+        }
+        for k in (1..=highest).rev() {
+            std::fs::rename(
+                dir.join(format!("audit.log.{k}")),
+                dir.join(format!("audit.log.{}", k + 1)),
+            )
+            .unwrap();
+        }
+        std::fs::rename(dir.join("audit.log"), dir.join("audit.log.1")).unwrap();
+        write(dir, "audit.log", text);
+    }
+
+    /// The red team's F1: with the sink down across several rotations,
+    /// the follower went from the file it was in straight to the live one,
+    /// and the files between were never forwarded.
+    #[test]
+    fn every_rotated_file_is_read_in_order_after_several_rotations() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = sample_log(&ChainKey::new(None), 70);
+        let lines: Vec<&str> = log.split_inclusive('\n').collect();
+        write(dir.path(), "audit.log", &lines[..15].concat());
+        let mut follower = Follower::new(dir.path(), 0);
+        assert_eq!(
+            seqs(&follower.read(100).unwrap()),
+            (1..=15).collect::<Vec<_>>()
+        );
+        // The sink is down: nothing is read while the log grows and rotates
+        // five times.
+        write(dir.path(), "audit.log", &lines[..20].concat());
+        for chunk in [20..30, 30..40, 40..50, 50..60, 60..70] {
+            rotate(dir.path(), &lines[chunk].concat());
+        }
+        let mut got = Vec::new();
+        for _ in 0..20 {
+            got.extend(follower.read(7).unwrap());
+        }
+        assert_eq!(seqs(&got), (16..=70).collect::<Vec<_>>());
+        assert_eq!(follower.missing, 0);
+    }
+
+    /// A gap in the sequence is counted, never passed over in silence.
+    #[test]
+    fn a_gap_in_the_sequence_is_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = sample_log(&ChainKey::new(None), 10);
+        let lines: Vec<&str> = log.split_inclusive('\n').collect();
+        let holed = [&lines[..4], &lines[7..]].concat().concat();
+        write(dir.path(), "audit.log", &holed);
+        let mut follower = Follower::new(dir.path(), 0);
+        assert_eq!(seqs(&follower.read(100).unwrap()), [1, 2, 3, 4, 8, 9, 10]);
+        assert_eq!(follower.missing, 3);
     }
 }

@@ -64,7 +64,11 @@ pub struct ForwardState {
     lag_seconds: AtomicU64,
     up: AtomicBool,
     blocked: AtomicBool,
-    /// Since when an entry has waited for the sink.
+    /// Entries the log's sequence skipped, never forwarded (a file dropped
+    /// before it was read, a hole in the log): the copy is incomplete.
+    missing: AtomicU64,
+    /// Since when an entry has waited for the sink, when the entries'
+    /// own times are not known (nothing read yet).
     waiting_since: Mutex<Option<Instant>>,
 }
 
@@ -77,6 +81,8 @@ pub struct ForwardStatus {
     pub sink_up: bool,
     /// Calls are refused: an entry waited longer than the bound.
     pub blocked: bool,
+    /// Entries the copy will never have (a gap in the sequence).
+    pub missing_entries: u64,
 }
 
 impl ForwardState {
@@ -89,8 +95,14 @@ impl ForwardState {
             lag_seconds: AtomicU64::new(0),
             up: AtomicBool::new(true),
             blocked: AtomicBool::new(false),
+            missing: AtomicU64::new(0),
             waiting_since: Mutex::new(None),
         }
+    }
+
+    /// Whether the operator bounded the lag (`AUDIT_FORWARD_MAX_LAG_MINUTES`).
+    pub fn bounded(&self) -> bool {
+        self.max_lag.is_some()
     }
 
     /// Whether entries (and so tool calls) are refused now.
@@ -105,26 +117,35 @@ impl ForwardState {
             lag_seconds: self.lag_seconds.load(Ordering::Relaxed),
             sink_up: self.up.load(Ordering::Relaxed),
             blocked: self.blocked(),
+            missing_entries: self.missing.load(Ordering::Relaxed),
         }
     }
 
-    /// The log has entries up to `written`: how many wait, since when, and
-    /// whether that is past the bound.
-    fn observe(&self, written: u64, now: Instant) {
+    /// The log has entries up to `written`; `oldest_age` is how long the
+    /// oldest entry not yet taken by the sink has waited, when it has been
+    /// read. How many wait, for how long, and whether that is past the
+    /// bound: the lag is that entry's age (the red team's F2: counting from
+    /// when the backlog was last empty blocked calls under steady traffic
+    /// to a healthy sink that never let the backlog empty).
+    fn observe(&self, written: u64, oldest_age: Option<Duration>, now: Instant) {
         let forwarded = self.forwarded.load(Ordering::Relaxed);
         let waiting = written.saturating_sub(forwarded);
         self.waiting.store(waiting, Ordering::Relaxed);
         let mut since = self.waiting_since.lock().unwrap_or_else(|p| p.into_inner());
-        let lag = match (waiting, *since) {
-            (0, _) => {
+        let lag = match (waiting, oldest_age, *since) {
+            (0, _, _) => {
                 *since = None;
                 Duration::ZERO
             }
-            (_, None) => {
+            (_, Some(age), _) => {
+                *since = now.checked_sub(age);
+                age
+            }
+            (_, None, None) => {
                 *since = Some(now);
                 Duration::ZERO
             }
-            (_, Some(at)) => now.saturating_duration_since(at),
+            (_, None, Some(at)) => now.saturating_duration_since(at),
         };
         self.lag_seconds.store(lag.as_secs(), Ordering::Relaxed);
         self.blocked
@@ -237,7 +258,7 @@ impl Forwarder {
             if batch.is_empty() {
                 batch = self.read().await;
             }
-            self.observe();
+            self.observe(&batch);
             if batch.is_empty() {
                 tokio::time::sleep(POLL).await;
                 continue;
@@ -253,7 +274,7 @@ impl Forwarder {
                     if self.state.up.swap(false, Ordering::Relaxed) {
                         tracing::warn!(sink = %self.state.sink, error = %err, "the audit sink does not take entries; retrying");
                     }
-                    self.observe();
+                    self.observe(&batch);
                     tokio::time::sleep(retry).await;
                     retry = (retry * 2).min(RETRY_LAST);
                 }
@@ -271,18 +292,18 @@ impl Forwarder {
             (follower, read)
         })
         .await;
-        let Ok((mut follower, read)) = joined else {
+        let Ok((follower, read)) = joined else {
             // The read panicked: start again from what the sink has.
             let forwarded = self.state.forwarded.load(Ordering::Relaxed);
             self.follower = Some(Follower::new(&self.data_dir, forwarded));
             return Vec::new();
         };
-        if follower.skipped > 0 {
+        let missing = follower.missing;
+        if missing > self.state.missing.swap(missing, Ordering::Relaxed) {
             tracing::error!(
-                entries = follower.skipped,
-                "audit entries were dropped (AUDIT_KEEP_FILES) before they could be forwarded"
+                entries = missing,
+                "audit entries are missing from the log's sequence (dropped by AUDIT_KEEP_FILES before they were forwarded, or a hole in the log): the forwarded copy has a gap"
             );
-            follower.skipped = 0;
         }
         self.follower = Some(follower);
         read.unwrap_or_else(|err| {
@@ -306,14 +327,26 @@ impl Forwarder {
         if let Some(metrics) = &self.metrics {
             metrics.count_audit_forwarded(count);
         }
-        self.observe();
+        self.observe(&[]);
     }
 
-    fn observe(&self) {
-        self.state.observe((self.written)(), Instant::now());
+    /// Updates the state; `waiting` is the batch not yet taken (its first
+    /// entry is the oldest that waits).
+    fn observe(&self, waiting: &[LogLine]) {
+        let oldest_age = waiting
+            .first()
+            .and_then(|line| line.written_at)
+            .map(|at| (chrono::Utc::now() - at).to_std().unwrap_or(Duration::ZERO));
+        self.state
+            .observe((self.written)(), oldest_age, Instant::now());
         if let Some(metrics) = &self.metrics {
             let status = self.state.status();
-            metrics.set_audit_forward(status.sink_up, status.lag_entries, status.lag_seconds);
+            metrics.set_audit_forward(
+                status.sink_up,
+                status.lag_entries,
+                status.lag_seconds,
+                status.missing_entries,
+            );
         }
     }
 }
@@ -364,7 +397,7 @@ mod tests {
     #[test]
     fn nothing_waiting_is_no_lag() {
         let state = ForwardState::new("x".into(), Some(Duration::from_secs(60)), 10);
-        state.observe(10, Instant::now());
+        state.observe(10, None, Instant::now());
         assert_eq!(state.status().lag_entries, 0);
         assert!(!state.blocked());
     }
@@ -373,12 +406,12 @@ mod tests {
     fn the_lag_is_counted_from_when_an_entry_first_waited() {
         let state = ForwardState::new("x".into(), Some(Duration::from_secs(60)), 10);
         let start = Instant::now();
-        state.observe(12, start);
-        state.observe(13, start + Duration::from_secs(30));
+        state.observe(12, None, start);
+        state.observe(13, None, start + Duration::from_secs(30));
         let status = state.status();
         assert_eq!((status.lag_entries, status.lag_seconds), (3, 30));
         assert!(!status.blocked);
-        state.observe(13, start + Duration::from_secs(61));
+        state.observe(13, None, start + Duration::from_secs(61));
         assert!(state.blocked());
     }
 
@@ -386,21 +419,46 @@ mod tests {
     fn catching_up_unblocks_at_once() {
         let state = ForwardState::new("x".into(), Some(Duration::from_secs(60)), 10);
         let start = Instant::now();
-        state.observe(12, start);
-        state.observe(12, start + Duration::from_secs(120));
+        state.observe(12, None, start);
+        state.observe(12, None, start + Duration::from_secs(120));
         assert!(state.blocked());
         state.forwarded.store(12, Ordering::Relaxed);
-        state.observe(12, start + Duration::from_secs(121));
+        state.observe(12, None, start + Duration::from_secs(121));
         assert!(!state.blocked());
         assert_eq!(state.status().lag_seconds, 0);
+    }
+
+    /// The red team's F2: under steady traffic the backlog is never empty,
+    /// but no entry waits long; the lag is the oldest waiting entry's age.
+    #[test]
+    fn the_lag_is_the_oldest_waiting_entrys_age() {
+        let state = ForwardState::new("x".into(), Some(Duration::from_secs(60)), 10);
+        let start = Instant::now();
+        for second in 0..300 {
+            // A new entry every second, each taken 1.5 s after it was written.
+            state.forwarded.store(10 + second, Ordering::Relaxed);
+            state.observe(
+                12 + second,
+                Some(Duration::from_millis(1500)),
+                start + Duration::from_secs(second),
+            );
+            assert!(!state.blocked(), "blocked after {second} s");
+        }
+        assert_eq!(state.status().lag_seconds, 1);
+        state.observe(
+            400,
+            Some(Duration::from_secs(61)),
+            start + Duration::from_secs(301),
+        );
+        assert!(state.blocked());
     }
 
     #[test]
     fn without_a_bound_nothing_is_ever_refused() {
         let state = ForwardState::new("x".into(), None, 0);
         let start = Instant::now();
-        state.observe(5, start);
-        state.observe(5, start + Duration::from_secs(86_400));
+        state.observe(5, None, start);
+        state.observe(5, None, start + Duration::from_secs(86_400));
         assert!(!state.blocked());
         assert_eq!(state.status().lag_seconds, 86_400);
     }

@@ -186,6 +186,7 @@ mod tests {
             seq: 7,
             event: event.to_owned(),
             text: text.to_owned(),
+            written_at: None,
         }
     }
 

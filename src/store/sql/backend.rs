@@ -246,6 +246,15 @@ macro_rules! impl_backend {
                         "/0008_activity.sql"
                     )),
                 ),
+                (
+                    9,
+                    "grant redirect uri",
+                    include_str!(concat!(
+                        "../../../migrations/",
+                        $folder,
+                        "/0009_grant_redirect_uri.sql"
+                    )),
+                ),
             ];
 
             fn bind(query: Query<Self>, param: Param<'_>) -> Query<Self> {

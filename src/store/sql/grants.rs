@@ -72,8 +72,8 @@ impl<DB: Backend> SqlStore<DB> {
         stmt::<DB>(
             "INSERT INTO grants (id, login, client_id, scope, resource, gitea_access_token_enc, \
              gitea_refresh_token_enc, gitea_expires_at, created_at, activated_at, last_used_at, \
-             revoked_at, gitea_subject, gitea_issued_at, gitea_app) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+             revoked_at, gitea_subject, gitea_issued_at, gitea_app, redirect_uri) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
         )
         .bind(&grant.id)
         .bind(&grant.login)
@@ -90,6 +90,7 @@ impl<DB: Backend> SqlStore<DB> {
         .bind(grant.gitea_subject.as_deref())
         .bind(grant.gitea.issued_at)
         .bind(grant.gitea_app.as_str())
+        .bind(grant.redirect_uri.as_deref())
         .execute(&mut *tx)
         .await?;
         // The client has been used: it is no longer an unused registration.
@@ -168,6 +169,7 @@ impl<DB: Backend> SqlStore<DB> {
                 Some(app) => GiteaApp::parse(&app).ok_or(StoreError::Corrupt("gitea_app"))?,
             },
             gitea_tokens_version: row.int("gitea_tokens_version")?,
+            redirect_uri: row.opt_text("redirect_uri")?,
             created_at: row.int("created_at")?,
             activated_at: row.opt_int("activated_at")?,
             last_used_at: row.opt_int("last_used_at")?,

@@ -18,7 +18,7 @@ macro_rules! grant_columns {
         "g.id, g.login, g.client_id, g.scope, g.resource, g.gitea_access_token_enc, \
          g.gitea_refresh_token_enc, g.gitea_expires_at, g.created_at, g.activated_at, \
          g.last_used_at, g.revoked_at, g.gitea_subject, g.gitea_tokens_version, g.gitea_issued_at, \
-         g.gitea_app"
+         g.gitea_app, g.redirect_uri"
     };
 }
 
