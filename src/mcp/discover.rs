@@ -120,12 +120,25 @@ fn fields(schema: &Map<String, Value>, skip: &[&str]) -> String {
         .unwrap_or_default();
     let shown = names.iter().copied().filter(|name| !skip.contains(name));
     let (first, rest): (Vec<&str>, Vec<&str>) = shown.partition(|name| required.contains(name));
+    let rest = match rest.len() {
+        n if n > MAX_OPTIONAL_SHOWN => format!(
+            "{}, and {} more",
+            rest[..MAX_OPTIONAL_SHOWN].join(", "),
+            n - MAX_OPTIONAL_SHOWN
+        ),
+        _ => rest.join(", "),
+    };
     match (first.is_empty(), rest.is_empty()) {
         (_, true) => first.join(", "),
-        (true, false) => format!("optional: {}", rest.join(", ")),
-        (false, false) => format!("{}; optional: {}", first.join(", "), rest.join(", ")),
+        (true, false) => format!("optional: {rest}"),
+        (false, false) => format!("{}; optional: {rest}", first.join(", ")),
     }
 }
+
+/// Optional fields a search result names at most (the rest: `and N more`,
+/// in the schema a search by `name` gives): a branch protection's body has
+/// 34, which made one search 2.6 KB.
+const MAX_OPTIONAL_SHOWN: usize = 12;
 
 /// One operation in full, as a search by `name` gives it: its schema too.
 pub fn describe_operation(op: &Operation, call_with: &str) -> Value {

@@ -38,12 +38,36 @@ the answer. For every server the table's notes give how many such characters
 its answer to that question passed through raw (as sent, and once JSON
 escapes are decoded): a comparison, never a failure.
 
+The long tail: 14 more everyday questions that no tool listed at /mcp
+answers (the repository's tags, topics, webhooks, collaborators, the
+organisation's members and teams, the combined CI status of main, one
+commit in detail, the languages, the root directory, the user's SSH keys, a
+comparison of two branches, the branch protections, a pull request's
+commits). For each, a model calls `gitea_search_operations` with a short
+query written the way a model words it (`long_tail()`: written before the
+ranking was measured, not tuned to it) and the tool's defaults, then
+`gitea_call_read_operation` with the operation it should have found and its
+arguments. Both answers are counted (search bytes, answer bytes, and their
+sum in the totals); the table gives where the search put the expected
+operation (first, top 3, its rank, or missing); the answer's facts come
+from Gitea's own answer to the operation's route, as above. A question
+fails when the expected operation is not in the default search results,
+when the search names another tool than the call tool to run it
+(`call_with`: the operation got listed, so the question is no longer long
+tail), when a call fails, or when a fact is missing. The totals line gives
+the searches, the answers and both, and the average bytes of a default
+search answer.
+
 The seeded repository (`context_bench_data.py`): 4 labels, a milestone, 25
 open issues (alice assigned to several, comments by the admin and by alice,
 an @mention of the admin, one issue hiding text), 11 commits on main, 2 more
 branches, one open pull request changing 3 files, 2 releases, and 3 small
-repositories more, so the search finds 4. Other e2e tests do not look at any
-of it.
+repositories more, so the search finds 4. For the long tail: an annotated
+tag, 4 topics, a webhook (to a closed loopback port), alice as a
+collaborator and in a team of the organisation that has this repository
+only, two commit statuses on main's head (one failing), a protection of
+main (pushes allowed), and an SSH public key of the admin's. Other e2e
+tests do not look at any of it.
 
 When the peers installed by /work/shared/perf/install.sh are in
 $PERF_PEERS_DIR (default ~/.cache/aegis-perf-peers): PyPI `gitea-mcp` 0.5.1 and
@@ -66,9 +90,13 @@ Three ways to run it (from the repository root; needs `pip install mcp==2.3.0`):
     #    of DIR to the gateway (facts are read from the same fixtures).
     tests/e2e/context_bench.py --replay tests/fixtures/gitea-1.27.1
 
-Options: `--json PATH` writes every figure as JSON; `--no-fail` only reports
-missing facts; `--no-peers` skips the peers (they never run with --replay:
-their routes are not all captured); `--save-answers DIR` writes the gateway's
+With `--replay`, every long-tail search runs (the catalog needs no Gitea),
+and each call only when its route was captured (`lt_*.json`).
+
+Options: `--json PATH` writes every figure as JSON (the long tail under
+`long_tail` and `long_tail_totals`); `--no-fail` only reports missing facts
+and long-tail failures; `--no-peers` skips the peers (they never run with
+--replay: their routes are not all captured); `--save-answers DIR` writes the gateway's
 answer texts as DIR/<name>.txt. Environment: `AEGIS_BIN` (the
 gateway binary, default target/debug/aegis-gitea-mcp), `AEGIS_E2E_DIR`
 (where fixture.json is, default /tmp/aegis-e2e), `PERF_PEERS_DIR`.
@@ -76,8 +104,9 @@ gateway binary, default target/debug/aegis-gitea-mcp), `AEGIS_E2E_DIR`
 The Markdown table goes to stdout, progress to stderr.
 
 Exit code: 0 when every fact of every question was found in the gateway's
-answers (or with --no-fail); 1 when a fact is missing or a gateway call
-failed; 2 when the run itself could not be done (no Gitea, no binary, ...).
+answers and every long-tail search found its operation (or with --no-fail);
+1 when a fact is missing, a gateway call failed or a long-tail search missed;
+2 when the run itself could not be done (no Gitea, no binary, ...).
 The peers' answers never change the exit code.
 """
 
@@ -358,6 +387,110 @@ def ensure_notification(admin, alice, numbers, admin_login):
     raise RuntimeError("Gitea made no notification for the admin")
 
 
+def ensure_tag(gitea):
+    if gitea.exists(REPO_PATH + "/tags/" + q(DATA.TAG["tag_name"])):
+        return 0
+    gitea.post(REPO_PATH + "/tags", dict(DATA.TAG, target="main"))
+    return 1
+
+
+def ensure_topics(gitea):
+    if sorted(gitea.get(REPO_PATH + "/topics").body["topics"]) == sorted(DATA.TOPICS):
+        return 0
+    gitea.put(REPO_PATH + "/topics", {"topics": DATA.TOPICS})
+    return 1
+
+
+def ensure_team(gitea, alice_login):
+    """The org's team with alice in it and the bench repository only."""
+    made = 0
+    teams = {t["name"]: t["id"] for t in gitea.all_pages("/orgs/%s/teams" % q(DATA.OWNER), {})}
+    team_id = teams.get(DATA.TEAM["name"])
+    if team_id is None:
+        team_id = gitea.post("/orgs/%s/teams" % q(DATA.OWNER), DATA.TEAM)["id"]
+        made += 1
+    if not gitea.exists("/teams/%d/members/%s" % (team_id, q(alice_login))):
+        gitea.request("PUT", "/teams/%d/members/%s" % (team_id, q(alice_login)))
+        made += 1
+    if not gitea.exists("/teams/%d/repos/%s/%s" % (team_id, q(DATA.OWNER), q(DATA.REPO))):
+        gitea.request("PUT", "/teams/%d/repos/%s/%s" % (team_id, q(DATA.OWNER), q(DATA.REPO)))
+        made += 1
+    return made
+
+
+def ensure_statuses(gitea, sha):
+    path = "%s/statuses/%s" % (REPO_PATH, sha)
+    have = {s["context"] for s in gitea.all_pages("%s/commits/%s/statuses" % (REPO_PATH, sha), {})}
+    made = 0
+    for status in DATA.STATUSES:
+        if status["context"] not in have:
+            gitea.post(path, status)
+            made += 1
+    return made
+
+
+def ensure_branch_protection(gitea):
+    rules = gitea.get(REPO_PATH + "/branch_protections").body
+    if any(rule["rule_name"] == DATA.BRANCH_PROTECTION["rule_name"] for rule in rules):
+        return 0
+    gitea.post(REPO_PATH + "/branch_protections", DATA.BRANCH_PROTECTION)
+    return 1
+
+
+def ensure_ssh_key(gitea):
+    if any(key["title"] == DATA.SSH_KEY["title"] for key in gitea.all_pages("/user/keys", {})):
+        return 0
+    gitea.post("/user/keys", DATA.SSH_KEY)
+    return 1
+
+
+def ensure_webhook(gitea):
+    url = DATA.WEBHOOK["config"]["url"]
+    if any(hook["config"].get("url") == url for hook in gitea.all_pages(REPO_PATH + "/hooks", {})):
+        return 0
+    gitea.post(REPO_PATH + "/hooks", DATA.WEBHOOK)
+    return 1
+
+
+def wait_for_languages(gitea):
+    """Gitea counts a repository's languages from a queue after a push."""
+    for _ in range(60):
+        if gitea.get(REPO_PATH + "/languages").body:
+            return
+        time.sleep(0.5)
+    raise RuntimeError("Gitea counted no language in %s/%s" % (DATA.OWNER, DATA.REPO))
+
+
+def wait_for_mergeable(gitea, pull):
+    """Wait until Gitea says the pull request is `mergeable`: right after
+    the long tail's seeding (statuses and a protection on its base) it was
+    sometimes still checking it, and the pull request answers were 17 bytes
+    shorter. Not an error if it never comes."""
+    for _ in range(40):
+        if gitea.get("%s/pulls/%d" % (REPO_PATH, pull)).body.get("mergeable"):
+            return
+        time.sleep(0.25)
+    step("pull request #%d is still not mergeable: its answers may differ from other runs" % pull)
+
+
+def commit_with_message(gitea, message):
+    """The SHA of the commit on main whose first line is `message`."""
+    query = {"sha": "main", "stat": "false", "files": "false", "verification": "false"}
+    for commit in gitea.all_pages(REPO_PATH + "/commits", query):
+        if commit["commit"]["message"].split("\n", 1)[0] == message:
+            return commit["sha"]
+    raise RuntimeError("no commit %r on main" % message)
+
+
+def seed_long_tail(admin, alice_login, head):
+    """What the long-tail questions ask about; the webhook last, so no
+    seeded event goes to it. Returns how many things it made."""
+    made = ensure_tag(admin) + ensure_topics(admin) + ensure_team(admin, alice_login)
+    made += ensure_statuses(admin, head) + ensure_branch_protection(admin) + ensure_ssh_key(admin)
+    wait_for_languages(admin)
+    return made + ensure_webhook(admin)
+
+
 def seed(fixture):
     """Seeds the bench data; returns the numbers the questions ask about."""
     admin = Gitea(fixture["api_url"], fixture["admin"]["token"])
@@ -381,7 +514,16 @@ def seed(fixture):
     )
     step("issue #%d hides text: %s" % (hidden, hidden_issue_as_stored(admin, hidden)))
     head = admin.get(REPO_PATH + "/branches/main").body["commit"]["id"]
-    return {"issue": numbers[DATA.FOCUS_ISSUE], "pull": pull, "head": head, "hidden_issue": hidden}
+    made = seed_long_tail(admin, alice_login, head)
+    wait_for_mergeable(admin, pull)
+    step("seeded for the long tail (%d things made: tag, topics, team, statuses, protection, key, webhook)" % made)
+    return {
+        "issue": numbers[DATA.FOCUS_ISSUE],
+        "pull": pull,
+        "head": head,
+        "hidden_issue": hidden,
+        "single_commit": commit_with_message(admin, DATA.SINGLE_COMMIT_MESSAGE),
+    }
 
 
 # ---------------------------------------------------------------------------
@@ -682,6 +824,200 @@ def questions(subject):
     ]
 
 
+# ---------------------------------------------------------------------------
+# The long tail: questions no listed tool answers at /mcp
+# ---------------------------------------------------------------------------
+
+SEARCH_TOOL = "gitea_search_operations"
+CALL_READ_TOOL = "gitea_call_read_operation"
+
+
+class LongTail:
+    """A question a model answers in two calls: `gitea_search_operations`
+    with `search` (a short query, the way a model words it, written before
+    the ranking was measured; the tool's defaults), then `tool` (a call
+    tool) with `operation`, the one it should find, and its `arguments`.
+    `path`, `query` and `facts` are as in Question: Gitea's own route for
+    the facts, looked for in the call's answer."""
+
+    def __init__(self, name, ask, search, operation, arguments, path, query=None, facts=None, tool=CALL_READ_TOOL):
+        self.name = name
+        self.ask = ask
+        self.search = search
+        self.operation = operation
+        self.arguments = arguments
+        self.path = path
+        self.query = query or {}
+        self.facts = facts
+        self.tool = tool
+
+    @property
+    def search_name(self):
+        return self.name + ".search"
+
+    def calls(self):
+        """{answer name: (tool, its arguments)}: the search, then the call."""
+        return {
+            self.search_name: (SEARCH_TOOL, {"query": self.search}),
+            self.name: (self.tool, {"name": self.operation, "arguments": self.arguments}),
+        }
+
+
+def facts_tags(tags):
+    facts = []
+    for tag in tags:
+        facts += [("tag", tag["name"]), ("tag commit", tag["commit"]["sha"][:10])]
+    return facts
+
+
+def facts_topics(body):
+    return [("topic", topic) for topic in body["topics"]]
+
+
+def facts_hooks(hooks):
+    facts = []
+    for hook in hooks:
+        facts += [("hook id", hook["id"]), ("hook type", hook["type"]), ("hook url", hook["config"]["url"])]
+        facts += [("event", event) for event in hook["events"]]
+    return dedupe(facts)
+
+
+def facts_logins(users):
+    return [("login", user["login"]) for user in users]
+
+
+def facts_teams(teams):
+    facts = []
+    for team in teams:
+        facts += [("team", team["name"]), ("permission", team["permission"])]
+        if team.get("description"):
+            facts.append(("description", first_line(team["description"])))
+    return dedupe(facts)
+
+
+def facts_combined_status(combined):
+    facts = [("combined state", combined["state"])]
+    for status in combined["statuses"]:
+        facts += [("context", status["context"]), ("state", status["status"]), ("description", status["description"])]
+    return dedupe(facts)
+
+
+def facts_single_commit(commit):
+    facts = [("sha", commit["sha"][:10]), ("message", first_line(commit["commit"]["message"]))]
+    facts.append(("author", commit["commit"]["author"]["name"]))
+    return facts + [("file", f["filename"]) for f in commit.get("files") or []]
+
+
+def facts_languages(languages):
+    facts = []
+    for name, size in languages.items():
+        facts += [("language", name), ("bytes of %s" % name, size)]
+    return facts
+
+
+def facts_entries(entries):
+    return [("entry", entry["name"]) for entry in entries]
+
+
+def facts_keys(keys):
+    facts = []
+    for key in keys:
+        facts += [("key title", key["title"]), ("fingerprint", key["fingerprint"])]
+    return facts
+
+
+def facts_compare(comparison):
+    facts = [("commits", comparison["total_commits"])]
+    for commit in comparison["commits"]:
+        facts += [("sha", commit["sha"][:10]), ("message", first_line(commit["commit"]["message"]))]
+    return facts + [("file", f["filename"]) for f in comparison.get("files") or []]
+
+
+def facts_protections(rules):
+    facts = []
+    for rule in rules:
+        facts += [("rule", rule["rule_name"]), ("required approvals", rule["required_approvals"])]
+        facts += [("required check", c) for c in rule.get("status_check_contexts") or []]
+    return facts
+
+
+def facts_commit_list(commits):
+    facts = []
+    for commit in commits:
+        facts += [("sha", commit["sha"][:10]), ("message", first_line(commit["commit"]["message"]))]
+    return facts
+
+
+def long_tail(subject):
+    """The long-tail questions. `subject`: what they ask about (None where
+    a replay has no fixture for it)."""
+    repo = {"owner": DATA.OWNER, "repo": DATA.REPO}
+    org = {"org": DATA.OWNER}
+    pull, single = subject["pull"], subject.get("single_commit")
+    basehead = "main..." + DATA.COMPARE_HEAD
+    return [
+        LongTail(
+            "lt_tags", "Which tags are there?", "list tags", "gitea_repo_list_tags", dict(repo),
+            REPO_PATH + "/tags", None, facts_tags,
+        ),
+        LongTail(
+            "lt_topics", "What are the repository's topics?", "repository topics", "gitea_repo_list_topics",
+            dict(repo), REPO_PATH + "/topics", None, facts_topics,
+        ),
+        LongTail(
+            "lt_hooks", "Which webhooks does it have?", "webhooks of a repository", "gitea_repo_list_hooks",
+            dict(repo), REPO_PATH + "/hooks", None, facts_hooks,
+        ),
+        LongTail(
+            "lt_collaborators", "Who are its collaborators?", "repository collaborators",
+            "gitea_repo_list_collaborators", dict(repo), REPO_PATH + "/collaborators", None, facts_logins,
+        ),
+        LongTail(
+            "lt_org_members", "Who is in the organisation?", "members of an organization", "gitea_org_list_members",
+            dict(org), "/orgs/%s/members" % DATA.OWNER, None, facts_logins,
+        ),
+        LongTail(
+            "lt_org_teams", "Which teams does the organisation have?", "teams in an organization",
+            "gitea_org_list_teams", dict(org), "/orgs/%s/teams" % DATA.OWNER, None, facts_teams,
+        ),
+        LongTail(
+            "lt_ci_status", "Is CI green on main?", "CI status of a commit", "gitea_repo_get_combined_status_by_ref",
+            dict(repo, ref="main"), REPO_PATH + "/commits/main/status", None, facts_combined_status,
+        ),
+        LongTail(
+            "lt_commit", "What did commit %s change?" % (single[:10] if single else "<sha>"), "show a commit",
+            "gitea_repo_get_single_commit", dict(repo, sha=single), "%s/git/commits/%s" % (REPO_PATH, single),
+            None, facts_single_commit,
+        ),
+        LongTail(
+            "lt_languages", "Which languages is it written in?", "programming languages of a repository",
+            "gitea_repo_get_languages", dict(repo), REPO_PATH + "/languages", None, facts_languages,
+        ),
+        LongTail(
+            "lt_root", "What is in the repository's root?", "list files in the repository root",
+            "gitea_repo_get_contents_list", dict(repo), REPO_PATH + "/contents", None, facts_entries,
+        ),
+        LongTail(
+            "lt_ssh_keys", "Which SSH keys do I have?", "my ssh keys", "gitea_user_current_list_keys", {},
+            "/user/keys", None, facts_keys,
+        ),
+        LongTail(
+            "lt_compare", "What does %s have that main lacks?" % DATA.COMPARE_HEAD, "compare two branches",
+            "gitea_repo_compare_diff", dict(repo, basehead=basehead), "%s/compare/%s" % (REPO_PATH, basehead),
+            None, facts_compare,
+        ),
+        LongTail(
+            "lt_protection", "How is main protected?", "branch protection rules", "gitea_repo_list_branch_protection",
+            dict(repo), REPO_PATH + "/branch_protections", None, facts_protections,
+        ),
+        LongTail(
+            "lt_pull_commits", "Which commits are in pull request #%d?" % pull, "commits in a pull request",
+            "gitea_repo_get_pull_request_commits", dict(repo, index=pull), "%s/pulls/%d/commits" % (REPO_PATH, pull),
+            None, facts_commit_list,
+        ),
+    ]
+
+
 def extra_routes(subject):
     """Routes captured as fixtures besides the questions' own: (name, path, query)."""
     return [
@@ -693,9 +1029,34 @@ def extra_routes(subject):
     ]
 
 
-def tools_list_facts(all_questions):
-    """tools/list must name every tool the other questions use."""
-    return [("tool", question.tool) for question in all_questions if question.tool != "tools/list"]
+def tools_list_facts(all_questions, tail=()):
+    """tools/list must name every tool the other questions use (for the
+    long tail: the search tool and the call tool)."""
+    tools = [question.tool for question in all_questions if question.tool != "tools/list"]
+    for question in tail:
+        tools += [SEARCH_TOOL, question.tool]
+    return [("tool", tool) for tool in dict.fromkeys(tools)]
+
+
+def search_rank(answer, operation):
+    """Where `operation` is in a search answer ({"operations": [{name,
+    call_with, ...}]}): (1-based rank or None, its call_with or None, the
+    names found)."""
+    try:
+        found = json.loads(answer["texts"][0])["operations"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None, None, []
+    names = [op.get("name") for op in found]
+    if operation not in names:
+        return None, None, names
+    rank = names.index(operation)
+    return rank + 1, found[rank].get("call_with"), names
+
+
+def rank_cell(rank):
+    if rank is None:
+        return "missing"
+    return "first" if rank == 1 else ("%d (top 3)" % rank if rank <= 3 else "%d" % rank)
 
 
 # ---------------------------------------------------------------------------
@@ -1015,11 +1376,13 @@ def start_replay(records, token):
 
 
 def replay_subject(records):
+    single = records.get("lt_commit")
     return {
         "issue": records["issue"]["body"]["number"],
         "pull": records["pull_request"]["body"]["number"],
         "hidden_issue": records["issue_hidden_text"]["body"]["number"],
         "head": None,
+        "single_commit": single["body"]["sha"] if single else None,
     }
 
 
@@ -1047,13 +1410,13 @@ def upstream_bodies(all_questions, subject, gitea, capture_dir, secrets_to_hide)
     return bodies
 
 
-def check_facts(all_questions, bodies, answers, is_gateway=True):
+def check_facts(all_questions, bodies, answers, is_gateway=True, tail=()):
     """{question name: (number of facts, [missing facts])}, None when the
     facts are unknown (no route body; a peer's tools/list)."""
     results = {}
     for question in all_questions:
         if question.name == "tools_list" and is_gateway:
-            facts = tools_list_facts(all_questions)
+            facts = tools_list_facts(all_questions, tail)
         elif question.name in bodies:
             facts = question.facts(bodies[question.name])
         else:
@@ -1088,7 +1451,8 @@ def prepare_gitea(capture_dir):
     gitea_url, token = fixture["gitea_url"].rstrip("/"), fixture["admin"]["token"]
     subject = seed(fixture)
     gitea = Gitea(fixture["api_url"], token)
-    bodies = upstream_bodies(questions(subject), subject, gitea, capture_dir, fixture_secrets(fixture))
+    routes = questions(subject) + long_tail(subject)
+    bodies = upstream_bodies(routes, subject, gitea, capture_dir, fixture_secrets(fixture))
     return gitea_url, token, subject, bodies
 
 
@@ -1100,14 +1464,25 @@ def run(args, work_dir):
     else:
         gitea_url, token, subject, bodies = prepare_gitea(args.capture)
     all_questions = questions(subject)
+    tail = long_tail(subject)
+    # A replay runs every search (the catalog needs no Gitea) but only the
+    # calls whose route was captured.
+    uncaptured = [t.name for t in tail if t.name not in bodies]
+    if uncaptured:
+        step("long tail: %d routes not captured, searches only: %s" % (len(uncaptured), ", ".join(uncaptured)))
     try:
         gateway, url = start_gateway(gitea_url, token, bearer, work_dir)
         try:
             calls = {qn.name: (qn.tool, qn.arguments) for qn in all_questions if qn.tool != "tools/list"}
+            for question in tail:
+                asked = question.calls()
+                if question.name not in bodies:
+                    del asked[question.name]
+                calls.update(asked)
             gateway_answers = asyncio.run(ask(url, bearer, calls))
         finally:
             stop_process(gateway)
-        step("gateway %s: %d questions asked" % (gateway_binary(), len(all_questions)))
+        step("gateway %s: %d questions asked, %d of the long tail" % (gateway_binary(), len(all_questions) + len(tail), len(tail)))
         peers = {}
         for peer in [] if args.no_peers else PEERS:
             if args.replay:
@@ -1119,13 +1494,14 @@ def run(args, work_dir):
     finally:
         if replay_server:
             replay_server.shutdown()
-    checked = check_facts(all_questions, bodies, gateway_answers)
+    checked = check_facts(all_questions, bodies, gateway_answers, tail=tail)
+    checked.update(check_facts([t for t in tail if t.name in bodies], bodies, gateway_answers))
     peer_checked = {
         peer: check_facts(all_questions, bodies, answers, is_gateway=False)
         for peer, answers in peers.items()
         if not isinstance(answers, str)
     }
-    return all_questions, gateway_answers, checked, peers, peer_checked
+    return all_questions, tail, gateway_answers, checked, peers, peer_checked
 
 
 # ---------------------------------------------------------------------------
@@ -1177,13 +1553,125 @@ def markdown(mode, all_questions, gateway_answers, checked, peers, peer_checked)
         lines.append("| " + " | ".join(row) + " |")
     lines.append("| all %d tool calls | | %s | %s | | %s |" % (
         len(all_questions) - 1, n(total), n(round(total / 4)), " | ".join("" for _ in peer_names)))
-    lines += ["", *missing_lines("gateway", checked)]
+    lines += ["", *missing_lines("gateway", {q.name: checked[q.name] for q in all_questions})]
     lines.append(hidden_text_line(gateway_answers, peers))
     for peer in peer_names:
         if isinstance(peers[peer], str):
             lines.append("- %s: skipped (%s)" % (peer, peers[peer]))
         else:
             lines += peer_lines(peer, peers[peer], peer_checked[peer])
+    return "\n".join(lines) + "\n"
+
+
+def long_tail_results(tail, gateway_answers, checked):
+    """Per long-tail question: its search and its call, their bytes, where
+    the search put the expected operation, the facts, and what failed."""
+    results = []
+    for question in tail:
+        search, answer = gateway_answers[question.search_name], gateway_answers.get(question.name)
+        rank, call_with, names = search_rank(search, question.operation)
+        search_bytes = figures(search)["bytes"]
+        # None: a replay without this route (the search only).
+        answer_bytes = figures(answer)["bytes"] if answer else None
+        entry = {
+            "name": question.name,
+            "question": question.ask,
+            "search_query": question.search,
+            "operation": question.operation,
+            "tool": question.tool,
+            "arguments": question.arguments,
+            "route": route_string(question.path, question.query),
+            "search_bytes": search_bytes,
+            "answer_bytes": answer_bytes,
+            "bytes": search_bytes + (answer_bytes or 0),
+            "approx_tokens": round((search_bytes + (answer_bytes or 0)) / 4),
+            "rank": rank,
+            "first": rank == 1,
+            "top_3": rank is not None and rank <= 3,
+            "search_found": names,
+            "call_with": call_with,
+            "search_is_error": search["is_error"],
+            "is_error": bool(answer and answer["is_error"]),
+            "raw_hidden_characters": raw_hidden(answer) if answer else None,
+        }
+        entry.update(fact_figures(checked.get(question.name)))
+        failures = []
+        if search["is_error"] or not names:
+            failures.append("the search failed or found nothing")
+        if rank is None:
+            failures.append("%s not in the default search results" % question.operation)
+        elif call_with != question.tool:
+            failures.append("the search says call_with %s, not %s" % (call_with, question.tool))
+        if answer and answer["is_error"]:
+            failures.append("the call failed")
+        if entry["facts_missing"]:
+            failures.append("%d facts missing" % len(entry["facts_missing"]))
+        entry["failures"] = failures
+        results.append(entry)
+    return results
+
+
+def long_tail_totals(results):
+    count = len(results)
+    searches = [r["search_bytes"] for r in results]
+    totals = {
+        "questions": count,
+        "search_bytes": sum(searches),
+        "answer_bytes": sum(r["answer_bytes"] or 0 for r in results),
+        "answers": sum(1 for r in results if r["answer_bytes"] is not None),
+        "first": sum(1 for r in results if r["first"]),
+        "top_3": sum(1 for r in results if r["top_3"]),
+        "missing": sum(1 for r in results if r["rank"] is None),
+        "average_search_bytes": round(sum(searches) / count) if count else None,
+        "min_search_bytes": min(searches) if count else None,
+        "max_search_bytes": max(searches) if count else None,
+        "failed": sum(1 for r in results if r["failures"]),
+    }
+    totals["bytes"] = totals["search_bytes"] + totals["answer_bytes"]
+    totals["approx_tokens"] = round(totals["bytes"] / 4)
+    return totals
+
+
+def long_tail_markdown(mode, results, totals):
+    lines = ["", "## The long tail: a search, then a call tool (%s)" % mode, ""]
+    lines += [
+        "| question | search query | operation | rank | search bytes | answer bytes | bytes | ~tokens | facts |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        if r["answer_bytes"] is None:
+            answer = "not captured"
+        else:
+            answer = n(r["answer_bytes"]) + (" (error)" if r["is_error"] else "")
+        row = [r["question"], '"%s"' % r["search_query"], "`%s`" % r["operation"], rank_cell(r["rank"])]
+        row += [n(r["search_bytes"]), answer, n(r["bytes"]), n(r["approx_tokens"])]
+        row.append("n/a" if r["facts"] is None else "%d/%d" % (r["facts"] - len(r["facts_missing"]), r["facts"]))
+        lines.append("| " + " | ".join(row) + " |")
+    answered = "answers" if totals["answers"] == totals["questions"] else "%d answers captured" % totals["answers"]
+    lines.append(
+        "| all %d long-tail questions (searches + %s) | | | first %d, top 3 %d | %s | %s | %s | %s | |"
+        % (totals["questions"], answered, totals["first"], totals["top_3"], n(totals["search_bytes"]),
+           n(totals["answer_bytes"]), n(totals["bytes"]), n(totals["approx_tokens"]))
+    )
+    lines.append("")
+    lines.append(
+        "- long tail: a default search answer is %s bytes on average (%s to %s); the expected operation is first "
+        "for %d of %d, in the top 3 for %d, missing from %d"
+        % (n(totals["average_search_bytes"]), n(totals["min_search_bytes"]), n(totals["max_search_bytes"]),
+           totals["first"], totals["questions"], totals["top_3"], totals["missing"])
+    )
+    for r in results:
+        if r["failures"]:
+            detail = "; ".join(r["failures"])
+            if r["facts_missing"]:
+                shown = ", ".join("%s %r" % (what, value) for what, value in r["facts_missing"][:6])
+                detail += " (%s)" % shown
+            if r["rank"] is None:
+                detail += " (found: %s)" % ", ".join(r["search_found"])
+            lines.append("- long tail, %s: %s" % (r["name"], detail))
+    if not totals["failed"]:
+        facts = "every fact found" if totals["answers"] else "no answer captured, no fact checked"
+        lines.append("- long tail: every expected operation found, %s" % facts)
     return "\n".join(lines) + "\n"
 
 
@@ -1231,7 +1719,7 @@ def peer_lines(peer, answers, checked):
     return lines + missing_lines(peer, {name: checked[name] for name in asked}, quiet=True)
 
 
-def json_report(mode, all_questions, gateway_answers, checked, peers, peer_checked):
+def json_report(mode, all_questions, gateway_answers, checked, peers, peer_checked, tail_results):
     report = {"mode": mode, "gateway": gateway_binary(), "repository": "%s/%s" % (DATA.OWNER, DATA.REPO), "questions": []}
     for question in all_questions:
         answer = gateway_answers[question.name]
@@ -1246,7 +1734,11 @@ def json_report(mode, all_questions, gateway_answers, checked, peers, peer_check
         report["questions"].append(entry)
     calls = [e for e in report["questions"] if e["name"] != "tools_list"]
     report["total_call_bytes"] = sum(e["bytes"] for e in calls)
-    report["missing_facts"] = sum(len(e["facts_missing"]) for e in report["questions"])
+    report["long_tail"] = tail_results
+    report["long_tail_totals"] = long_tail_totals(tail_results)
+    report["total_bytes_with_long_tail"] = report["total_call_bytes"] + report["long_tail_totals"]["bytes"]
+    # Every fact of every question, the long tail's included.
+    report["missing_facts"] = sum(len(e["facts_missing"]) for e in report["questions"] + tail_results)
     report["peers_skipped"] = {p: a for p, a in peers.items() if isinstance(a, str)}
     return report
 
@@ -1292,13 +1784,15 @@ def main():
     mode = "replay of %s" % args.replay if args.replay else "real Gitea"
     work_dir = tempfile.mkdtemp(prefix="context-bench-")
     try:
-        all_questions, answers, checked, peers, peer_checked = run(args, work_dir)
+        all_questions, tail, answers, checked, peers, peer_checked = run(args, work_dir)
     except Exception as err:
         traceback.print_exc()
         step("could not run: %s (logs in %s)" % (err, work_dir))
         return 2
+    tail_results = long_tail_results(tail, answers, checked)
     sys.stdout.write(markdown(mode, all_questions, answers, checked, peers, peer_checked))
-    report = json_report(mode, all_questions, answers, checked, peers, peer_checked)
+    sys.stdout.write(long_tail_markdown(mode, tail_results, long_tail_totals(tail_results)))
+    report = json_report(mode, all_questions, answers, checked, peers, peer_checked, tail_results)
     if args.save_answers:
         save_answers(args.save_answers, answers)
     if args.json:
@@ -1306,6 +1800,7 @@ def main():
             json.dump(report, f, indent=2, ensure_ascii=False)
             f.write("\n")
     failed = report["missing_facts"] or any(e["is_error"] for e in report["questions"])
+    failed = failed or any(r["failures"] for r in tail_results)
     shutil.rmtree(work_dir, ignore_errors=True)
     return 1 if failed and not args.no_fail else 0
 

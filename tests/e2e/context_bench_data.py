@@ -1,8 +1,10 @@
 """The data `context_bench.py` seeds into its own repository of the e2e Gitea.
 
-Plain constants (one string spelled with a comprehension): a small project ("context-bench", a CI log
+Plain constants (one string and one dict spelled with a comprehension): a small project ("context-bench", a CI log
 service) with the kind of issues, comments, commits, branches, a pull request
-and releases a real repository has. Everything is looked up by name or title
+and releases a real repository has, and for the long-tail questions a tag,
+topics, a webhook, a team, commit statuses, a branch protection and an SSH
+key. Everything is looked up by name or title
 when seeding, so a second run finds it and creates nothing.
 """
 
@@ -546,3 +548,83 @@ COMMENTS = [
         "Same here with `x86-64`. The query parser should use the same tokenizer as the indexer.",
     ),
 ]
+
+# ---------------------------------------------------------------------------
+# For the long-tail questions: what no listed tool answers at /mcp, found
+# with gitea_search_operations. Seeded after everything above, each looked
+# up first (by name, title, context, URL), so a second run creates nothing.
+# ---------------------------------------------------------------------------
+
+# An annotated tag on main with no release (the releases above tag v0.1.0 and
+# v0.2.0 too).
+TAG = {"tag_name": "v0.3.0-rc.1", "message": "First release candidate of 0.3.0: the new index schema"}
+
+TOPICS = ["ci", "logs", "observability", "self-hosted"]
+
+# A webhook to a closed loopback port: deliveries just fail. Created last, so
+# no seeded event is sent to it.
+WEBHOOK = {
+    "type": "gitea",
+    "config": {"url": "http://127.0.0.1:9/context-bench/events", "content_type": "json"},
+    "events": ["push", "pull_request", "release"],
+    "branch_filter": "main",
+    "active": True,
+}
+
+# A team of the organisation with this repository only (no other repository
+# of the org): alice is its member, so the org has two members. Gitea 1.27
+# keeps a team's access per unit (`units_map`) and answers `permission:
+# "none"` for any team below admin.
+TEAM_UNITS = ["repo.code", "repo.issues", "repo.pulls", "repo.releases"]
+TEAM = {
+    "name": "log-maintainers",
+    "description": "Maintainers of the context-bench log service",
+    "permission": "write",
+    "units": TEAM_UNITS,
+    "units_map": {unit: "write" for unit in TEAM_UNITS},
+    "includes_all_repositories": False,
+    "can_create_org_repo": False,
+}
+
+# Commit statuses on main's head, as two CI jobs would post them: the
+# combined status is then "failure".
+STATUSES = [
+    {
+        "context": "ci/build",
+        "state": "success",
+        "description": "Build passed in 2m 10s",
+        "target_url": "http://127.0.0.1:9/ci/builds/4812",
+    },
+    {
+        "context": "ci/test",
+        "state": "failure",
+        "description": "2 of 412 tests failed",
+        "target_url": "http://127.0.0.1:9/ci/builds/4812/tests",
+    },
+]
+
+# The single-commit question asks about the commit with this message on main.
+SINGLE_COMMIT_MESSAGE = "Add the chunk uploader"
+
+# The comparison question: main against this branch (one commit ahead).
+COMPARE_HEAD = "docs/reverse-proxy"
+
+# Protection of main: pushes still allowed (so seeding can commit), merges
+# need one approval and both CI contexts.
+BRANCH_PROTECTION = {
+    "rule_name": "main",
+    "enable_push": True,
+    "required_approvals": 1,
+    "enable_status_check": True,
+    "status_check_contexts": ["ci/build", "ci/test"],
+    "block_on_rejected_reviews": True,
+    "dismiss_stale_approvals": True,
+}
+
+# An SSH public key of the admin's. Its private half was thrown away when it
+# was made (ssh-keygen -t ed25519); Gitea accepts it with SSH off.
+SSH_KEY = {
+    "title": "build-runner",
+    "key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAh973XXHKtZZSP7+/Ra/bSBtnBxNljg9WDoaapybY6m admin@build-runner",
+    "read_only": True,
+}

@@ -569,8 +569,9 @@ async fn entries_dropped_before_they_were_forwarded_are_a_reported_gap() {
     receiver
         .failing
         .store(false, std::sync::atomic::Ordering::Relaxed);
+    // The forwarder may be waiting out its retry backoff (up to 30 s).
     let mut status = Value::Null;
-    for _ in 0..200 {
+    for _ in 0..800 {
         let response = reqwest::get(format!("http://127.0.0.1:{port}/health"))
             .await
             .unwrap();

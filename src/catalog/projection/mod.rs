@@ -102,12 +102,14 @@ static DROP: Node = Node::Drop;
 
 /// True for a field that holds an API URL rather than content: `url`,
 /// `*_url` and `_links`, but not what a person opens: `html_url` (and
-/// `*_html_url`), and an attachment's `browser_download_url`, its only
-/// link for a person.
+/// `*_html_url`), an attachment's `browser_download_url`, its only link
+/// for a person, and a commit status's `target_url`, the CI job.
 pub fn is_url_field(key: &str) -> bool {
     (key == "url" || key.ends_with("_url") || key == "_links")
         && !key.ends_with("html_url")
         && key != "browser_download_url"
+        // A commit status's link to the CI job: where a model looks next.
+        && key != "target_url"
 }
 
 /// Every object shape of one document.

@@ -77,10 +77,11 @@ pub const DETAIL_FIELDS: &[(&str, &[&str])] = &[
         "Organization",
         &["repo_admin_change_team_access", "username"],
     ),
-    ("Team", &["units_map"]),
     // A commit's author is a name and a date; `created` repeats the date.
+    // Gitea 1.27 puts the commit's own sha in `commit.tree`: misleading.
     ("CommitUser", &["email"]),
     ("Commit", &["created"]),
+    ("RepoCommit", &["tree"]),
     ("Hook", &["created_at"]),
     (
         "ActionWorkflowRun",
@@ -98,7 +99,7 @@ pub const LIST_DETAIL_FIELDS: &[(&str, &[&str])] = &[
     // The committer usually repeats the author; the tree, parents, files
     // and stats are one commit's detail.
     ("Commit", &["committer", "parents", "files", "stats"]),
-    ("RepoCommit", &["committer", "tree", "verification"]),
+    ("RepoCommit", &["committer", "verification"]),
     // A directory entry is its name, path, type and size; the sha an
     // update needs is in the file's own read.
     (
@@ -113,6 +114,8 @@ pub const LIST_DETAIL_FIELDS: &[(&str, &[&str])] = &[
             "lfs_oid",
         ],
     ),
+    // A team's access is in `units_map` (Gitea 1.27 reports `permission:
+    // "none"` below admin); the `units` list repeats its keys.
     ("Team", &["units"]),
     // A key in a list is its title and fingerprint, not the key itself.
     ("PublicKey", &["key"]),
