@@ -97,6 +97,14 @@ impl Narrowing {
                 .as_ref()
                 .is_none_or(|allowed| toolsets.iter().any(|t| allowed.contains(t)))
     }
+
+    /// Whether the raw tool, which this narrowing keeps, may reach the
+    /// operation `name` of `toolsets`: not when a rule denies it by name or
+    /// by toolset. An allow-list of toolsets that names `raw` allows the
+    /// raw tool for the rest of the API.
+    pub fn lets_raw_reach(&self, name: &str, toolsets: &[String]) -> bool {
+        !self.deny_tools.contains(name) && !toolsets.iter().any(|t| self.deny_toolsets.contains(t))
+    }
 }
 
 /// Why a path is not an MCP URL of ours.

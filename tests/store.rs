@@ -105,6 +105,8 @@ spec!(
     confirmations::an_expired_confirmation_can_be_neither_decided_nor_spent,
     confirmations::a_retry_finds_the_newest_open_request_of_its_grant_and_call,
     confirmations::pending_confirmations_are_bounded_per_grant,
+    confirmations::rekey_covers_confirmations,
+    confirmations::a_confirmations_summary_and_arguments_are_not_stored_in_plaintext,
 );
 
 /// The two migration dialects against each other: PostgreSQL only (it

@@ -10,7 +10,18 @@
 //!    the tool name is) is in [`DESTRUCTIVE_WORDS`]: `repoMergePullRequest`,
 //!    `repoTransfer`, `repoUpdateFile`, `repoAddCollaborator`,
 //!    `orgAddTeamMember`, `issueReplaceLabels`, `repoCreateBranchProtection`.
-//! 4. Every other POST and PUT only adds ([`Effect::Additive`]):
+//! 4. POST and PUT are destructive too when they open a way in or out
+//!    that was not there (the security review of issue 45, F5): a
+//!    credential (`repoCreateKey`, a deploy key; `userCurrentPostKey`,
+//!    `userCreateToken`, a runner registration token, an OAuth2
+//!    application), a principal (`adminCreateUser`, `userAddEmail`, an
+//!    address that can reset the password), a trigger (a webhook, its test
+//!    delivery, `actionsDispatchWorkflow`, `actionsEnableWorkflow`,
+//!    `adminCronRun`) or a copy outside (`repoAddPushMirror`): a word of
+//!    [`OPENING_WORDS`], or one of [`OPENING_OPERATIONS`]. A prompt-injected
+//!    agent would take exactly these steps; under `CONFIRM=destructive`
+//!    they wait for the person.
+//! 5. Every other POST and PUT only adds ([`Effect::Additive`]):
 //!    `issueCreateIssue`, `issueCreateComment`, `repoCreateReleaseAttachment`,
 //!    `userCurrentPutStar`.
 //!
@@ -68,6 +79,17 @@ pub const DESTRUCTIVE_WORDS: &[&str] = &[
     "visibility",
 ];
 
+/// Words of an operationId that make a POST or PUT open a way in or out:
+/// credentials (`key`, `token`, `oauth2`, `gpg`), an account's `email`,
+/// triggers (`hook`, `dispatch`, `enable`, `cron`) and copies outside
+/// (`mirror`).
+pub const OPENING_WORDS: &[&str] = &[
+    "cron", "dispatch", "email", "enable", "gpg", "hook", "key", "mirror", "oauth2", "token",
+];
+
+/// Operations that open a way in whose words do not say so: a new account.
+pub const OPENING_OPERATIONS: &[&str] = &["adminCreateUser"];
+
 /// The effect of an operation, per the module rule.
 pub fn effect_of(method: &http::Method, operation_id: &str) -> Effect {
     match *method {
@@ -78,7 +100,8 @@ pub fn effect_of(method: &http::Method, operation_id: &str) -> Effect {
             let destructive = name
                 .split('_')
                 .skip(1)
-                .any(|word| DESTRUCTIVE_WORDS.contains(&word));
+                .any(|word| DESTRUCTIVE_WORDS.contains(&word) || OPENING_WORDS.contains(&word))
+                || OPENING_OPERATIONS.contains(&operation_id);
             if destructive {
                 Effect::Destructive
             } else {
@@ -150,6 +173,38 @@ mod tests {
             (Method::POST, "repoCreateBranchProtection"),
             (Method::POST, "repoChangeFiles"),
             (Method::POST, "repoUpdatePullRequest"),
+        ] {
+            assert_eq!(effect_of(&method, id), Effect::Destructive, "{id}");
+        }
+    }
+
+    /// The red team's F5 (issue 45): these only added, by their words, and
+    /// never waited for their person under `CONFIRM=destructive`.
+    #[test]
+    fn writes_that_open_a_way_in_or_out_are_destructive() {
+        for (method, id) in [
+            (Method::POST, "repoCreateKey"),
+            (Method::POST, "adminCreatePublicKey"),
+            (Method::POST, "userCurrentPostKey"),
+            (Method::POST, "userCurrentPostGPGKey"),
+            (Method::POST, "userVerifyGPGKey"),
+            (Method::POST, "userCreateToken"),
+            (Method::POST, "repoCreateRunnerRegistrationToken"),
+            (Method::POST, "orgCreateRunnerRegistrationToken"),
+            (Method::POST, "adminCreateRunnerRegistrationToken"),
+            (Method::POST, "userCreateRunnerRegistrationToken"),
+            (Method::POST, "userCreateOAuth2Application"),
+            (Method::POST, "adminCreateUser"),
+            (Method::POST, "userAddEmail"),
+            (Method::POST, "repoCreateHook"),
+            (Method::POST, "orgCreateHook"),
+            (Method::POST, "userCreateHook"),
+            (Method::POST, "adminCreateHook"),
+            (Method::POST, "repoTestHook"),
+            (Method::POST, "ActionsDispatchWorkflow"),
+            (Method::PUT, "ActionsEnableWorkflow"),
+            (Method::POST, "adminCronRun"),
+            (Method::POST, "repoAddPushMirror"),
         ] {
             assert_eq!(effect_of(&method, id), Effect::Destructive, "{id}");
         }

@@ -221,6 +221,16 @@ impl GiteaClient {
         url: &str,
         token: Option<&SecretString>,
     ) -> Result<serde_json::Value, UpstreamError> {
+        self.get_json_page(url, token).await.map(|page| page.body)
+    }
+
+    /// As [`GiteaClient::get_json`], with Gitea's paging headers: for a
+    /// caller that reads a whole list itself (the policy's facts).
+    pub async fn get_json_page(
+        &self,
+        url: &str,
+        token: Option<&SecretString>,
+    ) -> Result<JsonPage, UpstreamError> {
         let mut request = self.http.get(url);
         if let Some(token) = token {
             request = request.header(http::header::AUTHORIZATION, authorization_value(token));
@@ -234,11 +244,25 @@ impl GiteaClient {
                 status: response.status().as_u16(),
             });
         }
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let total_count = header("x-total-count").and_then(|v| v.trim().parse().ok());
+        let link = header("link");
         let (body, truncated) = read_capped(response, MAX_TEXT_BODY_BYTES).await?;
         if truncated {
             return Err(UpstreamError::Request);
         }
-        serde_json::from_slice(&body).map_err(|_| UpstreamError::Request)
+        let body = serde_json::from_slice(&body).map_err(|_| UpstreamError::Request)?;
+        Ok(JsonPage {
+            body,
+            total_count,
+            link,
+        })
     }
 
     async fn read_response(
@@ -273,6 +297,25 @@ impl GiteaClient {
             body,
             body_truncated,
         })
+    }
+}
+
+/// A JSON answer and the paging headers Gitea sent with it.
+#[derive(Debug, Clone)]
+pub struct JsonPage {
+    pub body: serde_json::Value,
+    /// `X-Total-Count`: the items of the whole list.
+    pub total_count: Option<u64>,
+    /// `Link`, with its `rel="next"` while there is more.
+    pub link: Option<String>,
+}
+
+impl JsonPage {
+    /// Whether `Link` names a next page.
+    pub fn links_next(&self) -> bool {
+        self.link
+            .as_deref()
+            .is_some_and(|link| link.split(',').any(|entry| entry.contains(r#"rel="next""#)))
     }
 }
 

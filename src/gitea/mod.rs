@@ -5,7 +5,7 @@
 //!    call acts as;
 //! 2. `call`, with the rules of `encoding`, or `raw` for the raw tool: the
 //!    arguments become a request, every refusal happening before anything
-//!    is sent;
+//!    is sent (`routes` says which operation a raw path reaches);
 //! 3. `executor`: the HTTP client sends it and reads the answer with size
 //!    caps;
 //! 4. `envelope`: the answer is decoded and labelled (`envelope_shell`,
@@ -25,6 +25,7 @@ pub mod hygiene;
 
 pub mod pagination;
 pub(crate) mod raw;
+pub(crate) mod routes;
 pub mod text_files;
 
 pub use call::{GiteaCall, build_call};

@@ -9,6 +9,7 @@ use super::call::{
     CallBody, CallError, GiteaCall, check_request_target, push_query, sudo_argument,
 };
 use super::encoding::{EncodingError, check_query_name};
+use crate::catalog::Operation;
 
 pub const RAW_TOOL_NAME: &str = "gitea_api_request";
 
@@ -49,15 +50,33 @@ impl From<EncodingError> for RawRequestError {
     }
 }
 
+/// The route a raw call's audit entry and spans name when its path
+/// reaches no operation: never a segment as sent (issue 45, F8).
+pub const UNMATCHED_ROUTE: &str = "/{path}";
+
 /// A checked raw request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RawRequest {
     pub call: GiteaCall,
-    /// First path segment below `/api/v1`, for the virtual tool name.
+    /// First path segment below `/api/v1` (lowercased), for the virtual
+    /// tool name; [`UNMATCHED_ROUTE`]'s `{path}` when it is no API area.
     pub top_segment: String,
 }
 
 impl RawRequest {
+    /// This request as reaching `operation`: the call's route is its
+    /// template (else [`UNMATCHED_ROUTE`]), and the virtual name's area
+    /// is the first segment only when `known_area` (the path's first
+    /// segment is one of the API's, not a value).
+    pub fn resolved(mut self, operation: Option<&Operation>, known_area: bool) -> Self {
+        self.call.route =
+            operation.map_or_else(|| UNMATCHED_ROUTE.to_owned(), |op| op.route.clone());
+        if !known_area {
+            "{path}".clone_into(&mut self.top_segment);
+        }
+        self
+    }
+
     /// `gitea_api_request:<METHOD>:<top-segment>`, which `DISABLED_TOOLS` may name.
     pub fn virtual_name(&self) -> String {
         format!(
@@ -124,9 +143,9 @@ pub fn parse_raw_request(
     Ok(RawRequest {
         call: GiteaCall {
             method,
-            // The audit log records routes, never argument values: the raw
-            // tool's route is only its top segment.
-            route: format!("/{top_segment}/…"),
+            // The audit log and the spans record routes, never argument
+            // values: the operation's template once resolved.
+            route: UNMATCHED_ROUTE.to_owned(),
             path,
             query,
             body,

@@ -66,7 +66,7 @@ pub(crate) fn refused_event(identity: &Identity, name: &str, refusal: &Refusal) 
 pub(super) fn refusal_kind(refusal: &Refusal) -> &'static str {
     match refusal {
         Refusal::UnknownTool => "unknown_tool",
-        Refusal::Invalid(_) => ErrorKind::InvalidArguments.as_str(),
+        Refusal::Error(err) => err.kind.as_str(),
         Refusal::ReadOnlyGrant => "insufficient_scope",
     }
 }

@@ -20,8 +20,8 @@ use super::call_events::{
     audit_unavailable, finished_event, refusal_kind, refused_event, tool_call_event,
 };
 use super::confirmation::{
-    GateOutcome, GatedCall, Retry, call_target, elicitation_approves, elicitation_form,
-    inner_arguments, summary, typed_name,
+    GateOutcome, GatedCall, Retry, elicitation_approves, elicitation_form, inner_arguments,
+    summary, typed_name,
 };
 use crate::audit::{Event, EventKind, Outcome};
 use crate::gitea::{ErrorKind, Identity, IdentityMode, ToolError};
@@ -154,7 +154,7 @@ impl GatewayServer {
         call: GatedCall<'_>,
     ) -> Result<Option<String>, serde_json::Value> {
         let dispatcher = self.service.dispatcher();
-        let (operation, raw_method) = call_target(dispatcher, call.tool, call.args);
+        let (operation, raw_method) = (call.target.operation(), call.target.raw_method());
         if !self
             .service
             .confirmation_rules()
@@ -341,6 +341,51 @@ impl ServerHandler for GatewayServer {
 }
 
 impl GatewayServer {
+    /// A call [`Dispatcher::admit`] refused: its entry, metrics and answer.
+    async fn refuse(
+        &self,
+        identity: &Identity,
+        context: &RequestContext<RoleServer>,
+        surface: &Surface,
+        (name, tool_label): (&str, &str),
+        span: &tracing::Span,
+        refusal: Refusal,
+    ) -> Result<CallToolResponse, McpError> {
+        let audit = self.service.audit();
+        let metrics = self.service.metrics();
+        spans::outcome(span, "refused", Some(refusal_kind(&refusal)));
+        metrics.observe_tool_call(tool_label, CallOutcome::Error, None, Duration::ZERO);
+        self.note_activity(identity, context, tool_label, ActivityOutcome::Refused);
+        let mut event = refused_event(identity, name, &refusal);
+        if let Some(rules) = self.service.dispatcher().hidden_by_policy(surface, name) {
+            // Rule ids, never argument values.
+            event = event.detail("policy_rules", rules.join(","));
+        }
+        if let Err(err) = audit
+            .record(event)
+            .instrument(spans::audit("tool_call_refused"))
+            .await
+        {
+            tracing::error!(error = %err, "the tool_call_refused entry could not be written");
+        }
+        match refusal {
+            Refusal::UnknownTool => Err(McpError::invalid_params("unknown tool", None)),
+            Refusal::Error(err) => Ok(CallToolResult::error(vec![ContentBlock::text(
+                err.to_json().to_string(),
+            )])
+            .into()),
+            Refusal::ReadOnlyGrant => Ok(CallToolResult::error(vec![ContentBlock::text(
+                ToolError::new(
+                    ErrorKind::Forbidden,
+                    "this connection may only read; the person must connect again and allow read and write",
+                )
+                .to_json()
+                .to_string(),
+            )])
+            .into()),
+        }
+    }
+
     /// `tools/call`, within its trace span (`span` gets the outcome).
     async fn run_call(
         &self,
@@ -365,47 +410,26 @@ impl GatewayServer {
                 &args,
             )
         });
-        if let Err(refusal) = admitted {
-            spans::outcome(span, "refused", Some(refusal_kind(&refusal)));
-            metrics.observe_tool_call(&tool_label, CallOutcome::Error, None, Duration::ZERO);
-            self.note_activity(&identity, &context, &tool_label, ActivityOutcome::Refused);
-            let mut event = refused_event(&identity, &request.name, &refusal);
-            if let Some(rules) = self
-                .service
-                .dispatcher()
-                .hidden_by_policy(&surface, &request.name)
-            {
-                // Rule ids, never argument values.
-                event = event.detail("policy_rules", rules.join(","));
-            }
-            if let Err(err) = audit
-                .record(event)
-                .instrument(spans::audit("tool_call_refused"))
-                .await
-            {
-                tracing::error!(error = %err, "the tool_call_refused entry could not be written");
-            }
-            return match refusal {
-                Refusal::UnknownTool => Err(McpError::invalid_params("unknown tool", None)),
-                Refusal::Invalid(err) => Ok(CallToolResult::error(vec![ContentBlock::text(
-                    err.to_json().to_string(),
-                )])
-                .into()),
-                Refusal::ReadOnlyGrant => Ok(CallToolResult::error(vec![ContentBlock::text(
-                    ToolError::new(
-                        ErrorKind::Forbidden,
-                        "this connection may only read; the person must connect again and allow read and write",
+        let target = match admitted {
+            Ok(target) => target,
+            Err(refusal) => {
+                return self
+                    .refuse(
+                        &identity,
+                        &context,
+                        &surface,
+                        (&request.name, &tool_label),
+                        span,
+                        refusal,
                     )
-                    .to_json()
-                    .to_string(),
-                )])
-                .into()),
-            };
-        }
+                    .await;
+            }
+        };
         // A call that needs its person stops here until they approve it.
         let call = GatedCall {
             tool: &request.name,
             args: &args,
+            target: &target,
             surface: &surface,
             retry: retry_state.map(|state| Retry {
                 state,
@@ -465,7 +489,7 @@ impl GatewayServer {
         let outcome = self
             .service
             .dispatcher()
-            .run_admitted(&identity, &surface, &request.name, args)
+            .run_admitted(&identity, &surface, target, args)
             .await;
         let took = began.elapsed();
         let finished = finished_event(started, started_seq, took, &outcome);

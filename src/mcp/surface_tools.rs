@@ -201,6 +201,18 @@ impl SurfaceTools {
                 .is_none_or(|n| n.keeps(RAW_TOOL_NAME, &[RAW_TOOLSET.to_owned()], true))
     }
 
+    /// The raw tool may reach `op` on this surface: neither
+    /// `DISABLED_TOOLS` nor the policy denies it by name or toolset (the
+    /// URL's toolsets and `TOOLSETS` choose what is listed; naming `raw`
+    /// asks for the rest of the API).
+    pub fn raw_reaches(&self, surface: &Surface, op: &Operation) -> bool {
+        !self.exposure.disabled(&op.tool_name)
+            && surface
+                .narrowing
+                .as_ref()
+                .is_none_or(|n| n.lets_raw_reach(&op.tool_name, &op.toolsets))
+    }
+
     /// A fixed tool (`name` not an operation) is listed on this surface.
     /// `DISABLED_TOOLS` can hide each discovery tool (say, the write call
     /// tool, to leave writes to the typed tools a client confirms one by one).

@@ -21,15 +21,24 @@ use crate::store::OAuthStore;
 pub const FACTS_TTL: Duration = Duration::from_secs(300);
 /// Entries kept per kind; past it, expired ones go, then all.
 const MAX_ENTRIES: usize = 10_000;
-/// Gitea's largest page, and the pages read of orgs and teams.
+/// The page size asked for (Gitea's default `MAX_RESPONSE_ITEMS`; an
+/// instance may give fewer per page, which the paging headers tell).
 const PAGE: usize = 50;
-const MAX_PAGES: usize = 4;
+/// Organisations or teams read at most, and pages for them: past either,
+/// the facts are incomplete and the call fails closed (503), since a rule
+/// about a team the lookup did not reach would silently not apply.
+const MAX_MEMBERSHIPS: u64 = 1_000;
+const MAX_PAGES: u64 = 100;
 
 /// Why facts could not be had.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum FactsError {
     #[error("Gitea did not say who the person is or what they belong to")]
     Gitea,
+    #[error(
+        "the person belongs to more organisations or teams than the policy reads ({MAX_MEMBERSHIPS}, in at most {MAX_PAGES} pages)"
+    )]
+    TooManyMemberships,
     #[error("the client could not be read from the store")]
     Store,
 }
@@ -178,8 +187,11 @@ impl FactSource {
             .map_err(|_| FactsError::Gitea)
     }
 
-    /// Every item of a paged list (at most [`MAX_PAGES`] pages), through
-    /// `pick`.
+    /// Every item of a paged list, through `pick`: page after page while
+    /// `X-Total-Count` says there are more (else while `Link` names a
+    /// next page, else until an empty page), whatever page size the
+    /// instance gives. Past [`MAX_MEMBERSHIPS`] items or [`MAX_PAGES`]
+    /// pages, an error: never a part of the list.
     async fn pages(
         &self,
         path: &str,
@@ -187,17 +199,40 @@ impl FactSource {
         pick: impl Fn(&Value) -> Option<String>,
     ) -> Result<Vec<String>, FactsError> {
         let mut out = Vec::new();
+        let mut read: u64 = 0;
         for page in 1..=MAX_PAGES {
-            let list = self
-                .get(&format!("{path}?limit={PAGE}&page={page}"), token)
-                .await?;
-            let items = list.as_array().ok_or(FactsError::Gitea)?;
+            let url = format!("{}{path}?limit={PAGE}&page={page}", self.gitea.api_base());
+            let answer = self
+                .gitea
+                .get_json_page(&url, Some(token))
+                .await
+                .map_err(|_| FactsError::Gitea)?;
+            if answer
+                .total_count
+                .is_some_and(|total| total > MAX_MEMBERSHIPS)
+            {
+                return Err(FactsError::TooManyMemberships);
+            }
+            let items = answer.body.as_array().ok_or(FactsError::Gitea)?;
+            read += items.len() as u64;
+            if read > MAX_MEMBERSHIPS {
+                return Err(FactsError::TooManyMemberships);
+            }
             out.extend(items.iter().filter_map(&pick));
-            if items.len() < PAGE {
-                break;
+            let more = match answer.total_count {
+                Some(total) => read < total,
+                None if answer.link.is_some() => answer.links_next(),
+                None => !items.is_empty(),
+            };
+            if !more {
+                return Ok(out);
+            }
+            if items.is_empty() {
+                // More announced, none given: the list cannot be read whole.
+                return Err(FactsError::Gitea);
             }
         }
-        Ok(out)
+        Err(FactsError::TooManyMemberships)
     }
 }
 

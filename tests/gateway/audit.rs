@@ -503,6 +503,8 @@ async fn discovery_and_raw_calls_record_which_operation_ran() {
     assert_eq!(raw["tool"], "gitea_api_request");
     assert_eq!(raw["method"], "GET");
     assert_eq!(raw["detail"]["operation"], "gitea_api_request:GET:repos");
+    // The template of the operation its path reaches (issue 45, F8).
+    assert_eq!(raw["route"], "/repos/{owner}/{repo}/issues");
     let text = std::fs::read_to_string(data.join("audit.log")).unwrap();
     assert!(!text.contains("secret-repo"), "no argument values");
 }

@@ -416,6 +416,39 @@ async fn disabled_tools_hide_tools_and_raw_virtual_names() {
     assert!(gw.fake.tool_requests().is_empty());
 }
 
+/// Issue 45, F4: `DISABLED_TOOLS` names an operation, and the raw tool
+/// reached its route all the same.
+#[tokio::test]
+async fn the_raw_tool_does_not_reach_an_operation_disabled_by_name() {
+    let gw = Gateway::start(&[("DISABLED_TOOLS", "gitea_issue_get_issue")]).await;
+    let client = gw.client().await;
+    gw.fake.clear();
+    for path in [
+        "/repos/acme/app/issues/1",
+        "/api/v1/REPOS/acme/app/issues/1",
+    ] {
+        let (is_error, body) = call(
+            &client,
+            "gitea_api_request",
+            json!({"method": "GET", "path": path}),
+        )
+        .await;
+        assert!(is_error, "{path}: {body}");
+        assert_eq!(body["error"]["kind"], "tool_disabled", "{path}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains("gitea_issue_get_issue"), "{message}");
+    }
+    assert!(gw.fake.tool_requests().is_empty(), "nothing reached Gitea");
+    // The rest of the API is still the raw tool's.
+    let (is_error, body) = call(
+        &client,
+        "gitea_api_request",
+        json!({"method": "GET", "path": "/repos/acme/app/issues"}),
+    )
+    .await;
+    assert!(!is_error, "{body}");
+}
+
 #[tokio::test]
 async fn raw_killswitch_removes_the_raw_tool() {
     let gw = Gateway::start(&[("RAW_API_ENABLED", "false")]).await;

@@ -288,3 +288,47 @@ async fn no_span_carries_an_argument_value_a_token_or_a_header() {
         assert!(!everything.contains(planted), "{planted} in a span");
     }
 }
+
+/// Issue 45, F8: the raw tool's path is an argument; its first segment was
+/// the Gitea span's name and `url.template`. A path that reaches an
+/// operation names that operation's template; one that reaches none names
+/// `{path}`.
+#[tokio::test]
+async fn the_raw_tools_spans_name_a_route_template_never_a_segment_as_sent() {
+    collected();
+    let gateway = Gateway::start(&[]).await;
+    let http = reqwest::Client::new();
+    let cases = [
+        (
+            "8bf92f3577b34da6a3ce929d0e0e4736",
+            format!("/repos/alice/{PLANTED_REPO}/issues"),
+            "GET /repos/{owner}/{repo}/issues",
+        ),
+        (
+            "9bf92f3577b34da6a3ce929d0e0e4736",
+            format!("/{PLANTED_REPO}/alice"),
+            "GET /{path}",
+        ),
+    ];
+    for (trace, path, span_name) in cases {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "gitea_api_request",
+            "arguments": {"method": "GET", "path": path},
+        }});
+        let response = mcp_post(&http, gateway.mcp_url(), body.to_string())
+            .bearer_auth(BEARER)
+            .header("traceparent", format!("00-{trace}-{CALLER_SPAN}-01"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let spans = trace_with(trace_id(trace), span_name).await;
+        let everything = format!("{spans:?}");
+        assert!(!everything.contains(PLANTED_REPO), "{path} in a span");
+        let template = span_name.trim_start_matches("GET ");
+        assert_eq!(
+            attribute(named(&spans, span_name), "url.template").as_deref(),
+            Some(template)
+        );
+    }
+}

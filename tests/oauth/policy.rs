@@ -338,3 +338,122 @@ on_both_backends!(
     a_client_listing_the_trusted_uri_but_signing_in_at_its_own_only_reads,
     ("POLICY_FILE", trusted_connector_policy_file())
 );
+
+/// Rules that name operations, for the raw tool's route (issue 45, F4).
+const NAMED_OPERATIONS_POLICY: &str = r#"
+[[rule]]
+id = "no-single-issue"
+deny_tools = ["gitea_issue_get_issue"]
+
+[[rule]]
+id = "no-branch-protections"
+deny_toolsets = ["repository.branch_protections"]
+
+[[rule]]
+id = "ask-before-labels"
+confirm_tools = ["gitea_issue_list_labels"]
+"#;
+
+fn named_operations_policy_file() -> &'static str {
+    static PATH: OnceLock<String> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let path =
+            std::env::temp_dir().join(format!("aegis-policy-named-{}.toml", std::process::id()));
+        std::fs::write(&path, NAMED_OPERATIONS_POLICY).unwrap();
+        path.display().to_string()
+    })
+}
+
+/// The red team's F4 (issue 45): `deny_tools` and `deny_toolsets` name
+/// operations; the raw tool on their routes ran all the same.
+async fn the_raw_tool_does_not_reach_a_route_the_policy_denies(gateway: OAuthGateway) {
+    let client = client_named(&gateway, "Raw", "https://raw.example/callback").await;
+    let tokens = gateway.tokens_at(&client, "alice", "/mcp").await;
+    gateway.fake.clear();
+    for path in [
+        "/repos/alice/r/issues/1",
+        "/repos/alice/r/branch_protections",
+    ] {
+        let (status, envelope) = gateway
+            .call_tool(
+                &tokens.access_token,
+                "gitea_api_request",
+                json!({"method": "GET", "path": path}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(
+            envelope["error"]["kind"], "tool_disabled",
+            "{path}: {envelope}"
+        );
+    }
+    assert!(gateway.fake.requests().is_empty(), "nothing reached Gitea");
+    let refused = gateway.audit_events("tool_call_refused");
+    assert_eq!(refused.len(), 2);
+    assert!(refused.iter().all(|e| e["error_kind"] == "tool_disabled"));
+    // A route no rule names is still the raw tool's.
+    let (_, envelope) = gateway
+        .call_tool(
+            &tokens.access_token,
+            "gitea_api_request",
+            json!({"method": "GET", "path": "/user"}),
+        )
+        .await;
+    assert_eq!(envelope["data"]["login"], "alice", "{envelope}");
+}
+on_both_backends!(
+    the_raw_tool_does_not_reach_a_route_the_policy_denies,
+    ("POLICY_FILE", named_operations_policy_file())
+);
+
+/// The red team's F4: `confirm_tools` names an operation; the raw tool on
+/// its route ran without asking.
+async fn the_raw_tool_asks_before_a_route_the_policy_confirms(gateway: OAuthGateway) {
+    let client = client_named(&gateway, "Raw", "https://raw.example/callback").await;
+    let tokens = gateway.tokens_at(&client, "alice", "/mcp").await;
+    gateway.fake.clear();
+    let (status, envelope) = gateway
+        .call_tool(
+            &tokens.access_token,
+            "gitea_api_request",
+            json!({"method": "GET", "path": "/repos/alice/r/labels"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        envelope["error"]["kind"], "confirmation_required",
+        "{envelope}"
+    );
+    assert!(gateway.fake.requests().is_empty(), "nothing reached Gitea");
+}
+on_both_backends!(
+    the_raw_tool_asks_before_a_route_the_policy_confirms,
+    ("POLICY_FILE", named_operations_policy_file())
+);
+
+/// The red team's F6 (issue 45): memberships past the first page were
+/// never read (alice's `acme/platform` is on the second page of the fake's
+/// 30; `a_connector_only_reads_unless_its_person_is_in_the_platform_team`
+/// finds it there). Past what the policy reads, the call fails closed
+/// with 503: a rule about a team the lookup did not reach would silently
+/// not apply.
+async fn a_person_in_more_teams_than_the_policy_reads_is_refused(gateway: OAuthGateway) {
+    let connector = client_named(&gateway, "Connector", CONNECTOR_CALLBACK).await;
+    let bob = gateway.tokens_at(&connector, "bob", "/mcp").await;
+    gateway.fake.join_crowd_teams(1_000);
+    let response = gateway
+        .tools_call_response(
+            &gateway.url,
+            "/mcp",
+            &bob.access_token,
+            "gitea_user_get_current",
+            json!({}),
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(response.headers().contains_key("retry-after"));
+}
+on_both_backends!(
+    a_person_in_more_teams_than_the_policy_reads_is_refused,
+    ("POLICY_FILE", policy_file())
+);

@@ -167,3 +167,51 @@ pub async fn pending_confirmations_are_bounded_per_grant(f: &Fixture) {
         .await
         .unwrap();
 }
+
+/// `store rekey` left confirmations under the old key: once the old key
+/// was removed, a waiting call's page and `/account` failed to decrypt.
+pub async fn rekey_covers_confirmations(f: &Fixture) {
+    let store = f.open_with_keys(&[KEY_A]).await;
+    store
+        .insert_confirmation(&confirmation("k1", "g1", "d1", NOW), NOW)
+        .await
+        .unwrap();
+    drop(store);
+
+    let store = f.open_with_keys(&[KEY_B, KEY_A]).await;
+    assert_eq!(store.verify_decryptable().await.unwrap(), 2);
+    assert_eq!(store.rekey().await.unwrap(), 2);
+    assert_eq!(store.rekey().await.unwrap(), 0);
+    drop(store);
+
+    let store = f.open_with_keys(&[KEY_B]).await;
+    let got = store.get_confirmation("k1").await.unwrap().unwrap();
+    assert_eq!(got.summary, "Delete a branch (branch: x)");
+    assert_eq!(
+        got.arguments.expose_secret(),
+        r#"{"branch": "secret-branch-name"}"#
+    );
+}
+
+/// The summary names path values (the branch): encrypted at rest, as the
+/// arguments are.
+pub async fn a_confirmations_summary_and_arguments_are_not_stored_in_plaintext(f: &Fixture) {
+    let store = f.open().await;
+    store
+        .insert_confirmation(&confirmation("k1", "g1", "d1", NOW), NOW)
+        .await
+        .unwrap();
+    let at_rest = f
+        .raw_texts(
+            "SELECT summary FROM confirmations UNION ALL \
+             SELECT summary_enc FROM confirmations UNION ALL \
+             SELECT arguments_enc FROM confirmations",
+        )
+        .await;
+    assert_eq!(at_rest.len(), 3);
+    for value in &at_rest {
+        for plain in ["branch: x", "secret-branch-name"] {
+            assert!(!value.contains(plain), "{plain} stored in plaintext");
+        }
+    }
+}

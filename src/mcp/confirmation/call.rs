@@ -1,5 +1,5 @@
 //! What a confirmation says about its call, as plain functions: the
-//! operation it runs, the digest an approval is bound to, the sentence and
+//! digest an approval is bound to, the sentence and
 //! the argument values the person is shown, and the elicitation form that
 //! asks them (with the name to type for the deletions that cannot be
 //! undone).
@@ -10,34 +10,12 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::catalog::Operation;
-use crate::gitea::raw::RAW_TOOL_NAME;
 use crate::mcp::discover::CALL_WRITE_TOOL_NAME;
-use crate::mcp::dispatcher::Dispatcher;
 
 /// The longest argument value the page shows (characters).
 const MAX_SHOWN_VALUE: usize = 500;
 /// Argument names whose values the page does not show.
 const HIDDEN_NAMES: [&str; 6] = ["password", "token", "secret", "key", "data", "content"];
-
-/// The operation a call runs and, for the raw tool, its method: judged
-/// from the arguments as they are.
-pub fn call_target<'c>(
-    dispatcher: &'c Dispatcher,
-    tool: &str,
-    args: &'c Map<String, Value>,
-) -> (Option<&'c Operation>, Option<&'c str>) {
-    let operation = match tool {
-        CALL_WRITE_TOOL_NAME => args
-            .get("name")
-            .and_then(Value::as_str)
-            .and_then(|name| dispatcher.catalog().get(name)),
-        _ => dispatcher.catalog().get(tool),
-    };
-    let raw_method = (tool == RAW_TOOL_NAME)
-        .then(|| args.get("method").and_then(Value::as_str))
-        .flatten();
-    (operation, raw_method)
-}
 
 /// The arguments of the operation a call runs: the write call tool's
 /// inner `arguments`, else the call's own.

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use secrecy::SecretString;
 use serde_json::{Map, Value, json};
 
-use super::dispatcher::Dispatcher;
+use super::dispatcher::{Dispatcher, Target};
 use crate::audit::{Event, EventKind};
 use crate::catalog::Operation;
 use crate::config::{ConfirmMode, ConfirmSettings};
@@ -39,8 +39,8 @@ use crate::surface::Surface;
 
 pub use answer::Retry;
 pub use call::{
-    call_digest, call_target, elicitation_approves, elicitation_form, inner_arguments,
-    shown_arguments, summary, typed_name,
+    call_digest, elicitation_approves, elicitation_form, inner_arguments, shown_arguments, summary,
+    typed_name,
 };
 pub use seal::StateSeal;
 
@@ -183,6 +183,8 @@ impl std::fmt::Debug for ConfirmationGate {
 pub struct GatedCall<'a> {
     pub tool: &'a str,
     pub args: &'a Map<String, Value>,
+    /// What the call runs, as admitted.
+    pub target: &'a Target<'a>,
     pub surface: &'a Surface,
     /// The `requestState` and input responses of a retry after an
     /// input-required result.
@@ -224,7 +226,7 @@ impl ConfirmationGate {
         };
         // Judged from the arguments as they are: most calls need no one,
         // and pay for nothing more than two lookups.
-        let (operation, raw_method) = call_target(dispatcher, call.tool, call.args);
+        let (operation, raw_method) = (call.target.operation(), call.target.raw_method());
         if !self
             .rules
             .needs(call.tool, operation, raw_method, call.surface)

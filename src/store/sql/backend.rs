@@ -255,6 +255,15 @@ macro_rules! impl_backend {
                         "/0009_grant_redirect_uri.sql"
                     )),
                 ),
+                (
+                    10,
+                    "confirmation summary sealed",
+                    include_str!(concat!(
+                        "../../../migrations/",
+                        $folder,
+                        "/0010_confirmation_summary_sealed.sql"
+                    )),
+                ),
             ];
 
             fn bind(query: Query<Self>, param: Param<'_>) -> Query<Self> {

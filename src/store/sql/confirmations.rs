@@ -4,6 +4,7 @@
 //! racing approvals, or two racing retries of an approved call, one wins.
 
 use async_trait::async_trait;
+use secrecy::{ExposeSecret, SecretString};
 
 use super::backend::{SqlRow, stmt};
 use super::{Backend, SqlStore};
@@ -14,7 +15,7 @@ use crate::store::{Confirmation, ConfirmationState, StoreError, UnixTime};
 macro_rules! confirmation_columns {
     () => {
         "id, grant_id, login, client_id, tool, digest, summary, method, route, arguments_enc, \
-         state, created_at, expires_at, decided_at, decided_by"
+         state, created_at, expires_at, decided_at, decided_by, summary_enc"
     };
 }
 
@@ -30,7 +31,11 @@ impl<DB: Backend> SqlStore<DB> {
             client_id: row.text("client_id")?,
             tool: row.text("tool")?,
             digest: row.text("digest")?,
-            summary: row.text("summary")?,
+            // Rows from before migration 0010 keep theirs in `summary`.
+            summary: match row.opt_text("summary_enc")? {
+                Some(sealed) => self.unseal(TABLE, &id, &sealed)?.expose_secret().to_owned(),
+                None => row.text("summary")?,
+            },
             method: row.text("method")?,
             route: row.text("route")?,
             state: ConfirmationState::parse(&row.text("state")?)
@@ -50,6 +55,7 @@ impl<DB: Backend> ConfirmationStore for SqlStore<DB> {
     /// the `confirmations` row of `store_locks`.
     async fn insert_confirmation(&self, c: &Confirmation, now: UnixTime) -> Result<(), StoreError> {
         let arguments = self.seal(&c.arguments);
+        let summary = self.seal(&SecretString::from(c.summary.clone()));
         let mut tx = self.begin_write().await?;
         Self::lock_cap(&mut tx, "confirmations").await?;
         let open = stmt::<DB>(
@@ -71,7 +77,7 @@ impl<DB: Backend> ConfirmationStore for SqlStore<DB> {
         stmt::<DB>(concat!(
             "INSERT INTO confirmations (",
             confirmation_columns!(),
-            ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
+            ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)"
         ))
         .bind(&c.id)
         .bind(&c.grant_id)
@@ -79,7 +85,7 @@ impl<DB: Backend> ConfirmationStore for SqlStore<DB> {
         .bind(&c.client_id)
         .bind(&c.tool)
         .bind(&c.digest)
-        .bind(&c.summary)
+        .bind("")
         .bind(&c.method)
         .bind(&c.route)
         .bind(&arguments)
@@ -88,6 +94,7 @@ impl<DB: Backend> ConfirmationStore for SqlStore<DB> {
         .bind(c.expires_at)
         .bind(c.decided_at)
         .bind(c.decided_by.as_deref())
+        .bind(&summary)
         .execute(&mut tx)
         .await?;
         tx.commit().await?;

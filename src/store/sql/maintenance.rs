@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 
 use super::backend::stmt;
-use super::{Backend, SqlStore, grants, page_sessions, pending};
+use super::{Backend, SqlStore, confirmations, grants, page_sessions, pending};
 use crate::store::StoreMaintenance;
 use crate::store::{PruneCounts, StoreError, UnixTime};
 
@@ -72,6 +72,25 @@ impl<DB: Backend> SqlStore<DB> {
                 ciphertext: row.text("gitea_access_token_enc")?,
             });
         }
+        let confirmations =
+            stmt::<DB>("SELECT id, arguments_enc, summary_enc FROM confirmations ORDER BY id")
+                .fetch_all(&mut *conn)
+                .await?;
+        for row in confirmations {
+            let id = row.text("id")?;
+            if let Some(summary) = row.opt_text("summary_enc")? {
+                values.push(SealedValue {
+                    column: SealedColumn::ConfirmationSummary,
+                    row: id.clone(),
+                    ciphertext: summary,
+                });
+            }
+            values.push(SealedValue {
+                column: SealedColumn::ConfirmationArguments,
+                row: id,
+                ciphertext: row.text("arguments_enc")?,
+            });
+        }
         Ok(values)
     }
 }
@@ -83,6 +102,8 @@ enum SealedColumn {
     GiteaRefreshToken,
     PkceVerifier,
     PageSessionGiteaToken,
+    ConfirmationArguments,
+    ConfirmationSummary,
 }
 
 impl SealedColumn {
@@ -91,6 +112,7 @@ impl SealedColumn {
             Self::GiteaAccessToken | Self::GiteaRefreshToken => grants::TABLE,
             Self::PkceVerifier => pending::TABLE,
             Self::PageSessionGiteaToken => page_sessions::TABLE,
+            Self::ConfirmationArguments | Self::ConfirmationSummary => confirmations::TABLE,
         }
     }
 
@@ -109,6 +131,10 @@ impl SealedColumn {
             Self::PageSessionGiteaToken => {
                 "UPDATE page_sessions SET gitea_access_token_enc = $1 WHERE id_hash = $2"
             }
+            Self::ConfirmationArguments => {
+                "UPDATE confirmations SET arguments_enc = $1 WHERE id = $2"
+            }
+            Self::ConfirmationSummary => "UPDATE confirmations SET summary_enc = $1 WHERE id = $2",
         }
     }
 }

@@ -78,23 +78,76 @@ pub const USERS: &[FakeUser] = &[
 ];
 
 /// Who belongs to which organisation's team: alice to `acme/platform`,
-/// bob to `acme/support`.
+/// bob to `acme/support`. Alice is also in [`ALICE_GUILDS`] teams of the
+/// organisation `guilds`, listed before `acme/platform`, so her platform
+/// team is on the second page of [`MEMBERSHIP_PAGE_ITEMS`] (the red team's
+/// F6 of issue 45: one page was read).
 pub const MEMBERSHIPS: &[(&str, &str, &str)] = &[
     (ALICE_LOGIN, "acme", "platform"),
     (BOB_LOGIN, "acme", "support"),
 ];
+pub const ALICE_GUILDS: usize = 40;
+/// The membership lists' page size, as on an instance whose
+/// `MAX_RESPONSE_ITEMS` is 30 (whatever `limit` asks).
+pub const MEMBERSHIP_PAGE_ITEMS: u64 = 30;
 
-/// `login`'s (organisation, team) pairs on `page` (all on the first).
-fn memberships(
-    login: &str,
-    page: Option<String>,
-) -> impl Iterator<Item = (&'static str, &'static str)> {
-    let first = page.as_deref().is_none_or(|p| p == "1");
-    let login = login.to_owned();
-    MEMBERSHIPS
-        .iter()
-        .filter(move |(member, _, _)| first && member.eq_ignore_ascii_case(&login))
-        .map(|(_, org, team)| (*org, *team))
+/// Every (organisation, team) pair of `login`, in Gitea's order, with
+/// `crowd` teams of the organisation `crowd`.
+fn memberships(login: &str, crowd: usize) -> Vec<(String, String)> {
+    let guilds = (1..=ALICE_GUILDS)
+        .filter(|_| login.eq_ignore_ascii_case(ALICE_LOGIN))
+        .map(|n| ("guilds".to_owned(), format!("guild-{n:02}")));
+    guilds
+        .chain(
+            MEMBERSHIPS
+                .iter()
+                .filter(|(member, _, _)| member.eq_ignore_ascii_case(login))
+                .map(|(_, org, team)| ((*org).to_owned(), (*team).to_owned())),
+        )
+        .chain((1..=crowd).map(|n| ("crowd".to_owned(), format!("team-{n:04}"))))
+        .collect()
+}
+
+/// One page of `items` at `path`, with the `X-Total-Count` and `Link`
+/// headers Gitea sends: `limit` (default 30) clamped to `max_limit`.
+fn paged_list(
+    base: &str,
+    path: &str,
+    items: Vec<Value>,
+    (page, limit): (Option<String>, Option<String>),
+    max_limit: u64,
+) -> Response {
+    let total = items.len() as u64;
+    let page: u64 = page.and_then(|p| p.parse().ok()).unwrap_or(1).max(1);
+    let limit: u64 = limit
+        .and_then(|l| l.parse().ok())
+        .unwrap_or(30)
+        .clamp(1, max_limit);
+    let start = ((page - 1) * limit).min(total);
+    let end = (start + limit).min(total);
+    let shown: Vec<Value> = items[start as usize..end as usize].to_vec();
+    let last = total.div_ceil(limit).max(1);
+    let link_to =
+        |p: u64, rel: &str| format!(r#"<{base}/api/v1{path}?limit={limit}&page={p}>; rel="{rel}""#);
+    let mut links = Vec::new();
+    if page < last {
+        links.push(link_to(page + 1, "next"));
+        links.push(link_to(last, "last"));
+    }
+    if page > 1 {
+        links.push(link_to(1, "first"));
+        links.push(link_to(page - 1, "prev"));
+    }
+    let mut response = axum::Json(shown).into_response();
+    let headers = response.headers_mut();
+    headers.insert("x-total-count", HeaderValue::from(total));
+    if !links.is_empty() {
+        headers.insert(
+            header::LINK,
+            HeaderValue::from_str(&links.join(",")).unwrap(),
+        );
+    }
+    response
 }
 
 /// The account named `login` (case-insensitive, as Gitea's user lookup).
@@ -155,6 +208,8 @@ struct FakeState {
     base: Arc<Mutex<String>>,
     log: Arc<Mutex<Vec<Recorded>>>,
     oauth: Arc<Mutex<oauth::Provider>>,
+    /// Teams of the organisation `crowd` every account is also in.
+    crowd_teams: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// A running fake Gitea on a loopback port.
@@ -204,6 +259,14 @@ impl FakeGitea {
 
     pub fn clear(&self) {
         self.state.log.lock().unwrap().clear();
+    }
+
+    /// From now on every account is also in `count` teams of the
+    /// organisation `crowd`, listed after its others.
+    pub fn join_crowd_teams(&self, count: usize) {
+        self.state
+            .crowd_teams
+            .store(count, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -345,23 +408,43 @@ async fn handle(State(state): State<FakeState>, request: Request) -> Response {
                 }
             },
         },
-        // Memberships (`MEMBERSHIPS`), one page.
+        // Memberships (`MEMBERSHIPS`), paged as Gitea pages them.
         (Method::GET, ["user", "orgs"]) => {
-            let orgs: Vec<Value> = memberships(caller.login, q("page"))
-                .map(|(org, _)| org)
-                .collect::<std::collections::BTreeSet<_>>()
-                .into_iter()
-                .map(|org| json!({"id": 7, "name": org, "username": org}))
-                .collect();
-            axum::Json(orgs).into_response()
+            let orgs: Vec<Value> = memberships(
+                caller.login,
+                state.crowd_teams.load(std::sync::atomic::Ordering::Relaxed),
+            )
+            .into_iter()
+            .map(|(org, _)| org)
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .map(|org| json!({"id": 7, "name": org, "username": org}))
+            .collect();
+            paged_list(
+                &base,
+                "/user/orgs",
+                orgs,
+                (q("page"), q("limit")),
+                MEMBERSHIP_PAGE_ITEMS,
+            )
         }
         (Method::GET, ["user", "teams"]) => {
-            let teams: Vec<Value> = memberships(caller.login, q("page"))
+            let teams: Vec<Value> = memberships(
+                caller.login,
+                state.crowd_teams.load(std::sync::atomic::Ordering::Relaxed),
+            )
+                .into_iter()
                 .map(|(org, team)| {
                     json!({"id": 11, "name": team, "organization": {"id": 7, "name": org, "username": org}})
                 })
                 .collect();
-            axum::Json(teams).into_response()
+            paged_list(
+                &base,
+                "/user/teams",
+                teams,
+                (q("page"), q("limit")),
+                MEMBERSHIP_PAGE_ITEMS,
+            )
         }
         (Method::GET, ["admin", "users"]) => {
             let users: Vec<Value> = USERS.iter().map(|u| u.json(&base)).collect();
@@ -433,41 +516,17 @@ fn list_issues(
     page: Option<String>,
     limit: Option<String>,
 ) -> Response {
-    let page: u64 = page.and_then(|p| p.parse().ok()).unwrap_or(1).max(1);
-    // Gitea's default page size is 30 and it clamps silently at 50.
-    let limit: u64 = limit
-        .and_then(|l| l.parse().ok())
-        .unwrap_or(30)
-        .clamp(1, 50);
-    let start = (page - 1) * limit;
-    let items: Vec<Value> = (start..(start + limit).min(TOTAL_ISSUES))
+    let items: Vec<Value> = (0..TOTAL_ISSUES)
         .map(|i| json!({"id": 1000 + i, "number": i + 1, "title": format!("Issue {}", i + 1), "state": "open"}))
         .collect();
-    let last = TOTAL_ISSUES.div_ceil(limit);
-    let link_to = |p: u64, rel: &str| {
-        format!(
-            r#"<{base}/api/v1/repos/{owner}/{repo}/issues?limit={limit}&page={p}>; rel="{rel}""#
-        )
-    };
-    let mut links = Vec::new();
-    if page < last {
-        links.push(link_to(page + 1, "next"));
-        links.push(link_to(last, "last"));
-    }
-    if page > 1 {
-        links.push(link_to(1, "first"));
-        links.push(link_to(page - 1, "prev"));
-    }
-    let mut response = axum::Json(items).into_response();
-    let headers = response.headers_mut();
-    headers.insert("x-total-count", HeaderValue::from(TOTAL_ISSUES));
-    if !links.is_empty() {
-        headers.insert(
-            header::LINK,
-            HeaderValue::from_str(&links.join(",")).unwrap(),
-        );
-    }
-    response
+    // Gitea's default page size is 30 and it clamps silently at 50.
+    paged_list(
+        base,
+        &format!("/repos/{owner}/{repo}/issues"),
+        items,
+        (page, limit),
+        50,
+    )
 }
 
 /// Owner (and organization) whose routes plant secrets, for the result

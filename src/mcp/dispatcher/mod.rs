@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 use super::caller::Caller;
 use super::discover::{
     CALL_READ_TOOL_NAME, CALL_WRITE_TOOL_NAME, DEFAULT_SEARCH_LIMIT, SEARCH_TOOL_NAME,
-    call_tool_for, describe_found, describe_operation,
+    describe_found, describe_operation,
 };
 use super::exposure::Exposure;
 use super::surface_tools::SurfaceTools;
@@ -26,10 +26,15 @@ use crate::gitea::hygiene::redaction::Redactor;
 use crate::gitea::hygiene::redactor_cache::RedactorCache;
 use crate::gitea::hygiene::secrets::body_secrets;
 use crate::gitea::hygiene::{ResultPolicy, ResultView, tool_result};
-use crate::gitea::raw::{RAW_TOOL_NAME, RawRequestError, parse_raw_request};
+use crate::gitea::raw::{RAW_TOOL_NAME, parse_raw_request};
+use crate::gitea::routes::RouteIndex;
 use crate::gitea::{Access, ErrorKind, Identity, ToolError};
 use crate::surface::{Surface, SurfaceError};
 use crate::telemetry::spans;
+
+mod target;
+
+pub use target::Target;
 
 /// What a tool call produced, typed: the audit entry and the metrics read
 /// its status and error kind from here; its text is handed to the
@@ -88,8 +93,10 @@ pub enum Refusal {
     /// step-up challenge answers it before rmcp (`http::mcp_intake`); this
     /// is the same rule again, for any path that gets here.
     ReadOnlyGrant,
-    /// The arguments do not fit the tool's schema.
-    Invalid(ToolError),
+    /// Refused with this tool error as the call's result: arguments that
+    /// do not fit, an operation this URL does not expose, a raw route that
+    /// is disabled, sensitive or denied.
+    Error(ToolError),
 }
 
 /// The tool name is unknown, or hidden by the exposure settings.
@@ -99,6 +106,8 @@ pub struct UnknownTool;
 
 pub struct Dispatcher {
     tools: SurfaceTools,
+    /// Which operation a raw path reaches.
+    routes: RouteIndex,
     validator: ArgumentValidator,
     client: GiteaClient,
     limits: Limits,
@@ -160,6 +169,7 @@ impl Dispatcher {
             .collect();
         let validator = ArgumentValidator::new(schemas);
         Self {
+            routes: RouteIndex::new(tools.catalog()),
             tools,
             validator,
             client,
@@ -232,9 +242,10 @@ impl Dispatcher {
                     },
                 }
             }
-            RAW_TOOL_NAME => match parse_raw_request(args, false) {
-                // The method and API area (`gitea_api_request:GET:repos`);
-                // the path holds values (owner, repository names).
+            RAW_TOOL_NAME => match parse_raw_request(args, false).map(|r| self.resolve_raw(r).0) {
+                // The method, the route template it reaches and the API
+                // area (`gitea_api_request:GET:repos`); the path holds
+                // values (owner, repository names).
                 Ok(request) => CallDescription {
                     method: Some(request.call.method.as_str().to_owned()),
                     route: Some(request.call.route.clone()),
@@ -301,15 +312,16 @@ impl Dispatcher {
     }
 
     /// Whether `surface` lists `name`, the caller's grant covers what the
-    /// call does (`access`), and `args` fit its schema for `caller`: the
-    /// checks made before anything is written or sent. A refusal is final.
+    /// call does (`access`), `args` fit its schema for `caller`, and what
+    /// it runs may run here: the checks made before anything is written or
+    /// sent. A refusal is final.
     pub fn admit(
         &self,
         surface: &Surface,
         (caller, access): (Caller, Access),
         name: &str,
         args: &Map<String, Value>,
-    ) -> Result<(), Refusal> {
+    ) -> Result<Target<'_>, Refusal> {
         if !self.lists(surface, name) {
             return Err(Refusal::UnknownTool);
         }
@@ -325,24 +337,36 @@ impl Dispatcher {
                         op.input_schema.object().as_ref().clone(),
                     ));
                 }
-                Refusal::Invalid(error)
-            })
+                Refusal::Error(error)
+            })?;
+        self.target(surface, caller, name, args)
+            .map_err(Refusal::Error)
     }
 
-    /// Runs a call that [`Dispatcher::admit`] admitted.
+    /// Runs what [`Dispatcher::admit`] admitted.
     pub async fn run_admitted(
         &self,
         identity: &Identity,
         surface: &Surface,
-        name: &str,
+        target: Target<'_>,
         args: Map<String, Value>,
     ) -> ToolOutcome {
-        let operation = self.catalog().get(name);
-        match (name, operation) {
-            (_, Some(op)) => self.call_operation(identity, op, &args).await,
-            (RAW_TOOL_NAME, None) => self.call_raw(identity, surface, &args).await,
-            (SEARCH_TOOL_NAME, None) => self.search_operations(surface, &args),
-            (_, None) => self.call_by_name(identity, surface, name, &args).await,
+        match target {
+            Target::Operation(op) => self.call_operation(identity, op, &args).await,
+            Target::Named(op) => {
+                let inner = match args.get("arguments") {
+                    Some(Value::Object(inner)) => inner,
+                    _ => &Map::new(),
+                };
+                self.call_operation(identity, op, inner).await
+            }
+            // The raw tool keeps Gitea's body; its operation id is never
+            // one that issues credentials (those are refused as sensitive).
+            Target::Raw { request, .. } => {
+                self.execute(identity, &request.call, None, ResultView::Full)
+                    .await
+            }
+            Target::Search => self.search_operations(surface, &args),
         }
     }
 
@@ -369,37 +393,6 @@ impl Dispatcher {
             }
             Err(err) => ToolOutcome::error(call_error(&err)),
         }
-    }
-
-    async fn call_raw(
-        &self,
-        identity: &Identity,
-        surface: &Surface,
-        args: &Map<String, Value>,
-    ) -> ToolOutcome {
-        let exposure = self.tools.exposure();
-        let settings = exposure.settings();
-        let raw = match parse_raw_request(args, self.tools.raw_read_only(surface)) {
-            Ok(raw) => raw,
-            Err(RawRequestError::Call(err)) => return ToolOutcome::error(call_error(&err)),
-            Err(err) => return ToolOutcome::error(ToolError::invalid_arguments(err.to_string())),
-        };
-        if !exposure.allows_raw_virtual_name(&raw.virtual_name()) {
-            return ToolOutcome::error(ToolError::new(
-                ErrorKind::ToolDisabled,
-                format!("{} is disabled by DISABLED_TOOLS", raw.virtual_name()),
-            ));
-        }
-        if raw.is_sensitive() && !settings.raw_api_allow_sensitive {
-            return ToolOutcome::error(ToolError::new(
-                ErrorKind::SensitivePath,
-                "this path touches an admin or credential surface, which the raw tool refuses (RAW_API_ALLOW_SENSITIVE=false); use the dedicated tool if it is exposed",
-            ));
-        }
-        // The raw tool has no operation id: never credential-issuing. It
-        // keeps Gitea's body.
-        self.execute(identity, &raw.call, None, ResultView::Full)
-            .await
     }
 
     /// `gitea_search_operations`: the operations this surface can run that
@@ -450,52 +443,6 @@ impl Dispatcher {
             status: None,
             body: json!({"operations": found}).to_string(),
         }
-    }
-
-    /// `gitea_call_read_operation` runs reads only, and
-    /// `gitea_call_write_operation` writes only, so a client's per-tool
-    /// confirmation tells them apart.
-    async fn call_by_name(
-        &self,
-        identity: &Identity,
-        surface: &Surface,
-        call_tool: &str,
-        args: &Map<String, Value>,
-    ) -> ToolOutcome {
-        let name = args.get("name").and_then(Value::as_str).unwrap_or("");
-        let inner = match args.get("arguments") {
-            Some(Value::Object(map)) => map.clone(),
-            _ => Map::new(),
-        };
-        let Some(op) = self
-            .catalog()
-            .get(name)
-            .filter(|op| self.tools.callable(surface, op))
-        else {
-            return ToolOutcome::error(ToolError::invalid_arguments(
-                "`name` is not an operation this URL exposes; find one with gitea_search_operations",
-            ));
-        };
-        let right_tool = call_tool_for(op);
-        if right_tool != call_tool {
-            return ToolOutcome::error(ToolError::invalid_arguments(format!(
-                "{} {}; run it with {right_tool}",
-                op.tool_name,
-                if op.is_read_only() {
-                    "only reads"
-                } else {
-                    "changes something"
-                },
-            )));
-        }
-        let may_sudo = Caller::of(identity.mode).may_sudo();
-        if let Err(problem) = self.validator.validate(&op.tool_name, &inner, may_sudo) {
-            return ToolOutcome::error(
-                ToolError::invalid_arguments(format!("arguments of {}: {problem}", op.tool_name))
-                    .with_input_schema(Value::Object(op.input_schema.object().as_ref().clone())),
-            );
-        }
-        self.call_operation(identity, op, &inner).await
     }
 
     async fn execute(
