@@ -2,6 +2,7 @@
 //! tests: catalog (bundled or live), Gitea client, dispatcher, admin account,
 //! and, when OAuth is configured, the store and the authorization server.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -36,6 +37,24 @@ pub struct App {
     policy: Option<Arc<ActivePolicy>>,
     audit: AuditLog,
     metrics: Arc<Metrics>,
+    draining: Draining,
+}
+
+/// Whether the process has been told to stop. Set by the listener at
+/// SIGTERM; `/health` and `/health/live` then answer 503, so a balancer
+/// or an orchestrator sends nothing new while the open connections drain.
+#[derive(Debug, Clone, Default)]
+pub struct Draining(Arc<AtomicBool>);
+
+impl Draining {
+    /// From now on the process is stopping.
+    pub fn begin(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    pub fn is_draining(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
 }
 
 /// Why the application could not be built.
@@ -122,6 +141,7 @@ impl App {
             policy,
             audit,
             metrics,
+            draining: Draining::default(),
         }))
     }
 
@@ -151,6 +171,11 @@ impl App {
     /// The audit log (`DATA_DIR/audit.log`).
     pub fn audit(&self) -> &AuditLog {
         &self.audit
+    }
+
+    /// Whether the process is stopping.
+    pub fn draining(&self) -> &Draining {
+        &self.draining
     }
 
     /// What `/metrics` exports.

@@ -7,8 +7,9 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
-use crate::http::listener::{self, ConnectionLimits, HEADER_READ_TIMEOUT};
+use crate::http::listener::{self, ConnectionLimits, HEADER_READ_TIMEOUT, Stopping};
 
 mod allocator;
 mod catalog_listing;
@@ -471,8 +472,18 @@ async fn serve_http(
         "connection limits"
     );
     let router = crate::http::router(app.clone());
-    listener::serve(listener, router, limits, shutdown_signal()).await?;
-    // Under AUDIT_SYNC=interval the last entries are on disk before exit.
+    let stopping = Stopping {
+        draining: app.draining().clone(),
+        drain: settings.shutdown_drain,
+        // A call may wait GITEA_TIMEOUT_SECONDS for Gitea, then answer.
+        grace: settings.limits.gitea_timeout + Duration::from_secs(5),
+    };
+    listener::serve(listener, router, limits, stopping, shutdown_signal()).await?;
+    // The activity figures of the last seconds, then, under
+    // AUDIT_SYNC=interval, the last audit entries: on disk before exit.
+    if let Some(activity) = app.tools().activity() {
+        activity.flush().await;
+    }
     app.audit().flush().await;
     Ok(())
 }
@@ -495,7 +506,14 @@ async fn serve_metrics(app: Arc<App>, listener: tokio::net::TcpListener) -> Resu
     .within_descriptor_limit();
     let router = crate::http::metrics::router(app);
     tokio::spawn(async move {
-        if let Err(err) = listener::serve(listener, router, limits, shutdown_signal()).await {
+        let stopped = listener::serve(
+            listener,
+            router,
+            limits,
+            Stopping::at_once(),
+            shutdown_signal(),
+        );
+        if let Err(err) = stopped.await {
             tracing::error!(error = %err, "the metrics listener stopped");
         }
     });

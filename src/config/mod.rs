@@ -191,6 +191,11 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 /// that connection, which then fails (issue 43).
 pub const DEFAULT_IDLE_CONNECTION_TIMEOUT: std::time::Duration =
     std::time::Duration::from_secs(620);
+/// How long a stopping gateway keeps answering on open connections, by
+/// default (`SHUTDOWN_DRAIN_SECONDS`): long enough for a balancer's
+/// kept-alive connections to be used once more and closed after that
+/// answer, rather than closed idle under a request on its way.
+pub const DEFAULT_SHUTDOWN_DRAIN: std::time::Duration = std::time::Duration::from_secs(2);
 /// Open connections from one address at most, by default
 /// (`MAX_CONNECTIONS_PER_IP`): far more than any one person's clients
 /// hold, far fewer than the descriptor limit.
@@ -299,6 +304,9 @@ pub struct Settings {
     /// may wait for its next request (the header-read timeout, from the
     /// first byte of a request to the end of its head, is separate).
     pub idle_connection_timeout: std::time::Duration,
+    /// `SHUTDOWN_DRAIN_SECONDS`: how long a stopping gateway still answers
+    /// (each answer closing its connection) before it closes the idle ones.
+    pub shutdown_drain: std::time::Duration,
     /// `OAUTH_MAX_CLIENTS`: registered clients the store holds at most.
     pub oauth_max_clients: u64,
     pub rate_limits: RateLimits,
@@ -362,7 +370,7 @@ impl Settings {
         let forwarded_allow_ips = sections::forwarded_allow_ips(&get)?;
         let (max_connections, max_connections_per_ip, oauth_max_clients) =
             sections::capacity(&get)?;
-        let idle_connection_timeout = sections::idle_connection_timeout(&get)?;
+        let (idle_connection_timeout, shutdown_drain) = sections::connection_timings(&get)?;
 
         let rate_limits = sections::rate_limits(&get)?;
 
@@ -399,6 +407,7 @@ impl Settings {
             max_connections,
             max_connections_per_ip,
             idle_connection_timeout,
+            shutdown_drain,
             oauth_max_clients,
             rate_limits,
             audit_hmac_key,

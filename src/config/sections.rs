@@ -14,8 +14,8 @@ use super::parse::{
 use super::{
     AuditSync, ConfigError, DEFAULT_AUDIT_MAX_BYTES, DEFAULT_IDLE_CONNECTION_TIMEOUT,
     DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_IP, DEFAULT_OAUTH_SCOPES,
-    DEFAULT_SYNC_INTERVAL, ExposureSettings, Limits, MIN_BEARER_LEN, OpenApiSource, RateLimits,
-    SecretDetectionMode, ToolMode,
+    DEFAULT_SHUTDOWN_DRAIN, DEFAULT_SYNC_INTERVAL, ExposureSettings, Limits, MIN_BEARER_LEN,
+    OpenApiSource, RateLimits, SecretDetectionMode, ToolMode,
 };
 
 /// `READ_ONLY`, `TOOLSETS`, `DISABLED_TOOLS`, the raw tool's switches,
@@ -388,17 +388,23 @@ pub(super) fn replica_id<'a>(
     }
 }
 
-/// `IDLE_CONNECTION_TIMEOUT_SECONDS`.
-pub(super) fn idle_connection_timeout<'a>(
+/// `IDLE_CONNECTION_TIMEOUT_SECONDS` and `SHUTDOWN_DRAIN_SECONDS` (0:
+/// close idle connections at once): (idle timeout, drain).
+pub(super) fn connection_timings<'a>(
     get: &impl Fn(&str) -> Option<&'a str>,
-) -> Result<std::time::Duration, ConfigError> {
-    let seconds = parse_usize(
-        "IDLE_CONNECTION_TIMEOUT_SECONDS",
-        get("IDLE_CONNECTION_TIMEOUT_SECONDS"),
-        DEFAULT_IDLE_CONNECTION_TIMEOUT.as_secs() as usize,
-        1..=86_400,
-    )?;
-    Ok(std::time::Duration::from_secs(seconds as u64))
+) -> Result<(std::time::Duration, std::time::Duration), ConfigError> {
+    let seconds = |name, default: std::time::Duration, range| {
+        parse_usize(name, get(name), default.as_secs() as usize, range)
+            .map(|s| std::time::Duration::from_secs(s as u64))
+    };
+    Ok((
+        seconds(
+            "IDLE_CONNECTION_TIMEOUT_SECONDS",
+            DEFAULT_IDLE_CONNECTION_TIMEOUT,
+            1..=86_400,
+        )?,
+        seconds("SHUTDOWN_DRAIN_SECONDS", DEFAULT_SHUTDOWN_DRAIN, 0..=300)?,
+    ))
 }
 
 /// `MAX_CONNECTIONS`, `MAX_CONNECTIONS_PER_IP` and `OAUTH_MAX_CLIENTS`.

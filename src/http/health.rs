@@ -4,7 +4,8 @@
 //! answers, the audit log takes entries (a closed one is tried again
 //! here), the OAuth store (when configured) answers a ping, and Gitea
 //! answers `GET /api/v1/version` (probed at most every 10 seconds, so a
-//! flood of health checks does not become a flood at Gitea). `/` names the
+//! flood of health checks does not become a flood at Gitea). Both answer
+//! 503 `draining` once the process is stopping. `/` names the
 //! service, its version and how many tools it serves. Also the client side:
 //! [`probe`], which `aegis-gitea-mcp health` runs (a container's health
 //! check, where the image has no curl).
@@ -45,11 +46,24 @@ pub fn routes(app: Arc<App>) -> Router {
         .with_state(state)
 }
 
-/// Liveness: the process answers HTTP. No store or Gitea check, so an
-/// orchestrator does not restart the gateway during a Gitea outage (that is
-/// what `/health` reports).
-async fn live() -> Json<serde_json::Value> {
-    Json(json!({"status": "ok"}))
+/// Liveness: the process answers HTTP and is not stopping. No store or
+/// Gitea check, so an orchestrator does not restart the gateway during a
+/// Gitea outage, and a balancer checking it does not take every replica
+/// out at once when Gitea fails (that is what `/health` reports).
+async fn live(State(health): State<Arc<Health>>) -> Response {
+    if health.app.draining().is_draining() {
+        return draining();
+    }
+    Json(json!({"status": "ok"})).into_response()
+}
+
+/// 503 while the process drains: send nothing new here.
+fn draining() -> Response {
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        Json(json!({"status": "draining"})),
+    )
+        .into_response()
 }
 
 async fn root(State(health): State<Arc<Health>>) -> Json<serde_json::Value> {
@@ -66,8 +80,11 @@ async fn root(State(health): State<Arc<Health>>) -> Json<serde_json::Value> {
 /// `unknown` until Gitea has been asked, or `not_configured`; the audit
 /// log: `ok` or `unwritable`; forwarding: `ok`, `behind`, `down`,
 /// `blocked` or `not_configured`, with the lag in entries and seconds),
-/// nothing more.
+/// nothing more; 503 `draining` once the process is stopping.
 async fn health(State(health): State<Arc<Health>>) -> Response {
+    if health.app.draining().is_draining() {
+        return draining();
+    }
     let store = match health.app.oauth() {
         None => "not_configured",
         Some(server) => match server.store().ping().await {

@@ -22,12 +22,14 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
 use axum::extract::ConnectInfo;
+use axum::http::HeaderValue;
+use axum::http::header::CONNECTION;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -37,11 +39,10 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpStream};
 use tower::ServiceExt;
 
+use crate::app::Draining;
+
 pub use super::connection_watch::HEADER_READ_TIMEOUT;
 use super::connection_watch::{ConnectionWatch, WatchedStream};
-
-/// How long open connections get to finish at shutdown.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// Descriptors left for everything that is not a client connection (the
 /// store, the audit log, connections to Gitea).
@@ -146,59 +147,147 @@ fn admit(occupancy: &Arc<Mutex<Occupancy>>, limits: &ConnectionLimits, ip: IpAdd
     })
 }
 
-/// Serves `router` on `listener` under `limits` until `shutdown` resolves,
-/// then lets open connections finish for a few seconds.
+/// What a listener does once told to stop.
+#[derive(Debug, Clone)]
+pub struct Stopping {
+    /// Set when the signal comes; `/health` reads it.
+    pub draining: Draining,
+    /// How long connections are still accepted and answered, every answer
+    /// closing its HTTP/1 connection, before the idle ones are closed.
+    pub drain: Duration,
+    /// How long requests in flight then get to finish.
+    pub grace: Duration,
+}
+
+impl Stopping {
+    /// No drain, and [`DEFAULT_GRACE`]: for a listener no balancer uses.
+    pub fn at_once() -> Self {
+        Self {
+            draining: Draining::default(),
+            drain: Duration::ZERO,
+            grace: DEFAULT_GRACE,
+        }
+    }
+}
+
+/// The grace of a listener with no call that waits on Gitea.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(10);
+
+/// Serves `router` on `listener` under `limits` until `signal` resolves,
+/// then drains and stops as `stopping` says.
+///
+/// At the signal the listener does not close idle kept-alive connections
+/// at once: a balancer may be writing a request on one of them, which
+/// would then fail, and nginx does not send a POST again. For
+/// `stopping.drain` it goes on accepting and answering, each HTTP/1
+/// answer with `Connection: close`, so every connection the balancer
+/// uses once more closes cleanly after its answer, and `/health` says
+/// 503 so that the balancer sends nothing new. Then it stops accepting,
+/// closes what is idle and waits up to `stopping.grace` for the rest.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
     limits: ConnectionLimits,
-    shutdown: impl Future<Output = ()>,
+    stopping: Stopping,
+    signal: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let occupancy = Arc::new(Mutex::new(Occupancy::default()));
-    let graceful = GracefulShutdown::new();
-    let mut builder = Builder::new(TokioExecutor::new());
-    // hyper's header-read timer also closes idle connections: the
-    // connection's watch keeps the two apart instead.
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(None);
-    builder
-        .http2()
-        .timer(TokioTimer::new())
-        .keep_alive_interval(Some(Duration::from_secs(30)))
-        .keep_alive_timeout(Duration::from_secs(10));
-    let builder = Arc::new(builder);
-    tokio::pin!(shutdown);
-    loop {
-        let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(pair) => pair,
-                Err(err) => {
-                    // Out of descriptors or a connection reset before accept:
-                    // wait a moment rather than spin.
-                    tracing::warn!(error = %err, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                    continue;
-                }
-            },
-            () = &mut shutdown => break,
-        };
-        let Some(slot) = admit(&occupancy, &limits, peer.ip()) else {
-            drop(stream);
-            continue;
-        };
+    let connections = Connections::new(router, limits, stopping.draining.clone());
+    connections.accept_until(&listener, signal).await;
+    stopping.draining.begin();
+    if !stopping.drain.is_zero() {
+        tracing::info!(
+            drain_secs = stopping.drain.as_secs(),
+            "draining: answering with Connection: close"
+        );
+        connections
+            .accept_until(&listener, tokio::time::sleep(stopping.drain))
+            .await;
+    }
+    drop(listener);
+    if tokio::time::timeout(stopping.grace, connections.graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            grace_secs = stopping.grace.as_secs(),
+            "requests still in flight after the shutdown grace; closing them"
+        );
+    }
+    Ok(())
+}
+
+/// The open connections of one listener and what serves them.
+struct Connections {
+    occupancy: Arc<Mutex<Occupancy>>,
+    graceful: GracefulShutdown,
+    builder: Arc<Builder<TokioExecutor>>,
+    router: Router,
+    limits: ConnectionLimits,
+    draining: Draining,
+}
+
+impl Connections {
+    fn new(router: Router, limits: ConnectionLimits, draining: Draining) -> Self {
+        let mut builder = Builder::new(TokioExecutor::new());
+        // hyper's header-read timer also closes idle connections: the
+        // connection's watch keeps the two apart instead.
+        builder
+            .http1()
+            .timer(TokioTimer::new())
+            .header_read_timeout(None);
+        builder
+            .http2()
+            .timer(TokioTimer::new())
+            .keep_alive_interval(Some(Duration::from_secs(30)))
+            .keep_alive_timeout(Duration::from_secs(10));
+        Self {
+            occupancy: Arc::new(Mutex::new(Occupancy::default())),
+            graceful: GracefulShutdown::new(),
+            builder: Arc::new(builder),
+            router,
+            limits,
+            draining,
+        }
+    }
+
+    /// Accepts and serves connections until `until` resolves.
+    async fn accept_until(&self, listener: &TcpListener, until: impl Future<Output = ()>) {
+        tokio::pin!(until);
+        loop {
+            let (stream, peer) = tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok(pair) => pair,
+                    Err(err) => {
+                        // Out of descriptors or a connection reset before
+                        // accept: wait a moment rather than spin.
+                        tracing::warn!(error = %err, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                        continue;
+                    }
+                },
+                () = &mut until => return,
+            };
+            match admit(&self.occupancy, &self.limits, peer.ip()) {
+                Some(slot) => self.spawn(stream, peer, slot),
+                None => drop(stream),
+            }
+        }
+    }
+
+    fn spawn(&self, stream: TcpStream, peer: SocketAddr, slot: Slot) {
         let _ = stream.set_nodelay(true);
-        let router = router.clone();
-        let builder = builder.clone();
-        let watcher = graceful.watcher();
-        let idle_timeout = limits.idle_timeout;
+        let router = self.router.clone();
+        let builder = self.builder.clone();
+        let watcher = self.graceful.watcher();
+        let idle_timeout = self.limits.idle_timeout;
+        let draining = self.draining.clone();
         tokio::spawn(async move {
             let _slot = slot;
             let Some(protocol) = first_bytes_arrive(&stream, HEADER_READ_TIMEOUT).await else {
                 return;
             };
-            let watch = ConnectionWatch::new(idle_timeout, protocol == Protocol::Http1);
+            let http1 = protocol == Protocol::Http1;
+            let watch = ConnectionWatch::new(idle_timeout, http1);
             let service = router
                 .map_request(move |mut request: axum::http::Request<Incoming>| {
                     request.extensions_mut().insert(ConnectInfo(peer));
@@ -208,10 +297,18 @@ pub async fn serve(
                     let watch = watch.clone();
                     move |answer| {
                         let in_flight = watch.request_started();
+                        let draining = draining.clone();
                         async move {
-                            // The body holds the request in flight until it
-                            // has been sent (or the connection is gone).
-                            answer.await.map(|response: axum::response::Response| {
+                            answer.await.map(|mut response: axum::response::Response| {
+                                // HTTP/2 has no such header: its GOAWAY
+                                // names the last stream that is answered.
+                                if http1 && draining.is_draining() {
+                                    response
+                                        .headers_mut()
+                                        .insert(CONNECTION, HeaderValue::from_static("close"));
+                                }
+                                // The body holds the request in flight until
+                                // it has been sent (or the connection is gone).
                                 response.map(|body| {
                                     body.map_frame(move |frame| {
                                         let _held = &in_flight;
@@ -234,14 +331,6 @@ pub async fn serve(
             }
         });
     }
-    drop(listener);
-    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
-        .await
-        .is_err()
-    {
-        tracing::warn!("connections still open after the shutdown grace; closing them");
-    }
-    Ok(())
 }
 
 /// Which protocol a connection speaks.

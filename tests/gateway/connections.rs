@@ -107,10 +107,18 @@ async fn half_open_connections_from_one_address_leave_others_served() {
 
 /// One `GET /health/live` on `stream`, kept alive; the answer's status line.
 async fn ask(stream: &mut TcpStream) -> String {
-    stream
-        .write_all(b"GET /health/live HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    get(stream, "/health/live")
         .await
-        .unwrap();
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// One `GET path` (a JSON answer) on `stream`, kept alive; the whole answer.
+async fn get(stream: &mut TcpStream, path: &str) -> String {
+    let head = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    stream.write_all(head.as_bytes()).await.unwrap();
     let mut answer = Vec::new();
     let mut buf = [0u8; 1024];
     while !answer.ends_with(b"}") {
@@ -121,11 +129,7 @@ async fn ask(stream: &mut TcpStream) -> String {
         assert!(n > 0, "the connection was closed before the answer");
         answer.extend_from_slice(&buf[..n]);
     }
-    String::from_utf8_lossy(&answer)
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .to_owned()
+    String::from_utf8_lossy(&answer).into_owned()
 }
 
 /// Issue 43: a load balancer keeps its idle connections to the gateway for
@@ -178,4 +182,52 @@ async fn kept_alive_connections_wait_the_idle_timeout_and_heads_still_have_ten_s
     assert!(closed(&mut idle).await, "idle past the idle timeout");
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// Issue 43: at SIGTERM the gateway closed every idle kept-alive connection
+/// at once, and a balancer that had just written a request on one lost it
+/// (nginx answered 502 and does not send a POST again). For
+/// `SHUTDOWN_DRAIN_SECONDS` it now goes on answering, each answer closing
+/// its connection, and tells balancers it is draining; then it exits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopping_gateway_answers_on_its_idle_connections_and_closes_each_after_its_answer() {
+    aegis_gitea_mcp::tls::install_crypto_provider();
+    let fake = FakeGitea::start().await;
+    let data = crate::support::scratch_dir();
+    let port = free_port();
+    let mut serve = ServeProcess::new(&fake, &data, port, "connections-test-key-0123456789abcdef");
+    serve.extra = &[("SHUTDOWN_DRAIN_SECONDS", "3")];
+    let mut child = serve.spawn();
+    wait_ready(port).await;
+    let connect = || TcpStream::connect(("127.0.0.1", port));
+    let mut kept = connect().await.unwrap();
+    assert!(ask(&mut kept).await.contains("200"));
+
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The idle connection still answers, and closes after the answer.
+    let answer = get(&mut kept, "/").await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(
+        answer
+            .to_ascii_lowercase()
+            .contains("\r\nconnection: close\r\n"),
+        "{answer}"
+    );
+    assert!(closed(&mut kept).await, "closed after its answer");
+    // A new connection is still accepted, and told the replica is draining.
+    let mut late = connect().await.unwrap();
+    let answer = get(&mut late, "/health/live").await;
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.ends_with(r#"{"status":"draining"}"#), "{answer}");
+    // Then the process exits, cleanly.
+    let began = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(began.elapsed() < Duration::from_secs(10), "still running");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(status.success(), "{status:?}");
 }
