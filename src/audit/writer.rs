@@ -187,6 +187,13 @@ impl Writer {
         if self.file.is_some() {
             return Ok(());
         }
+        // The reopening entry is small: that it fits does not mean a call's
+        // would (a full disk, a file-size limit). Reopen only with room for
+        // several calls, or /health would say writable while the next call
+        // is refused.
+        if let Some(short) = too_little_room(&self.cfg.path) {
+            return Err(AuditError::Unavailable(short));
+        }
         self.write_group(None)
             .map(drop)
             .map_err(|err| AuditError::Unavailable(err.to_string()))
@@ -473,6 +480,33 @@ struct Group {
     prefix: String,
     events: Vec<Event>,
     caller: Option<Event>,
+}
+
+/// Room the log must have before a closed file is reopened: several
+/// calls' entries (the largest, with 64 argument names, is about 5 KB).
+const REOPEN_HEADROOM: u64 = 64 * 1024;
+
+/// Why the log at `path` cannot take [`REOPEN_HEADROOM`] more bytes: this
+/// process's file-size limit, or its file system's free space.
+fn too_little_room(path: &Path) -> Option<String> {
+    let length = std::fs::metadata(path).map_or(0, |m| m.len());
+    if let Some(limit) = rustix::process::getrlimit(rustix::process::Resource::Fsize).current
+        && length.saturating_add(REOPEN_HEADROOM) > limit
+    {
+        return Some(format!(
+            "the file-size limit ({limit} bytes) leaves less than {REOPEN_HEADROOM} bytes for the log"
+        ));
+    }
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    match rustix::fs::statvfs(dir) {
+        Ok(fs) if fs.f_bavail.saturating_mul(fs.f_frsize) < REOPEN_HEADROOM => Some(format!(
+            "the file system holding the log has less than {REOPEN_HEADROOM} bytes free"
+        )),
+        _ => None,
+    }
 }
 
 fn open_append(path: &Path, create: bool) -> io::Result<File> {

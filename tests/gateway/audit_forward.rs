@@ -558,9 +558,14 @@ async fn entries_dropped_before_they_were_forwarded_are_a_reported_gap() {
         ("AUDIT_MAX_BYTES", "4096"),
         ("AUDIT_KEEP_FILES", "1"),
         ("AUDIT_FORWARD_MAX_LAG_MINUTES", "60"),
+        // The forwarder's warnings, shown if the gap is never reported.
+        ("RUST_LOG", "warn"),
     ];
     let port = free_port();
-    let mut gateway = serve(&fake, &data, port, &extra).spawn();
+    let log = data.join("gateway.stderr");
+    let mut serving = serve(&fake, &data, port, &extra);
+    serving.stderr_file = Some(&log);
+    let mut gateway = serving.spawn();
     wait_ready(port).await;
     receiver
         .failing
@@ -583,7 +588,12 @@ async fn entries_dropped_before_they_were_forwarded_are_a_reported_gap() {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert_eq!(status["checks"]["audit_forward"], "gap", "{status}");
+    assert_eq!(
+        status["checks"]["audit_forward"],
+        "gap",
+        "{status}\n{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
     assert!(status["audit_forward"]["missing_entries"].as_u64().unwrap() > 0);
     gateway.kill().unwrap();
     gateway.wait().unwrap();

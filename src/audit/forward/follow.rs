@@ -39,11 +39,48 @@ pub struct LogLine {
     pub written_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
+/// A place in one file. The file is named by its device and inode, which
+/// a rename keeps, and by the sequence number of its first entry: a file
+/// dropped by `AUDIT_KEEP_FILES` frees its inode, and the next new
+/// `audit.log` may get the same number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Position {
     dev: u64,
     ino: u64,
+    /// `None` while the file has no complete line.
+    first: Option<u64>,
     offset: u64,
+}
+
+impl Position {
+    /// The start of the file at `path` (with metadata `meta`).
+    fn start_of(path: &Path, meta: &std::fs::Metadata) -> io::Result<Self> {
+        Ok(Self {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            first: first_seq(path)?,
+            offset: 0,
+        })
+    }
+
+    /// Whether the file at `path` (with metadata `meta`) is this
+    /// position's file. A position taken before the file had a line
+    /// accepts whatever its first line now is.
+    fn is_in(&self, path: &Path, meta: &std::fs::Metadata) -> io::Result<bool> {
+        if meta.dev() != self.dev || meta.ino() != self.ino {
+            return Ok(false);
+        }
+        Ok(match self.first {
+            None => true,
+            Some(first) => first_seq(path)? == Some(first),
+        })
+    }
+}
+
+/// The sequence number of the first entry of the file at `path`.
+fn first_seq(path: &Path) -> io::Result<Option<u64>> {
+    let (lines, _) = read_lines_with_offsets(path, 0, 1)?;
+    Ok(lines.first().map(|(_, line)| line.seq))
 }
 
 /// Follows `data_dir`'s log from after sequence number `after`.
@@ -87,7 +124,7 @@ impl Follower {
                 Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(out),
                 Err(err) => return Err(err),
             };
-            let on_live = live_meta.dev() == at.dev && live_meta.ino() == at.ino;
+            let on_live = at.is_in(&live, &live_meta)?;
             let path = if on_live {
                 live.clone()
             } else {
@@ -109,7 +146,16 @@ impl Follower {
                     out.push(line);
                 }
             }
-            self.at = Some(Position { offset, ..at });
+            // A position taken before its file had a line learns it now.
+            let first = match at.first {
+                None => first_seq(&path)?,
+                known => known,
+            };
+            self.at = Some(Position {
+                offset,
+                first,
+                ..at
+            });
             if out.len() >= max || on_live {
                 return Ok(out);
             }
@@ -117,11 +163,10 @@ impl Follower {
                 return Ok(out);
             }
             // The renamed file is read to its end: on to the next newer one.
-            self.at = self.next_file(&path)?.or(Some(Position {
-                dev: live_meta.dev(),
-                ino: live_meta.ino(),
-                offset: 0,
-            }));
+            self.at = match self.next_file(&path)? {
+                Some(next) => Some(next),
+                None => Some(Position::start_of(&live, &live_meta)?),
+            };
         }
         Ok(out)
     }
@@ -137,19 +182,17 @@ impl Follower {
         else {
             return Ok(None);
         };
-        Ok(std::fs::metadata(next).ok().map(|meta| Position {
-            dev: meta.dev(),
-            ino: meta.ino(),
-            offset: 0,
-        }))
+        match std::fs::metadata(next) {
+            Ok(meta) => Position::start_of(next, &meta).map(Some),
+            Err(_) => Ok(None),
+        }
     }
 
     /// The rotated file that is `at`'s file, if it is still there.
     fn file_with(&self, at: Position) -> io::Result<Option<PathBuf>> {
         for path in default_files(&self.data_dir) {
             if let Ok(meta) = std::fs::metadata(&path)
-                && meta.dev() == at.dev
-                && meta.ino() == at.ino
+                && at.is_in(&path, &meta)?
             {
                 return Ok(Some(path));
             }
@@ -177,9 +220,8 @@ impl Follower {
                     // `read` counts the entries before it that are gone.
                     if line.seq > self.after {
                         return Ok(Some(Position {
-                            dev: meta.dev(),
-                            ino: meta.ino(),
                             offset: start,
+                            ..Position::start_of(path, &meta)?
                         }));
                     }
                 }
@@ -187,11 +229,13 @@ impl Follower {
             }
         }
         let live = self.data_dir.join(AUDIT_FILE_NAME);
-        Ok(std::fs::metadata(&live).ok().map(|meta| Position {
-            dev: meta.dev(),
-            ino: meta.ino(),
-            offset: meta.len(),
-        }))
+        match std::fs::metadata(&live) {
+            Ok(meta) => Ok(Some(Position {
+                offset: meta.len(),
+                ..Position::start_of(&live, &meta)?
+            })),
+            Err(_) => Ok(None),
+        }
     }
 }
 
@@ -395,6 +439,25 @@ mod tests {
         }
         assert_eq!(seqs(&got), (16..=70).collect::<Vec<_>>());
         assert_eq!(follower.missing, 0);
+    }
+
+    /// A file dropped by `AUDIT_KEEP_FILES` frees its inode, and the next
+    /// new `audit.log` often gets the same number: the follower took it
+    /// for the file it was in, waited for it to grow past the old offset,
+    /// and forwarded nothing more (a gateway test hung in 1 run of 7). The
+    /// same device and inode with another first entry is another file.
+    #[test]
+    fn a_new_file_on_the_inode_of_a_dropped_one_is_read_from_its_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = sample_log(&ChainKey::new(None), 30);
+        let lines: Vec<&str> = log.split_inclusive('\n').collect();
+        write(dir.path(), "audit.log", &lines[..20].concat());
+        let mut follower = Follower::new(dir.path(), 0);
+        assert_eq!(follower.read(100).unwrap().len(), 20);
+        // Rewritten in place: the same inode, shorter, entries 26 to 30.
+        std::fs::write(dir.path().join("audit.log"), lines[25..].concat()).unwrap();
+        assert_eq!(seqs(&follower.read(100).unwrap()), [26, 27, 28, 29, 30]);
+        assert_eq!(follower.missing, 5);
     }
 
     /// A gap in the sequence is counted, never passed over in silence.
