@@ -23,6 +23,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -173,6 +174,11 @@ impl Stopping {
 /// The grace of a listener with no call that waits on Gitea.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(10);
 
+/// At the end of a drain, how long connections already accepted get to
+/// send their first request before the idle ones are closed: a balancer
+/// writes on a connection as soon as it has it.
+const FIRST_REQUEST_WAIT: Duration = Duration::from_secs(1);
+
 /// Serves `router` on `listener` under `limits` until `signal` resolves,
 /// then drains and stops as `stopping` says.
 ///
@@ -202,8 +208,16 @@ pub async fn serve(
         connections
             .accept_until(&listener, tokio::time::sleep(stopping.drain))
             .await;
+        // Closing the listener resets the connections the kernel holds
+        // for it, requests and all: take them first.
+        connections.accept_queued(&listener).await;
     }
     drop(listener);
+    if !stopping.drain.is_zero() {
+        // Closing a connection before its first request arrives loses
+        // that request, as an idle one does.
+        connections.first_requests(FIRST_REQUEST_WAIT).await;
+    }
     if tokio::time::timeout(stopping.grace, connections.graceful.shutdown())
         .await
         .is_err()
@@ -219,6 +233,8 @@ pub async fn serve(
 /// The open connections of one listener and what serves them.
 struct Connections {
     occupancy: Arc<Mutex<Occupancy>>,
+    /// Accepted connections whose first request has not started.
+    awaiting_first_request: Arc<AtomicUsize>,
     graceful: GracefulShutdown,
     builder: Arc<Builder<TokioExecutor>>,
     router: Router,
@@ -242,6 +258,7 @@ impl Connections {
             .keep_alive_timeout(Duration::from_secs(10));
         Self {
             occupancy: Arc::new(Mutex::new(Occupancy::default())),
+            awaiting_first_request: Arc::default(),
             graceful: GracefulShutdown::new(),
             builder: Arc::new(builder),
             router,
@@ -274,8 +291,32 @@ impl Connections {
         }
     }
 
+    /// Accepts what is already queued, without waiting for more.
+    async fn accept_queued(&self, listener: &TcpListener) {
+        // A zero timeout polls the accept once: ready, or not queued.
+        while let Ok(Ok((stream, peer))) =
+            tokio::time::timeout(Duration::ZERO, listener.accept()).await
+        {
+            if let Some(slot) = admit(&self.occupancy, &self.limits, peer.ip()) {
+                self.spawn(stream, peer, slot);
+            }
+        }
+    }
+
+    /// Waits, at most `wait`, until every accepted connection has started
+    /// its first request (or gone).
+    async fn first_requests(&self, wait: Duration) {
+        let deadline = tokio::time::Instant::now() + wait;
+        while self.awaiting_first_request.load(Ordering::Acquire) > 0
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
     fn spawn(&self, stream: TcpStream, peer: SocketAddr, slot: Slot) {
         let _ = stream.set_nodelay(true);
+        let first_request = FirstRequest::new(&self.awaiting_first_request);
         let router = self.router.clone();
         let builder = self.builder.clone();
         let watcher = self.graceful.watcher();
@@ -295,7 +336,9 @@ impl Connections {
                 })
                 .map_future({
                     let watch = watch.clone();
+                    let first_request = first_request.clone();
                     move |answer| {
+                        first_request.started();
                         let in_flight = watch.request_started();
                         let draining = draining.clone();
                         async move {
@@ -330,6 +373,36 @@ impl Connections {
                 () = watch.expired() => {}
             }
         });
+    }
+}
+
+/// One accepted connection in [`Connections`]'s count of those whose first
+/// request has not started: out of it at the first request, or when the
+/// connection goes.
+struct FirstRequest {
+    awaiting: Arc<AtomicUsize>,
+    started: AtomicBool,
+}
+
+impl FirstRequest {
+    fn new(awaiting: &Arc<AtomicUsize>) -> Arc<Self> {
+        awaiting.fetch_add(1, Ordering::AcqRel);
+        Arc::new(Self {
+            awaiting: awaiting.clone(),
+            started: AtomicBool::new(false),
+        })
+    }
+
+    fn started(&self) {
+        if !self.started.swap(true, Ordering::AcqRel) {
+            self.awaiting.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+impl Drop for FirstRequest {
+    fn drop(&mut self) {
+        self.started();
     }
 }
 

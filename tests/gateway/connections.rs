@@ -231,3 +231,35 @@ async fn a_stopping_gateway_answers_on_its_idle_connections_and_closes_each_afte
     };
     assert!(status.success(), "{status:?}");
 }
+
+/// The end of a drain: a balancer connects a moment before it and writes
+/// its request a moment after. Closing that connection unanswered lost
+/// the request (nginx: "connection reset by peer"); it gets its answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_accepted_before_the_drain_ends_gets_its_first_answer() {
+    aegis_gitea_mcp::tls::install_crypto_provider();
+    let fake = FakeGitea::start().await;
+    let data = crate::support::scratch_dir();
+    let port = free_port();
+    let mut serve = ServeProcess::new(&fake, &data, port, "connections-test-key-0123456789abcdef");
+    serve.extra = &[("SHUTDOWN_DRAIN_SECONDS", "1")];
+    let mut child = serve.spawn();
+    wait_ready(port).await;
+    // Serving, its signal handler in place: a bound port is not enough.
+    let mut first = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    assert!(get(&mut first, "/").await.starts_with("HTTP/1.1 200"));
+
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let mut late = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    // Past the drain: the listener is closed, this connection is not.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert!(
+        TcpStream::connect(("127.0.0.1", port)).await.is_err(),
+        "the listener is closed"
+    );
+    let answer = get(&mut late, "/").await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+}

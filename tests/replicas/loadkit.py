@@ -1,0 +1,456 @@
+"""What the chaos and keep-alive tests (`chaos.py`, `keepalive.py`) share:
+gateway replicas started and stopped as processes, real nginx and HAProxy
+in the foreground from this directory's templates, a small asyncio HTTP/1.1
+client that keeps one connection per simulated client, and a registry that
+stops every process a test started, on failure too.
+
+Standard library only (the tests import `gateway.py` from tests/e2e for
+the audit helpers). Nothing here knows about Gitea's fixture: the callers
+build the replicas' environment.
+
+- `Processes`: every child process a test started; `stop_all()` ends them
+  in reverse order (SIGTERM, SIGKILL after a grace), and runs on exit and
+  on SIGTERM / SIGINT of the test itself.
+- `Replica(name, binary, data_dir, port, env)`: one `serve` process whose
+  log is appended to `data_dir/gateway.log` (a restart keeps what the
+  killed process wrote); `start()` waits for `/health`, `kill()` is
+  SIGKILL, `drain()` SIGTERM and the wait for the exit.
+- `Nginx(run_dir, port, servers, template)`, `HAProxy(run_dir, port,
+  servers)`: the balancers of `nginx.conf.in` / `haproxy.cfg.in` (or
+  another template), run in the foreground with their logs in `run_dir`.
+- `HttpConnection`: HTTP/1.1 over asyncio streams with keep-alive, as an
+  MCP client's connection pool of one: a connection idle for longer than
+  `KEEPALIVE_EXPIRY` (5 s, httpx's default) is dropped and a new one
+  opened, so the client never races a balancer's client-side idle close
+  (HAProxy's `timeout http-keep-alive` is 10 s).
+"""
+
+import asyncio
+import atexit
+import json
+import os
+import resource
+import signal
+import socket
+import string
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+KEEPALIVE_EXPIRY = 5.0
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_open(port, host="127.0.0.1"):
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex((host, port)) == 0
+
+
+def raise_open_files():
+    """The soft RLIMIT_NOFILE up to the hard one: many client connections
+    here, and the balancers started from here inherit it."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard > soft:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else 65536, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def cpu_seconds(pid):
+    """User + system CPU seconds of process `pid` so far (0 if it is gone)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, ValueError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_seconds(pid):
+    """CPU seconds of `pid` and its children (nginx's workers, PostgreSQL's
+    backends): the children that exited are in the parent's own count only
+    once it reaps them."""
+    total = cpu_seconds(pid)
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/stat" % entry) as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        total += cpu_seconds(int(entry))
+            except (OSError, ValueError, IndexError):
+                pass
+    return total
+
+
+class Processes:
+    """The child processes a test started, stopped in reverse order on
+    exit (normal, exception, SIGTERM or SIGINT of the test)."""
+
+    def __init__(self):
+        self.entries = []  # (name, Popen)
+        self.cleanups = []  # callables run after the processes stop (e.g. a cluster's stop)
+        self.closed = False
+        atexit.register(self.stop_all)
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, self._signalled)
+
+    def _signalled(self, signum, _frame):
+        # SystemExit unwinds the test's finally blocks, then atexit runs.
+        raise SystemExit(128 + signum)
+
+    def add(self, name, process):
+        if self.closed:  # started by a thread after the stop: end it at once
+            terminate(process)
+        self.entries.append((name, process))
+        return process
+
+    def on_exit(self, cleanup):
+        self.cleanups.append(cleanup)
+
+    def stop_all(self):
+        self.closed = True
+        while self.entries:
+            name, process = self.entries.pop()
+            terminate(process)
+        while self.cleanups:
+            cleanup = self.cleanups.pop()
+            try:
+                cleanup()
+            except Exception as err:  # noqa: BLE001 (cleanup goes on)
+                print("cleanup %s: %s" % (cleanup, err), file=sys.stderr)
+
+
+def terminate(process, grace=10, sig=signal.SIGTERM):
+    if process.poll() is None:
+        try:
+            process.send_signal(sig)
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        except ProcessLookupError:
+            pass
+
+
+def healthy(port, path="/health"):
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=2) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+class Replica:
+    """One `aegis-gitea-mcp serve` on 127.0.0.1:port with its own DATA_DIR."""
+
+    def __init__(self, processes, name, binary, data_dir, port, env, ready="/health"):
+        """`ready`: the path that answers 200 once it serves (`/health`
+        also needs Gitea and the store; `/health/live` only the process)."""
+        self.processes = processes
+        self.ready = ready
+        self.name = name
+        self.binary = binary
+        self.data_dir = data_dir
+        self.port = port
+        self.env = dict(env)
+        self.process = None
+        self.starts = 0
+        os.makedirs(data_dir, exist_ok=True)
+
+    @property
+    def log_path(self):
+        return os.path.join(self.data_dir, "gateway.log")
+
+    def start(self, env=None, timeout=30):
+        """Starts the process (with `env` merged over the replica's) and
+        waits for its /health. The log is appended to, across restarts."""
+        if env:
+            self.env.update(env)
+        check(not port_open(self.port), "%s: port %d is taken" % (self.name, self.port))
+        environment = {
+            "PATH": os.environ.get("PATH", ""),
+            "RUST_LOG": os.environ.get("RUST_LOG", "info"),
+            "MCP_PORT": str(self.port),
+            "DATA_DIR": self.data_dir,
+            "REPLICA_ID": self.name,
+            **self.env,
+        }
+        with open(self.log_path, "a") as log:
+            self.process = subprocess.Popen(
+                [self.binary, "serve"], env=environment, stdout=log, stderr=subprocess.STDOUT, cwd=self.data_dir
+            )
+        self.processes.add(self.name, self.process)
+        self.starts += 1
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if healthy(self.port, self.ready):
+                return
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.05)
+        status = self.process.poll()
+        terminate(self.process)
+        raise AssertionError("%s did not start (exit %s): %s" % (self.name, status, self.log_tail()))
+
+    def alive(self):
+        return self.process is not None and self.process.poll() is None
+
+    def kill(self):
+        """SIGKILL: no shutdown, no flush."""
+        self.process.kill()
+        self.process.wait()
+
+    def drain(self, timeout=60):
+        """SIGTERM: stops accepting, finishes its calls, exits. Its exit code."""
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise AssertionError("%s did not exit within %d s of SIGTERM" % (self.name, timeout))
+
+    def stop(self):
+        if self.alive():
+            terminate(self.process, grace=30)
+
+    def log_tail(self, warnings=15, last=3):
+        """Its last `warnings` log lines above INFO, then its last `last` lines."""
+        try:
+            with open(self.log_path, errors="replace") as f:
+                lines = f.read().splitlines()
+        except OSError:
+            return "(no log)"
+        loud = [line for line in lines if '"level":"INFO"' not in line and '"level":"DEBUG"' not in line]
+        return "--- %s (%s): %d lines, %d above INFO; those, then the last %d\n%s\n" % (
+            self.name, self.log_path, len(lines), len(loud), last, "\n".join(loud[-warnings:] + ["…"] + lines[-last:]))
+
+    def audit_entries(self, event=None):
+        """Its audit entries (every audit.log* file), of `event` if given."""
+        entries = []
+        marker = '"%s"' % event if event else None
+        for file in sorted(os.listdir(self.data_dir)):
+            if file.startswith("audit.log"):
+                with open(os.path.join(self.data_dir, file), errors="replace") as f:
+                    for line in f:
+                        if not line.strip() or (marker and marker not in line):
+                            continue
+                        try:
+                            entry = json.loads(line)
+                        except ValueError:
+                            continue  # a torn last line after a SIGKILL; `audit verify` judges the file
+                        if event is None or entry.get("event") == event:
+                            entries.append(entry)
+        return entries
+
+
+class Balancer:
+    """A balancer process in the foreground from a string.Template config."""
+
+    kind = "balancer"
+
+    def __init__(self, processes, run_dir, port, name):
+        self.processes = processes
+        self.run_dir = run_dir
+        self.port = port
+        self.name = name
+        self.process = None
+        os.makedirs(run_dir, exist_ok=True)
+        os.chmod(run_dir, 0o755)  # nginx's worker runs as nobody
+
+    def _render(self, template, target, **values):
+        """The template filled in, line by line: a comment line is kept as
+        it is (nginx.conf.in's header names `${servers}`, whose several
+        lines would break out of the comment)."""
+        with open(template) as f:
+            lines = f.read().splitlines(keepends=True)
+        text = "".join(line if line.lstrip().startswith("#") else string.Template(line).substitute(**values) for line in lines)
+        with open(target, "w") as f:
+            f.write(text)
+        return target
+
+    def _run(self, args, log_name):
+        check(not port_open(self.port), "%s: port %d is taken" % (self.name, self.port))
+        self.log = os.path.join(self.run_dir, log_name)
+        with open(self.log, "a") as log:
+            self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        self.processes.add(self.name, self.process)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            check(self.process.poll() is None, "%s exited: %s" % (self.name, self.tail()))
+            if port_open(self.port):
+                return self
+            time.sleep(0.05)
+        raise AssertionError("%s does not listen on %d: %s" % (self.name, self.port, self.tail()))
+
+    def tail(self, limit=3000):
+        try:
+            with open(self.log, errors="replace") as f:
+                return f.read()[-limit:]
+        except OSError:
+            return ""
+
+    def stop(self):
+        if self.process is not None:
+            terminate(self.process)
+
+
+class Nginx(Balancer):
+    kind = "nginx"
+
+    def __init__(self, processes, run_dir, port, servers, template=os.path.join(HERE, "nginx.conf.in"), name="nginx", **values):
+        super().__init__(processes, run_dir, port, name)
+        self.config = self._render(template, os.path.join(run_dir, "nginx.conf"), prefix=run_dir, port=port,
+                                   servers="\n".join("        server %s;" % s for s in servers), **values)
+
+    def start(self):
+        # -e: the error log before the config is read (nginx >= 1.19.5).
+        return self._run(["nginx", "-p", self.run_dir + "/", "-e", os.path.join(self.run_dir, "error.log"), "-c", self.config],
+                         "nginx.stdout")
+
+    @property
+    def error_log(self):
+        return os.path.join(self.run_dir, "error.log")
+
+    def error_lines(self):
+        try:
+            with open(self.error_log, errors="replace") as f:
+                return f.read().splitlines()
+        except OSError:
+            return []
+
+
+class HAProxy(Balancer):
+    kind = "haproxy"
+
+    def __init__(self, processes, run_dir, port, servers, template=os.path.join(HERE, "haproxy.cfg.in"), name="haproxy"):
+        """`servers`: (name, port) pairs."""
+        super().__init__(processes, run_dir, port, name)
+        lines = "\n".join("    server %s 127.0.0.1:%d" % (n, p) for n, p in servers)
+        self.config = self._render(template, os.path.join(run_dir, "haproxy.cfg"), port=port, servers=lines)
+
+    def start(self):
+        return self._run(["haproxy", "-f", self.config, "-db"], "haproxy.log")
+
+
+def check(condition, message):
+    """An assertion that survives `python -O` and names what failed."""
+    if not condition:
+        raise AssertionError(message)
+
+
+# ---------------------------------------------------------------- HTTP client
+
+class NoAnswer(Exception):
+    """The connection ended (or timed out) before a whole answer came."""
+
+
+class Answer:
+    __slots__ = ("status", "headers", "body")
+
+    def __init__(self, status, headers, body):
+        self.status = status
+        self.headers = headers
+        self.body = body
+
+
+def request_bytes(method, path, host, headers=None, body=b""):
+    head = ["%s %s HTTP/1.1" % (method, path), "Host: %s" % host]
+    for name, value in (headers or {}).items():
+        head.append("%s: %s" % (name, value))
+    if body or method in ("POST", "PUT", "PATCH"):
+        head.append("Content-Length: %d" % len(body))
+    return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
+
+
+class HttpConnection:
+    """One kept-alive HTTP/1.1 connection to host:port, reopened as needed."""
+
+    def __init__(self, host, port, expiry=KEEPALIVE_EXPIRY):
+        self.host = host
+        self.port = port
+        self.expiry = expiry
+        self.reader = None
+        self.writer = None
+        self.idle_since = 0.0
+        self.opened = 0  # connections opened, for the output
+
+    def usable(self):
+        return (self.writer is not None and not self.writer.is_closing() and not self.reader.at_eof()
+                and time.monotonic() - self.idle_since < self.expiry)
+
+    def close(self):
+        if self.writer is not None:
+            self.writer.close()
+        self.reader = self.writer = None
+
+    async def request(self, raw, timeout=30.0):
+        """Sends the request bytes `raw`; the Answer, or NoAnswer."""
+        try:
+            return await asyncio.wait_for(self._request(raw), timeout)
+        except asyncio.TimeoutError:
+            self.close()
+            raise NoAnswer("timeout") from None
+        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as err:
+            self.close()
+            raise NoAnswer(type(err).__name__) from None
+
+    async def _request(self, raw):
+        if not self.usable():
+            self.close()
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port, limit=1 << 20)
+            self.opened += 1
+        self.writer.write(raw)
+        line = await self.reader.readline()
+        if not line:
+            raise asyncio.IncompleteReadError(b"", None)
+        status = int(line.split(b" ", 2)[1])
+        headers = {}
+        while True:
+            line = await self.reader.readline()
+            if not line:
+                raise asyncio.IncompleteReadError(b"", None)
+            if line in (b"\r\n", b"\n"):
+                break
+            name, _, value = line.decode("latin-1").partition(":")
+            headers[name.strip().lower()] = value.strip()
+        if "content-length" in headers:
+            body = await self.reader.readexactly(int(headers["content-length"]))
+        elif headers.get("transfer-encoding", "").lower() == "chunked":
+            parts = []
+            while True:
+                size = int((await self.reader.readline()).split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while (await self.reader.readline()) not in (b"\r\n", b"\n", b""):
+                        pass  # trailers
+                    break
+                parts.append(await self.reader.readexactly(size))
+                await self.reader.readexactly(2)
+            body = b"".join(parts)
+        elif status in (204, 304) or 100 <= status < 200:
+            body = b""
+        else:
+            body = await self.reader.read()
+            self.close()
+        if headers.get("connection", "").lower() == "close":
+            self.close()
+        self.idle_since = time.monotonic()
+        return Answer(status, headers, body)
+
+
+def stepper(tag):
+    """A progress printer: `[tag  12.34 s] message`, timed from now."""
+    started = time.monotonic()
+
+    def step(message):
+        print("[%s %7.2f s] %s" % (tag, time.monotonic() - started, message), flush=True)
+
+    return step
