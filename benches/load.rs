@@ -40,6 +40,9 @@
 //!   gateway calls ask for
 //! - `LOAD_FLOOR_BIN` — the `floor-rmcp` binary (`../shared/perf/floor/`)
 //!   for the user scenario's floor row; without it the row is left out
+//! - `LOAD_OAUTH` — `1` (the default): the main gateway has OAuth too, and
+//!   the user scenario an `oauth` row, the same call with a person's
+//!   `agm_` token (`support/load_oauth.rs`); `0`: the bearer only
 //! - `LOAD_GATEWAY_SETTINGS` — more settings of the measured gateway,
 //!   `NAME=value` separated by spaces (for example OAuth with a
 //!   `DATABASE_URL` and high rate limits, to price the shared windows)
@@ -55,6 +58,8 @@ mod gitea_issues;
 mod load_config;
 #[path = "support/load_drive.rs"]
 mod load_drive;
+#[path = "support/load_oauth.rs"]
+mod load_oauth;
 #[path = "support/load_upstream.rs"]
 mod load_upstream;
 
@@ -89,13 +94,16 @@ const WARMUP_REQUESTS: usize = 32;
 
 // ----------------------------------------------------------------- gateway
 
-/// Builds an App against `upstream` with `extra` settings and serves its
-/// router on a loopback port.
+/// Builds an App against `upstream` with `extra` settings (and, with
+/// `oauth`, an authorization server beside the bearer, its store in
+/// `data_dir` unless `extra` names a `DATABASE_URL`) and serves its router
+/// on a loopback port.
 async fn spawn_gateway(
     upstream: SocketAddr,
     data_dir: &std::path::Path,
     extra: &[(&str, &str)],
-) -> anyhow::Result<SocketAddr> {
+    oauth: bool,
+) -> anyhow::Result<(SocketAddr, Arc<App>)> {
     let (listener, addr) = loopback_listener().await?;
     let mut pairs: Vec<(String, String)> = vec![
         ("GITEA_URL".into(), format!("http://{upstream}")),
@@ -110,6 +118,9 @@ async fn spawn_gateway(
         ("DATA_DIR".into(), data_dir.display().to_string()),
         ("AUDIT_HMAC_KEY".into(), AUDIT_KEY.into()),
     ];
+    if oauth {
+        pairs.extend(load_oauth::oauth_settings(&format!("http://{addr}")));
+    }
     pairs.retain(|(k, _)| !extra.iter().any(|(name, _)| name == k));
     pairs.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     let settings = Settings::from_source(&SettingsSource::from_pairs(pairs))
@@ -117,7 +128,7 @@ async fn spawn_gateway(
     let app = App::build(settings)
         .await
         .map_err(|e| anyhow!("App::build: {e}"))?;
-    let router = aegis_gitea_mcp::http::router(app);
+    let router = aegis_gitea_mcp::http::router(app.clone());
     tokio::spawn(async move {
         if let Err(e) = axum::serve(
             listener,
@@ -128,7 +139,7 @@ async fn spawn_gateway(
             eprintln!("gateway stopped: {e}");
         }
     });
-    Ok(addr)
+    Ok((addr, app))
 }
 
 // ------------------------------------------------------------------ client
@@ -136,6 +147,8 @@ async fn spawn_gateway(
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Target {
     Gateway,
+    /// The same gateway, called with a person's `agm_` token (`LOAD_OAUTH`).
+    OAuth,
     /// `floor-rmcp` (`LOAD_FLOOR_BIN`), on the user scenario.
     Floor,
     Direct,
@@ -145,6 +158,7 @@ impl Target {
     fn label(self) -> &'static str {
         match self {
             Self::Gateway => "gateway",
+            Self::OAuth => "oauth",
             Self::Floor => "floor",
             Self::Direct => "direct",
         }
@@ -169,6 +183,8 @@ struct Scenario {
 struct Endpoints {
     client: reqwest::Client,
     floor: Option<Floor>,
+    /// A person's access token on the main gateway, for the OAuth rows.
+    oauth_token: Option<String>,
 }
 
 impl Endpoints {
@@ -189,6 +205,18 @@ impl Endpoints {
         method: &str,
         params: Value,
     ) -> anyhow::Result<Bytes> {
+        self.mcp_as(BEARER, url, id, method, params).await
+    }
+
+    /// [`Endpoints::mcp`] with `token` as the bearer.
+    async fn mcp_as(
+        &self,
+        token: &str,
+        url: &str,
+        id: usize,
+        method: &str,
+        params: Value,
+    ) -> anyhow::Result<Bytes> {
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         let response = self
             .client
@@ -196,7 +224,7 @@ impl Endpoints {
             .header(header::CONTENT_TYPE, "application/json")
             .header(header::ACCEPT, "application/json, text/event-stream")
             .header("MCP-Protocol-Version", PROTOCOL_VERSION)
-            .header(header::AUTHORIZATION, format!("Bearer {BEARER}"))
+            .header(header::AUTHORIZATION, format!("Bearer {token}"))
             .body(serde_json::to_vec(&body)?)
             .send()
             .await?;
@@ -247,6 +275,7 @@ impl Endpoints {
         &self,
         scenario: &Scenario,
         url: &str,
+        token: &str,
         id: usize,
     ) -> anyhow::Result<()> {
         #[derive(serde::Deserialize)]
@@ -268,7 +297,7 @@ impl Endpoints {
             data: Vec<IgnoredAny>,
         }
         let args = json!({"name": scenario.tool, "arguments": scenario.arguments});
-        let bytes = self.mcp(url, id, "tools/call", args).await?;
+        let bytes = self.mcp_as(token, url, id, "tools/call", args).await?;
         let answer: Answer = serde_json::from_slice(&bytes)
             .with_context(|| format!("tools/call #{id}: not a JSON-RPC tool result"))?;
         let result = answer
@@ -328,13 +357,21 @@ impl Endpoints {
 
     async fn call(&self, scenario: &Scenario, target: Target, id: usize) -> anyhow::Result<()> {
         match target {
-            Target::Gateway => self.timed_mcp_call(scenario, &scenario.mcp_url, id).await,
+            Target::Gateway => {
+                self.timed_mcp_call(scenario, &scenario.mcp_url, BEARER, id)
+                    .await
+            }
+            Target::OAuth => {
+                let token = self.oauth_token.as_deref().context("no OAuth token")?;
+                self.timed_mcp_call(scenario, &scenario.mcp_url, token, id)
+                    .await
+            }
             Target::Floor => {
                 let url = scenario
                     .floor_url
                     .as_deref()
                     .context("no floor on this scenario")?;
-                self.timed_mcp_call(scenario, url, id).await
+                self.timed_mcp_call(scenario, url, BEARER, id).await
             }
             Target::Direct => self.direct_call(scenario, id).await,
         }
@@ -441,14 +478,16 @@ async fn main() -> anyhow::Result<()> {
                 .context("LOAD_GATEWAY_SETTINGS: NAME=value pairs")
         })
         .collect::<anyhow::Result<_>>()?;
-    let gateway = spawn_gateway(upstream, &data.path().join("main"), &measured).await?;
+    let (gateway, gateway_app) =
+        spawn_gateway(upstream, &data.path().join("main"), &measured, config.oauth).await?;
     // The big list with the bounds raised so that nothing is cut.
     let mut unbounded = vec![
         ("MAX_TOOL_RESPONSE_ITEMS", "100000"),
         ("MAX_TOOL_RESPONSE_CHARS", "50000000"),
     ];
     unbounded.extend(measured.iter().copied());
-    let big_gateway = spawn_gateway(upstream, &data.path().join("big"), &unbounded).await?;
+    let (big_gateway, _) =
+        spawn_gateway(upstream, &data.path().join("big"), &unbounded, false).await?;
     let max_concurrency = config.concurrency.iter().copied().max().unwrap_or(1);
     let client = reqwest::Client::builder()
         .no_proxy()
@@ -460,7 +499,15 @@ async fn main() -> anyhow::Result<()> {
         None => None,
     };
     let floor_url = floor.as_ref().map(|f| format!("http://{}/mcp", f.addr));
-    let endpoints = Arc::new(Endpoints { client, floor });
+    let oauth_token = match config.oauth {
+        true => Some(load_oauth::connect(&gateway_app, "alice", GITEA_TOKEN).await?),
+        false => None,
+    };
+    let endpoints = Arc::new(Endpoints {
+        client,
+        floor,
+        oauth_token,
+    });
     let list_url = |repo: &str| format!("http://{upstream}/api/v1/repos/{OWNER}/{repo}/issues");
     let arguments = |repo: &str| match config.full_view {
         true => json!({"owner": OWNER, "repo": repo, "view": "full"}),
@@ -541,8 +588,19 @@ async fn main() -> anyhow::Result<()> {
     );
     for scenario in &scenarios {
         for &concurrency in &config.concurrency {
-            for target in [Target::Gateway, Target::Floor, Target::Direct] {
+            for target in [
+                Target::Gateway,
+                Target::OAuth,
+                Target::Floor,
+                Target::Direct,
+            ] {
+                // The OAuth and floor rows: the user scenario only.
                 if target == Target::Floor && scenario.floor_url.is_none() {
+                    continue;
+                }
+                if target == Target::OAuth
+                    && (endpoints.oauth_token.is_none() || scenario.issues.is_some())
+                {
                     continue;
                 }
                 let f = drive(
@@ -589,10 +647,11 @@ async fn main() -> anyhow::Result<()> {
 
     println!();
     println!("tools/list response size");
-    let discover = spawn_gateway(
+    let (discover, _) = spawn_gateway(
         upstream,
         &data.path().join("discover"),
         &[("TOOL_MODE", "discover")],
+        false,
     )
     .await?;
     for (label, addr, path) in [

@@ -12,6 +12,9 @@ pub struct Config {
     pub big_issues: usize,
     /// The calls ask for `view: "full"`.
     pub full_view: bool,
+    /// The main gateway has OAuth too, and the user scenario an OAuth row
+    /// (`LOAD_OAUTH`, on unless `0`).
+    pub oauth: bool,
 }
 
 impl Config {
@@ -48,6 +51,11 @@ impl Config {
             Some("full") => true,
             Some(_) => bail!("LOAD_VIEW must be `compact` or `full`"),
         };
+        let oauth = match var("LOAD_OAUTH").as_deref().map(str::trim) {
+            None | Some("1") => true,
+            Some("0") => false,
+            Some(_) => bail!("LOAD_OAUTH must be `1` or `0`"),
+        };
         ensure!(requests > 0, "LOAD_REQUESTS must be positive");
         ensure!(
             concurrency.iter().all(|&c| c > 0),
@@ -60,6 +68,7 @@ impl Config {
             max_time: Duration::from_secs(max_secs),
             big_issues,
             full_view,
+            oauth,
         })
     }
 }

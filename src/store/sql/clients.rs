@@ -250,6 +250,7 @@ impl<DB: Backend> ClientStore for SqlStore<DB> {
             stmt::<DB>(sql).bind(client_id).execute(&mut tx).await?;
         }
         tx.commit().await?;
+        self.resolved.invalidate();
         Ok(existed)
     }
 

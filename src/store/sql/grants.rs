@@ -189,6 +189,9 @@ impl<DB: Backend> GrantStore for SqlStore<DB> {
         let mut tx = self.begin_write().await?;
         let evicted = self.insert_grant_in(&mut tx, grant, now).await?;
         tx.commit().await?;
+        if !evicted.is_empty() {
+            self.resolved.invalidate();
+        }
         Ok(evicted)
     }
 
@@ -223,6 +226,9 @@ impl<DB: Backend> GrantStore for SqlStore<DB> {
         .bind(tokens.issued_at)
         .execute(&mut conn)
         .await?;
+        if replaced == 1 {
+            self.resolved.invalidate();
+        }
         Ok(replaced == 1)
     }
 
@@ -256,6 +262,7 @@ impl<DB: Backend> GrantStore for SqlStore<DB> {
         }
         let revoked = Self::revoke_in(&mut tx, grant_id, now).await?;
         tx.commit().await?;
+        self.resolved.invalidate();
         Ok(revoked)
     }
 
@@ -271,6 +278,9 @@ impl<DB: Backend> GrantStore for SqlStore<DB> {
         .bind(now)
         .execute(&mut conn)
         .await?;
+        // Resolved tokens carry the grant's last use: the resolver would
+        // record it again on every call until they were looked up anew.
+        self.resolved.used(grant_id, now);
         Ok(())
     }
 
@@ -278,6 +288,7 @@ impl<DB: Backend> GrantStore for SqlStore<DB> {
         let mut tx = self.begin_write().await?;
         let found = Self::revoke_in(&mut tx, grant_id, now).await?;
         tx.commit().await?;
+        self.resolved.invalidate();
         Ok(found)
     }
 
@@ -332,6 +343,9 @@ impl<DB: Backend> GrantStore for SqlStore<DB> {
             return Err(err);
         }
         tx.commit().await?;
+        if !evicted.is_empty() {
+            self.resolved.invalidate();
+        }
         Ok(evicted)
     }
 
@@ -355,6 +369,7 @@ impl<DB: Backend> GrantStore for SqlStore<DB> {
             }
         }
         tx.commit().await?;
+        self.resolved.invalidate();
         Ok(revoked)
     }
 }

@@ -32,6 +32,7 @@ mod maintenance;
 mod page_sessions;
 mod pending;
 mod rate_limits;
+mod resolved;
 mod tokens;
 
 use secrecy::{ExposeSecret, SecretString};
@@ -55,6 +56,8 @@ pub(crate) struct SqlStore<DB: Backend> {
     pool: Pool<DB>,
     cipher: TokenCipher,
     limits: StoreLimits,
+    /// Access tokens resolved within the last second.
+    resolved: resolved::ResolvedCache,
 }
 
 impl<DB: Backend> std::fmt::Debug for SqlStore<DB> {
@@ -81,6 +84,7 @@ impl<DB: Backend> SqlStore<DB> {
             pool,
             cipher,
             limits,
+            resolved: resolved::ResolvedCache::default(),
         })
     }
 

@@ -242,8 +242,19 @@ impl<DB: Backend> TokenStore for SqlStore<DB> {
         now: UnixTime,
     ) -> Result<Option<ResolvedAccess>, StoreError> {
         let token_hash = token_hash.as_str();
-        self.read_retrying(|| self.resolve_access_token_once(token_hash, now))
-            .await
+        if let Some(known) = self.resolved.get(token_hash, now) {
+            return Ok(Some(known));
+        }
+        // Read before the lookup: a write that commits during it makes
+        // what it read stale, and `put` then keeps nothing.
+        let generation = self.resolved.generation();
+        let found = self
+            .read_retrying(|| self.resolve_access_token_once(token_hash, now))
+            .await?;
+        if let Some(access) = &found {
+            self.resolved.put(token_hash, access, generation);
+        }
+        Ok(found)
     }
 
     /// One transaction. The token's grant row is locked before the token's
@@ -271,6 +282,7 @@ impl<DB: Backend> TokenStore for SqlStore<DB> {
             Presented::Reuse => {
                 Self::revoke_in(&mut tx, &grant_id, now).await?;
                 tx.commit().await?;
+                self.resolved.invalidate();
                 return Ok(RefreshOutcome::ReuseDetected { grant_id });
             }
         };
@@ -283,6 +295,7 @@ impl<DB: Backend> TokenStore for SqlStore<DB> {
             .await?;
         let grant = self.grant_in(&mut tx, &grant_id).await?;
         tx.commit().await?;
+        self.resolved.invalidate();
         match grant {
             Some(grant) => Ok(RefreshOutcome::Rotated {
                 grant: Box::new(grant),
