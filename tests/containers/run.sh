@@ -44,7 +44,13 @@
 # made anew after that many days, for security updates),
 # AEGIS_CONTAINERS_BUILD_TIMEOUT (seconds, default 1800),
 # AEGIS_CONTAINERS_REUSE_IMAGE=1 (skip the build when aegis-gitea-mcp:local
-# exists: for work on the stack part; CI never sets it).
+# exists: for work on the stack part, and for CI's second call, below),
+# AEGIS_CONTAINERS_EXPORT_BINARY=PATH (copy the image's binary there: it runs
+# on this Debian 12 host too, with the same glibc),
+# AEGIS_CONTAINERS_IMAGE_ONLY=1 (stop after the image's checks, before the
+# stack). CI calls this script twice: early with both of the last two, so
+# the security replay and the replica tests attack the image's own binary
+# (no second release build), and at the end with REUSE_IMAGE=1 for the stack.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 REPO="$PWD"
@@ -420,6 +426,18 @@ podman image unmount "$GATEWAY_IMAGE" >/dev/null
 check "image: /data is 0700 and owned by 65532:65532 (got $data_stat)" test "$data_stat" == "700 65532:65532"
 check "image: no shell" test "$no_shell" == 1
 log "binary: $((bin_size / 1000000)) MB"
+
+if [[ -n "${AEGIS_CONTAINERS_EXPORT_BINARY:-}" ]]; then
+  mnt="$(podman image mount "$GATEWAY_IMAGE")"
+  install -D -m 0755 "$mnt/usr/local/bin/aegis-gitea-mcp" "$AEGIS_CONTAINERS_EXPORT_BINARY"
+  podman image unmount "$GATEWAY_IMAGE" >/dev/null
+  check "the image's binary, copied to $AEGIS_CONTAINERS_EXPORT_BINARY, runs on this host" \
+    "$AEGIS_CONTAINERS_EXPORT_BINARY" --version
+fi
+if [[ "${AEGIS_CONTAINERS_IMAGE_ONLY:-0}" == 1 ]]; then
+  log "AEGIS_CONTAINERS_IMAGE_ONLY=1: the stack is not run"
+  exit 0
+fi
 
 # ---- 4. the compose stack ---------------------------------------------------------
 

@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""The outside security review's attacks (issue 15), replayed over loopback
-HTTP against the release binary, with the real seeded Gitea behind it.
+"""The outside security review's attacks (issue 15), and the red team's of
+issue 45 (ids `R45-F1` … `R45-F9`), replayed over loopback HTTP against the
+release binary, with the real seeded Gitea behind it.
 
 Each attack is a function named for what the gateway must do, tagged with
-the review's finding id (docs/security.md, "The outside review"). It sends
-what the reviewer sent and checks what a caller can see: the status, the
-error, the pages, the audit log on disk, whether other callers are still
-served. The in-process suites (`cargo test`) test the same rules one by one
-against the fake Gitea; this replay is the built binary as an operator runs
-it.
+the finding's id (docs/security.md, "The outside review" and "The red team
+on confirmations, policy, traces and forwarding"). It sends what the
+attacker sent and checks what a caller can see: the status, the error, the
+pages, the audit log on disk, whether other callers are still served, what
+reached a receiver the gateway ships to (an audit sink, a trace collector,
+run in this process), what Gitea logged. The in-process suites (`cargo
+test`) test the same rules one by one against the fake Gitea; this replay
+is the built binary as an operator runs it.
 
 The store is SQLite in a fresh data dir, or PostgreSQL when `DATABASE_URL`
 is set (CI runs both). F10 (the SQLite file itself) runs on SQLite only.
@@ -21,6 +24,7 @@ Usage: AEGIS_BIN=target/release/aegis-gitea-mcp tests/security/replay.py [ID…]
 import base64
 import concurrent.futures
 import contextlib
+import http.server
 import json
 import os
 import re
@@ -30,6 +34,7 @@ import select
 import socket
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -61,6 +66,8 @@ BASE_ENV = {
     # The registration quota (F4) is per client network: let loopback be a
     # proxy so each request can name its own client address.
     "FORWARDED_ALLOW_IPS": "127.0.0.1",
+    # No balancer to drain for: each attack's gateway stops at once (2 s each otherwise).
+    "SHUTDOWN_DRAIN_SECONDS": "0",
 }
 
 # The gateway's log is printed when an attack fails: warnings and errors are what tells.
@@ -69,9 +76,12 @@ step = stepper("security-replay")
 ATTACKS = []
 
 
-def attack(finding):
+def attack(finding, store_free=False):
+    """Registers an attack. `store_free`: what it attacks never touches the
+    store (the audit forwarder), so it runs in the SQLite run only."""
+
     def register(function):
-        ATTACKS.append((finding, function))
+        ATTACKS.append((finding, function, store_free))
         return function
 
     return register
@@ -222,11 +232,12 @@ def one_network_cannot_lock_out_new_clients():
     network = "10.%d.%d" % (secrets.randbelow(256), secrets.randbelow(256))
     metadata = {"redirect_uris": [CLIENT_CALLBACK], "token_endpoint_auth_method": "none"}
     with gateway():
-        answers = [register_client(GATEWAY, metadata, "%s.%d" % (network, host)) for host in range(1, 27)]
+        # 32 unused registrations per /24 more than it put to use (issue 43).
+        answers = [register_client(GATEWAY, metadata, "%s.%d" % (network, host)) for host in range(1, 39)]
         created = [a for a in answers if a[0] == 201]
         refused = [a for a in answers if a[0] != 201]
-        step("26 registrations from %s.0/24: %d created, %d refused" % (network, len(created), len(refused)))
-        check(len(created) == 20, "20 unused registrations per /24")
+        step("38 registrations from %s.0/24: %d created, %d refused" % (network, len(created), len(refused)))
+        check(len(created) == 32, "32 unused registrations per /24")
         for status, body in refused:
             check(status == 503 and body["error"] == "temporarily_unavailable", "at the quota: %s %s" % (status, body))
             check("within an hour" in body["error_description"], "the wait is named: %s" % body)
@@ -397,13 +408,19 @@ def the_consent_page_names_the_gitea_instance_and_the_redirect_host():
         check("127.0.0.1:53682" in page, "and the redirect host")
 
 
-def health():
-    """/health's status and checks."""
+def health_body():
+    """/health's status and its whole answer."""
     try:
         with urllib.request.urlopen(GATEWAY + "/health", timeout=5) as response:
-            return response.status, json.load(response)["checks"]
+            return response.status, json.load(response)
     except urllib.error.HTTPError as err:
-        return err.code, json.load(err)["checks"]
+        return err.code, json.load(err)
+
+
+def health():
+    """/health's status and checks."""
+    code, body = health_body()
+    return code, body["checks"]
 
 
 def gitea_branch(method, name):
@@ -590,12 +607,384 @@ def a_full_disk_refuses_calls_promptly_health_says_so_and_service_resumes():
     audit_verify(data_dir, AUDIT_KEY)
 
 
+# The red team of issue 45 (docs/security.md, "The red team on
+# confirmations, policy, traces and forwarding"): what each finding showed,
+# replayed against the built binary and the real Gitea.
+
+
+class Sink(http.server.ThreadingHTTPServer):
+    """A receiver on loopback, in this process, for what the gateway ships:
+    the audit forwarder's JSON lines, the trace exporter's OTLP protobuf.
+    It keeps each body it takes; while `down` it answers 503, and it answers
+    after `delay` seconds."""
+
+    daemon_threads = True
+
+    def __init__(self):
+        super().__init__(("127.0.0.1", 0), SinkHandler)
+        self.bodies, self.down, self.delay = [], False, 0.0
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    @property
+    def url(self):
+        return "http://127.0.0.1:%d" % self.server_address[1]
+
+    def lines(self):
+        return [line for body in list(self.bodies) for line in body.decode().splitlines()]
+
+
+class SinkHandler(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):  # noqa: N802 (the standard library's name)
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        time.sleep(self.server.delay)
+        down = self.server.down
+        if not down:
+            self.server.bodies.append(body)
+        self.send_response(503 if down else 200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@contextlib.contextmanager
+def sink():
+    receiver = Sink()
+    try:
+        yield receiver
+    finally:
+        receiver.shutdown()
+        receiver.server_close()
+
+
+def rpc(token, method, params=None, path="/mcp"):
+    """A stateless JSON-RPC request at the MCP URL `path`: the answer's message."""
+    response = httpx2.post(
+        GATEWAY + path,
+        json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}},
+        headers={"Authorization": "Bearer " + token, "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"},
+        timeout=30,
+    )
+    check(response.status_code == 200, "%s: %s %s" % (method, response.status_code, response.text[:300]))
+    text = response.text
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        text = "\n".join(line[5:].strip() for line in text.splitlines() if line.startswith("data:"))
+    return json.loads(text)
+
+
+def listed(token, path="/mcp"):
+    """tools/list at `path`: each tool by name."""
+    return {tool["name"]: tool for tool in rpc(token, "tools/list", path=path)["result"]["tools"]}
+
+
+def policy_file(text):
+    fd, path = tempfile.mkstemp(prefix="aegis-replay-policy-", suffix=".toml")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    return path
+
+
+WRITE = "gitea_issue_create_issue"
+
+
+def writes(access_token):
+    """Whether the connection may write: its write tool is listed at /mcp;
+    where it is not, a call to it is unknown there (-32602), as is the
+    write call tool."""
+    names = listed(access_token)
+    if WRITE in names:
+        return True
+    check("gitea_call_write_operation" not in names, "the write call tool is not listed either")
+    repo = FIXTURE["repos"]["user"]
+    arguments = {"owner": repo["owner"], "repo": repo["name"], "body": {"title": "replay: must not be created"}}
+    refused = rpc(access_token, "tools/call", {"name": WRITE, "arguments": arguments})
+    check(refused.get("error", {}).get("code") == -32602, "an unlisted write is unknown: %s" % str(refused)[:300])
+    return False
+
+
+def audit_lines(data_dir):
+    """Every line of the audit log, oldest file first."""
+    rotated = sorted((int(f.rsplit(".", 1)[1]) for f in os.listdir(data_dir) if re.fullmatch(r"audit\.log\.\d+", f)), reverse=True)
+    names = ["audit.log.%d" % n for n in rotated] + ["audit.log"]
+    return [line for name in names for line in open(os.path.join(data_dir, name)).read().splitlines()]
+
+
+def forwarded_all(receiver, data_dir, timeout=45):
+    """Waits until /health says the sink has every entry and it has as many
+    as the log (the forwarder may be waiting out its retry backoff, up to
+    30 s): the seconds it took."""
+    began = time.monotonic()
+    while time.monotonic() - began < timeout:
+        code, body = health_body()
+        if body["checks"]["audit_forward"] == "ok" and body["audit_forward"]["lag_entries"] == 0 and len(receiver.lines()) >= len(audit_lines(data_dir)):
+            check(code == 200 and body["audit_forward"]["missing_entries"] == 0, "/health: %s %s" % (code, body))
+            return time.monotonic() - began
+        time.sleep(0.1)
+    raise AssertionError("the sink never caught up: %d of %d entries; %s" % (len(receiver.lines()), len(audit_lines(data_dir)), health_body()))
+
+
+@attack("R45-F1", store_free=True)
+def a_sink_down_across_rotations_and_a_restart_gets_every_entry_once():
+    # With the sink down across two or more rotations, the forwarder jumped
+    # from the file it was in to the live one: whole rotated files never
+    # reached the sink, and /health said ok. The restart reads the cursor
+    # back; the copy must be the log, line for line.
+    with sink() as receiver:
+        env = {"AUDIT_FORWARD_URL": receiver.url + "/ingest", "AUDIT_MAX_BYTES": "4096"}
+        with gateway(env) as data_dir:
+            bearer_call("gitea_user_get_current", {})
+            forwarded_all(receiver, data_dir)  # the cursor is on disk, in the first file
+            receiver.down = True
+
+            def rotated():
+                return sum(1 for f in os.listdir(data_dir) if f.startswith("audit.log."))
+
+            before, calls = rotated(), 0
+            while rotated() < before + 3 and calls < 300:
+                bearer_call("gitea_user_get_current", {})
+                calls += 1
+            rotations = rotated() - before
+            check(rotations >= 3, "three rotations")
+            code, body = health_body()
+            check(body["checks"]["audit_forward"] in ("down", "behind") and body["audit_forward"]["lag_entries"] > 0, "/health while the sink is down: %s" % body)
+            step("%d calls, %d rotations with the sink at 503; /health: %s, %d entries behind" % (calls, rotations, body["checks"]["audit_forward"], body["audit_forward"]["lag_entries"]))
+        with gateway(env, data_dir=data_dir):
+            bearer_call("gitea_user_get_current", {})  # after the restart, the sink still down
+            receiver.down = False
+            waited = forwarded_all(receiver, data_dir)
+            log, copy = audit_lines(data_dir), receiver.lines()
+            seqs = [json.loads(line)["seq"] for line in copy]
+            missing = sorted(set(range(1, len(log) + 1)) - set(seqs))
+            twice = sorted({s for s in seqs if seqs.count(s) > 1})
+            check(seqs == list(range(1, len(log) + 1)), "the sink got %d entries of %d; missing %s, twice %s" % (len(seqs), len(log), missing[:20], twice[:20]))
+            check(copy == log, "the copy is the log, line for line")
+            step("sink up: /health ok and lag 0 after %.1f s; seq 1..%d each once, as in the log" % (waited, len(log)))
+    step(audit_verify(data_dir, AUDIT_KEY))
+    copy_dir = tempfile.mkdtemp(prefix="aegis-replay-copy-")
+    with open(os.path.join(copy_dir, "audit.log"), "w") as f:
+        f.write("\n".join(copy) + "\n")
+    step("the copy: " + audit_verify(copy_dir, AUDIT_KEY))
+
+
+@attack("R45-F2", store_free=True)
+def a_slow_sink_under_steady_calls_never_trips_the_lag_bound():
+    # The lag was counted from when the backlog was last empty: steady calls
+    # to a sink that takes each batch in 1.5 s never let it empty, so a
+    # 1-minute bound refused every call after a minute. The bound's least
+    # value is a minute: the calls go on for 70 s.
+    with sink() as receiver:
+        receiver.delay = 1.5
+        with gateway({"AUDIT_FORWARD_URL": receiver.url + "/ingest", "AUDIT_FORWARD_MAX_LAG_MINUTES": "1"}):
+            began, calls, seen = time.monotonic(), 0, set()
+            while time.monotonic() - began < 70:
+                status, envelope = bearer_call("gitea_user_get_current", {})
+                check(status == 200 and "error" not in envelope, "call %d at %.0f s: %s" % (calls, time.monotonic() - began, envelope))
+                code, checks = health()
+                check(code == 200 and checks["audit_forward"] != "blocked", "/health at %.0f s: %s %s" % (time.monotonic() - began, code, checks))
+                seen.add(checks["audit_forward"])
+                calls += 1
+                time.sleep(0.2)
+            check("behind" in seen, "the backlog was never waiting: %s" % seen)
+            step("%d calls in 70 s, none refused; /health said %s; the sink took %d entries" % (calls, "/".join(sorted(seen)), len(receiver.lines())))
+
+
+TRUSTED_CALLBACK = "https://trusted.example/cb"
+
+
+@attack("R45-F3")
+def a_client_listing_the_trusted_uri_but_signing_in_at_its_own_only_reads():
+    # `unless = { redirect_hosts }` held for any URI the client registered:
+    # a client listing the trusted connector's URI beside its own took its
+    # code at its own and wrote. The grant's own redirect URI decides.
+    rule = '[[rule]]\nid = "writes-only-through-the-trusted-connector"\nunless = { redirect_hosts = ["trusted.example"] }\nread_only = true\n'
+    with gateway({"POLICY_FILE": policy_file(rule)}):
+        metadata = {"client_name": "look-alike", "redirect_uris": [TRUSTED_CALLBACK, CLIENT_CALLBACK], "token_endpoint_auth_method": "none"}
+        status, client = register_client(GATEWAY, metadata)
+        check(status == 201, "registration: %s %s" % (status, client))
+        own = signed_in_tokens(GATEWAY, client, CLIENT_CALLBACK, USER, access="write")
+        check(not writes(own["access_token"]), "signed in at its own URI, the client writes")
+        trusted = signed_in_tokens(GATEWAY, client, TRUSTED_CALLBACK, USER, access="write")
+        check(writes(trusted["access_token"]), "signed in at the trusted URI, it writes")
+        step("signed in at its own URI: reads only (%s unknown); at the trusted URI: writes" % WRITE)
+
+
+def gitea_requests(offset, sentinel):
+    """The requests (`METHOD /api/v1/…`, without the query) Gitea's log
+    names after byte `offset`, once `sentinel` is among them (Gitea writes
+    its log a little behind)."""
+    for _ in range(100):
+        with open(os.path.join(FIXTURE["state_dir"], "log", "gitea.log"), errors="replace") as f:
+            f.seek(offset)
+            seen = [r.split("?")[0] for r in re.findall(r"router: completed (\S+ \S+)", f.read())]
+        if sentinel in seen:
+            return seen
+        time.sleep(0.1)
+    raise AssertionError("Gitea's log never named %s" % sentinel)
+
+
+@attack("R45-F4")
+def the_raw_tool_does_not_reach_a_route_denied_confirmed_or_disabled_by_name():
+    # deny_tools, confirm_tools and DISABLED_TOOLS name operations; the raw
+    # tool on the same route ran all the same. The route decides.
+    rules = ('[[rule]]\nid = "no-single-issue"\ndeny_tools = ["gitea_issue_get_issue"]\n\n'
+             '[[rule]]\nid = "ask-before-labels"\nconfirm_tools = ["gitea_issue_list_labels"]\n')
+    with gateway({"POLICY_FILE": policy_file(rules), "DISABLED_TOOLS": "gitea_repo_get"}):
+        client = public_client(GATEWAY, CLIENT_CALLBACK, client_name="replay")
+        token = signed_in_tokens(GATEWAY, client, CLIENT_CALLBACK, USER)["access_token"]
+        log = os.path.join(FIXTURE["state_dir"], "log", "gitea.log")
+        offset = os.path.getsize(log)
+        base = "/repos/%s/%s" % (REPO["owner"], REPO["name"])
+        cases = [(token, "GET", base + "/issues/1", "tool_disabled"), (token, "HEAD", base + "/issues/1", "tool_disabled"),
+                 (token, "GET", "/api/v1" + base + "/ISSUES/1", "tool_disabled"), (token, "GET", base + "/labels", "confirmation_required"),
+                 (BEARER, "GET", base, "tool_disabled")]
+        for who, method, path, kind in cases:
+            status, got = mcp_tool_call(GATEWAY, who, "gitea_api_request", {"method": method, "path": path})
+            check(status == 200 and got.get("error", {}).get("kind") == kind, "%s %s: %s" % (method, path, str(got)[:300]))
+        # A route no rule names still runs, and Gitea logs it after the others.
+        status, got = mcp_tool_call(GATEWAY, token, "gitea_api_request", {"method": "GET", "path": base + "/milestones"})
+        check(status == 200 and "data" in got, "a route no rule names: %s" % str(got)[:300])
+        seen = gitea_requests(offset, "GET /api/v1%s/milestones" % base)
+        reached = [r for r in seen if r.split(" ")[1].lower() in {("/api/v1" + base + p).lower() for p in ("/issues/1", "/labels", "")}]
+        check(not reached, "reached Gitea: %s" % reached)
+        step("raw GET and HEAD of a denied operation: tool_disabled; of a confirmed one: confirmation_required; of a disabled one: tool_disabled; Gitea saw none")
+
+
+def ssh_public_key():
+    """An ed25519 public key in OpenSSH form (random, and well formed)."""
+    def field(data):
+        return len(data).to_bytes(4, "big") + data
+
+    return "ssh-ed25519 " + base64.b64encode(field(b"ssh-ed25519") + field(secrets.token_bytes(32))).decode()
+
+
+@attack("R45-F5")
+def writes_that_add_a_key_or_a_hook_wait_for_confirmation():
+    # Under CONFIRM=destructive (the default), writes that add a credential
+    # or a trigger ran at once: a deploy key is a way in, a hook a copy of
+    # every push out.
+    repo = FIXTURE["repos"]["user"]
+    mark = "replay-r45-f5-" + secrets.token_hex(3)
+    bodies = {
+        "gitea_repo_create_key": {"title": mark, "key": ssh_public_key(), "read_only": False},
+        "gitea_repo_create_hook": {"type": "gitea", "config": {"url": "http://127.0.0.1:9/" + mark, "content_type": "json"}, "events": ["push"], "active": False},
+    }
+    with gateway():
+        client = public_client(GATEWAY, CLIENT_CALLBACK, client_name="replay")
+        token = signed_in_tokens(GATEWAY, client, CLIENT_CALLBACK, USER, access="write")["access_token"]
+        for name, body in bodies.items():
+            arguments = {"name": name, "arguments": {"owner": repo["owner"], "repo": repo["name"], "body": body}}
+            status, got = mcp_tool_call(GATEWAY, token, "gitea_call_write_operation", arguments)
+            check(status == 200 and got.get("error", {}).get("kind") == "confirmation_required", "%s: %s" % (name, str(got)[:300]))
+        admin = {"Authorization": "token " + ADMIN["token"]}
+        for what in ("keys", "hooks"):
+            found = httpx2.get("%s/repos/%s/%s/%s" % (GITEA_API, repo["owner"], repo["name"], what), headers=admin, timeout=30)
+            check(found.status_code == 200 and mark not in found.text, "%s: %s %s" % (what, found.status_code, found.text[:300]))
+        tools = listed(BEARER, "/mcp/all")
+        for name in bodies:
+            check(tools[name]["annotations"].get("destructiveHint") is True, "%s: %s" % (name, tools[name]["annotations"]))
+        step("a deploy key and a hook: confirmation_required, neither in Gitea; both destructiveHint at /mcp/all")
+
+
+@attack("R45-F6")
+def a_team_past_the_first_page_of_memberships_still_applies():
+    # The policy read one page of the person's teams (50 at most): a rule
+    # about a team further down silently did not apply. The person joins
+    # 55 teams of a fresh organisation; the rule names one Gitea lists
+    # past the first 50.
+    org = "replay-r45-" + secrets.token_hex(3)
+    admin = httpx2.Client(headers={"Authorization": "token " + ADMIN["token"]}, timeout=30)
+    created = admin.post(GITEA_API + "/orgs", json={"username": org})
+    check(created.status_code == 201, "the organisation: %s" % created.text[:300])
+    try:
+        for n in range(55):
+            team = admin.post("%s/orgs/%s/teams" % (GITEA_API, org), json={"name": "team-%02d" % n, "permission": "read", "units": ["repo.code"]})
+            check(team.status_code == 201, "team %d: %s" % (n, team.text[:300]))
+            joined = admin.put("%s/teams/%d/members/%s" % (GITEA_API, team.json()["id"], USER["login"]))
+            check(joined.status_code == 204, "membership %d: %s" % (n, joined.text[:300]))
+        first = httpx2.get(GITEA_API + "/user/teams", params={"limit": 50}, headers={"Authorization": "token " + USER["token"]}, timeout=30)
+        on_first = {"%s/%s" % (t["organization"]["username"], t["name"]) for t in first.json()}
+        later = sorted({"%s/team-%02d" % (org, n) for n in range(55)} - on_first)
+        check(first.headers.get("x-total-count") and int(first.headers["x-total-count"]) >= 55 and later, "Gitea's first page: %s" % sorted(on_first)[-3:])
+        rule = '[[rule]]\nid = "deep-team-read-only"\nwhen = { teams = ["%s"] }\nread_only = true\n' % later[-1]
+        with gateway({"POLICY_FILE": policy_file(rule)}):
+            client = public_client(GATEWAY, CLIENT_CALLBACK, client_name="replay")
+            tokens = signed_in_tokens(GATEWAY, client, CLIENT_CALLBACK, USER, access="write")
+            check(not writes(tokens["access_token"]), "the rule about %s did not apply" % later[-1])
+            step("%s of %s teams, not on Gitea's first page of 50: the rule applies (reads only)" % (later[-1], first.headers["x-total-count"]))
+    finally:
+        admin.delete("%s/orgs/%s" % (GITEA_API, org))
+        admin.close()
+
+
+@attack("R45-F7")
+def a_rule_about_127_0_0_1_holds_for_localhost_and_ipv6_loopback():
+    # redirect_hosts = ["127.0.0.1"] did not match localhost or [::1]: the
+    # same machine by another name escaped the rule. Loopback is one host.
+    rule = '[[rule]]\nid = "local-clients-read-only"\nwhen = { redirect_hosts = ["127.0.0.1"] }\nread_only = true\n'
+    with gateway({"POLICY_FILE": policy_file(rule)}):
+        for callback in ("http://localhost:53682/callback", "http://[::1]:53682/callback"):
+            client = public_client(GATEWAY, callback, client_name="replay")
+            tokens = signed_in_tokens(GATEWAY, client, callback, USER, access="write")
+            check(not writes(tokens["access_token"]), "%s writes" % callback)
+        step("clients at localhost and [::1]: read only under a rule about 127.0.0.1")
+
+
+@attack("R45-F8")
+def the_raw_tools_path_is_in_no_span_and_no_audit_entry():
+    # The raw tool's first path segment, an argument value, was a span's
+    # name and url.template (and the audit entry's route). Spans carry the
+    # template the path reaches, else /{path}. The exporter speaks OTLP
+    # protobuf, where strings are plain bytes: the receiver searches them.
+    planted = "planted-segment-" + secrets.token_hex(3)
+    cases = [("/%s/abc" % planted, "/{path}"), ("/repos/%s/%s/issues" % (REPO["owner"], planted), "/repos/{owner}/{repo}/issues")]
+    with sink() as collector:
+        with gateway({"OTEL_EXPORTER_OTLP_ENDPOINT": collector.url, "OTEL_BSP_SCHEDULE_DELAY": "100"}) as data_dir:
+            for path, _ in cases:
+                status, got = bearer_call("gitea_api_request", {"method": "GET", "path": path})
+                check(status == 200 and got.get("error", {}).get("kind") not in ("invalid_arguments", "unknown_tool"), "%s: %s" % (path, str(got)[:300]))
+            names = [("GET " + template).encode() for _, template in cases]
+            for _ in range(100):
+                spans = b"".join(collector.bodies)
+                if planted.encode() in spans or all(name in spans for name in names):
+                    break
+                time.sleep(0.1)
+            check(planted.encode() not in spans, "the planted segment is in a span: %s" % re.findall(rb"[ -~]{0,40}" + planted.encode() + rb"[ -~]{0,20}", spans)[:4])
+            check(all(name in spans for name in names), "the spans name the templates: %s" % [n for n in names if n not in spans])
+            log = "\n".join(audit_lines(data_dir))
+            check(planted not in log, "the planted segment is in the audit log")
+            routes = [e.get("route") for e in map(json.loads, log.splitlines()) if e["event"] == "tool_call_started"]
+            check(routes == [template for _, template in cases], "the audit routes: %s" % routes)
+            step("%d bytes of spans and the audit log: the templates %s, never %s" % (len(spans), " and ".join(t for _, t in cases), planted))
+
+
+@attack("R45-F9")
+def the_activity_figures_survive_a_normal_stop():
+    # The figures of the last 2 s (written in batches every 2 s) were lost
+    # on SIGTERM. The drain is 0 s (as BASE_ENV has it: within a 2 s drain
+    # the next batch would be written anyway), so the stop comes first.
+    name = "replay-r45-f9-" + secrets.token_hex(3)
+    with gateway({"SHUTDOWN_DRAIN_SECONDS": "0"}) as data_dir:
+        client = public_client(GATEWAY, CLIENT_CALLBACK, client_name=name)
+        tokens = signed_in_tokens(GATEWAY, client, CLIENT_CALLBACK, USER)
+        for n in range(10):
+            check(works(tokens["access_token"]), "call %d" % n)
+    with gateway(data_dir=data_dir):
+        page = page_session(GATEWAY, USER).http.get(GATEWAY + "/account").text
+        shown = re.search(re.escape(name) + r" <code>.*?</code></h3>.*?(\d+) call\(s\) in 7 days", page, re.S)
+        check(shown and shown.group(1) == "10", "/account after the restart: %s" % (shown.group(0)[-200:] if shown else "no activity for " + name))
+        step("10 calls, SIGTERM, a restart: /account says %s call(s) for the connection" % shown.group(1))
+
+
 def main():
     only = set(sys.argv[1:])
     store = "PostgreSQL" if DATABASE_URL else "SQLite"
     failed = []
-    for finding, function in ATTACKS:
+    for finding, function, store_free in ATTACKS:
         if only and finding not in only:
+            continue
+        if store_free and DATABASE_URL and finding not in only:
+            step("%s runs with the SQLite store only: the audit forwarder never touches the store" % finding)
             continue
         step("%s %s (%s store)" % (finding, function.__name__.replace("_", " "), store))
         try:
