@@ -261,7 +261,7 @@ impl AuditLog {
     ) -> Result<Arc<forward::ForwardState>, forward::ForwardError> {
         // Not an `AuditLog`: the forwarder must not keep the writer open.
         let durable = self.durable.clone();
-        let written = Box::new(move || durable.writer().last_seq());
+        let written = Arc::new(move || durable.writer().last_seq());
         let state = forward::spawn(
             settings,
             data_dir,

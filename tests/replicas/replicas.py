@@ -16,7 +16,9 @@ A. sharing (steps 1-4)
    3. with alice's Gitea session expired in the store, 20 concurrent calls
       all succeed as alice after exactly one upstream refresh (counted in
       the three audit logs); the grant stays live;
-   4. `/revoke` on r1 directly: the access token gets 401 on r2 and r3.
+   4. `/revoke` on r1 directly: the access token gets 401 on r1 at once,
+      and on r2 and r3 within a second (each replica keeps a token it
+      resolved for a second: docs/replicas.md).
 B. rate limit (step 5): RATE_LIMIT_PER_TOKEN=30 on every replica; 60 calls
    with one token over the three replicas: 30 (or 31 across a minute's edge)
    accepted.
@@ -113,6 +115,9 @@ LIMIT_CALLS = 60
 LIMIT_TOLERANCE = 1
 
 BURST = 20  # concurrent calls on the expired Gitea session (step 3)
+# How long a replica uses an access token it resolved without asking the
+# store again (FRESH_FOR in src/store/sql/resolved.rs), with a margin.
+RESOLVED_FOR = 1.1
 KILL_THREADS, KILL_SECONDS, KILL_AT = 8, 6.0, 2.0
 # The calls cut by the kill (in flight on r2, or sent on a pooled connection
 # to it) fail within this long of it; every call after must succeed.
@@ -402,6 +407,10 @@ def step3_one_refresh(replicas, token, client):
     """The Gitea session expired: a burst of calls, one upstream refresh."""
     before = sum(len(replicas.audit(n, "upstream_refreshed")) for n in REPLICAS)
     updated = psql("UPDATE grants SET gitea_expires_at = 0 WHERE revoked_at IS NULL RETURNING id")
+    # Written behind the replicas' backs: each keeps a token it resolved
+    # for a second (RESOLVED_FOR), with the grant's expiry as it was. A
+    # real expiry is a time that passes for every replica alike.
+    time.sleep(RESOLVED_FOR)
     barrier = threading.Barrier(BURST)
 
     def burst_call(_):
@@ -431,17 +440,20 @@ def step3_one_refresh(replicas, token, client):
 
 
 def step4_revoke_anywhere(token, client):
-    """Revoked on r1, refused on r2 and r3."""
+    """Revoked on r1: refused there at once, on r2 and r3 within a second."""
     with httpx2.Client(timeout=30) as http:
-        direct = {n: served_call(http, token.access_token, base=replica_url(n)) for n in ("r2", "r3")}
+        direct = {n: served_call(http, token.access_token, base=replica_url(n)) for n in REPLICAS}
         check(all(acknowledged(c) for c in direct.values()), "direct calls before the revoke: %s" % direct)
         revoked = token_endpoint(replica_url("r1"), "/revoke", client, token=token.refresh_token, token_type_hint="refresh_token")
         check(revoked.status_code == 200, "revoke on r1: %s %s" % (revoked.status_code, revoked.text[:300]))
+        at_once = served_call(http, token.access_token, base=replica_url("r1"))
+        check(at_once.status == 401, "on r1 right after its revoke: %s %s" % (at_once.status, at_once.detail))
+        time.sleep(RESOLVED_FOR)
         after = {n: served_call(http, token.access_token, base=replica_url(n)) for n in ("r2", "r3")}
-    check(all(c.status == 401 for c in after.values()), "the access token after the revoke on r1: %s" % (
+    check(all(c.status == 401 for c in after.values()), "the access token a second after the revoke on r1: %s" % (
         {n: (c.status, c.detail) for n, c in after.items()}))
     assert_refresh_dead(replica_url("r3"), token.refresh_token, client)
-    step("4. /revoke on r1 (200): the access token gets %s on r2 and %s on r3, the refresh token invalid_grant on r3" % (
+    step("4. /revoke on r1 (200): the access token gets 401 on r1 at once, %s on r2 and %s on r3 a second later, the refresh token invalid_grant on r3" % (
         after["r2"].status, after["r3"].status))
 
 

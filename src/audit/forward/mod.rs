@@ -54,7 +54,6 @@ pub enum ForwardError {
 
 /// How far behind the sink is; shared by the forwarder, `/health`, and
 /// the log (which refuses entries while `blocked`).
-#[derive(Debug)]
 pub struct ForwardState {
     /// `scheme://host:port`, nothing more.
     pub sink: String,
@@ -70,6 +69,10 @@ pub struct ForwardState {
     /// Since when an entry has waited for the sink, when the entries'
     /// own times are not known (nothing read yet).
     waiting_since: Mutex<Option<Instant>>,
+    /// Where the log ends now, so that `/health` counts the backlog when
+    /// asked, not when the forwarder last looked (it sleeps up to 30 s
+    /// between tries while the sink is down). `None` in unit tests.
+    written: Option<WrittenSeq>,
 }
 
 /// What `/health` shows of forwarding.
@@ -85,6 +88,15 @@ pub struct ForwardStatus {
     pub missing_entries: u64,
 }
 
+impl std::fmt::Debug for ForwardState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ForwardState")
+            .field("sink", &self.sink)
+            .field("status", &self.status())
+            .finish_non_exhaustive()
+    }
+}
+
 impl ForwardState {
     fn new(sink: String, max_lag: Option<Duration>, forwarded: u64) -> Self {
         Self {
@@ -97,6 +109,7 @@ impl ForwardState {
             blocked: AtomicBool::new(false),
             missing: AtomicU64::new(0),
             waiting_since: Mutex::new(None),
+            written: None,
         }
     }
 
@@ -111,9 +124,14 @@ impl ForwardState {
     }
 
     pub fn status(&self) -> ForwardStatus {
+        let forwarded = self.forwarded.load(Ordering::Relaxed);
+        let waiting = self.waiting.load(Ordering::Relaxed);
         ForwardStatus {
-            forwarded_seq: self.forwarded.load(Ordering::Relaxed),
-            lag_entries: self.waiting.load(Ordering::Relaxed),
+            forwarded_seq: forwarded,
+            lag_entries: self
+                .written
+                .as_ref()
+                .map_or(waiting, |written| written().saturating_sub(forwarded)),
             lag_seconds: self.lag_seconds.load(Ordering::Relaxed),
             sink_up: self.up.load(Ordering::Relaxed),
             blocked: self.blocked(),
@@ -169,7 +187,7 @@ impl Sink {
 }
 
 /// Where the written entries end: the log's last sequence number.
-pub type WrittenSeq = Box<dyn Fn() -> u64 + Send + Sync>;
+pub type WrittenSeq = Arc<dyn Fn() -> u64 + Send + Sync>;
 
 /// Starts forwarding `data_dir`'s log; `written` says how far the log is.
 /// Fails (and startup stops) on settings that cannot work: an unreadable
@@ -225,7 +243,9 @@ pub fn spawn(
         }
     };
     let label = format!("{}://{host}:{port}", settings.url.scheme());
-    let state = Arc::new(ForwardState::new(label, settings.max_lag, after));
+    let mut state = ForwardState::new(label, settings.max_lag, after);
+    state.written = Some(written.clone());
+    let state = Arc::new(state);
     let task = Forwarder {
         state: state.clone(),
         data_dir: data_dir.to_path_buf(),
@@ -393,6 +413,20 @@ fn tls_config(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The red team's replay of F1 saw `lag_entries: 0` while a down sink
+    /// had dozens of entries to take: the count was the forwarder's, from
+    /// before it went to sleep between tries.
+    #[test]
+    fn the_backlog_is_counted_when_asked() {
+        let end = Arc::new(AtomicU64::new(10));
+        let mut state = ForwardState::new("x".into(), None, 10);
+        let read = end.clone();
+        state.written = Some(Arc::new(move || read.load(Ordering::Relaxed)));
+        state.observe(10, None, Instant::now());
+        end.store(70, Ordering::Relaxed);
+        assert_eq!(state.status().lag_entries, 60);
+    }
 
     #[test]
     fn nothing_waiting_is_no_lag() {
