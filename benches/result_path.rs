@@ -16,7 +16,7 @@ use aegis_gitea_mcp::gitea::envelope::{decoded_envelope, json_depth};
 use aegis_gitea_mcp::gitea::executor::UpstreamResponse;
 use aegis_gitea_mcp::gitea::pagination::pagination_from_headers;
 use aegis_gitea_mcp::gitea::redaction::Redactor;
-use aegis_gitea_mcp::gitea::{Identity, IdentityMode};
+use aegis_gitea_mcp::identity::{Identity, IdentityMode};
 use aegis_gitea_mcp::mcp::validation::ArgumentValidator;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use secrecy::SecretString;
@@ -71,7 +71,7 @@ fn bench_envelope(c: &mut Criterion) {
         token: SecretString::from(ADMIN_TOKEN),
         refresh_token: None,
         renewal: None,
-        access: aegis_gitea_mcp::gitea::Access::ReadWrite,
+        access: aegis_gitea_mcp::identity::Access::ReadWrite,
     };
     let call = GiteaCall {
         method: http::Method::GET,

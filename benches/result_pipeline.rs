@@ -21,7 +21,7 @@ use aegis_gitea_mcp::gitea::envelope::decoded_envelope;
 use aegis_gitea_mcp::gitea::executor::UpstreamResponse;
 use aegis_gitea_mcp::gitea::hygiene::{ResultPolicy, ResultView, tool_result};
 use aegis_gitea_mcp::gitea::redaction::Redactor;
-use aegis_gitea_mcp::gitea::{Identity, IdentityMode};
+use aegis_gitea_mcp::identity::{Identity, IdentityMode};
 use bytes::Bytes;
 use criterion::{Criterion, Throughput, criterion_group};
 use secrecy::SecretString;
@@ -97,7 +97,7 @@ fn identity() -> Identity {
         token: SecretString::from(ADMIN_TOKEN),
         refresh_token: None,
         renewal: None,
-        access: aegis_gitea_mcp::gitea::Access::ReadWrite,
+        access: aegis_gitea_mcp::identity::Access::ReadWrite,
     }
 }
 

@@ -3,8 +3,8 @@
 //!
 //! The writer checks, before each entry, that `audit.log` is still the file
 //! it holds open, and writable (`docs/audit.md`, "Faults"). Looking the path
-//! up (`statx`) cost about 2 µs an entry, two entries a call: a tenth of
-//! the gateway's own work per call (`docs/benchmarks.md`, issue 30). An
+//! up (`statx`) before each entry, two entries a call, was a visible share
+//! of the gateway's own work per call (`docs/benchmarks.md`, issue 30). An
 //! inotify watch answers the same question for the price of one `read`
 //! that finds nothing: the kernel queues its events synchronously with the
 //! rename, unlink or chmod that causes them, so a write after any of them

@@ -2,11 +2,11 @@
 //! parsed into a `serde_json` object the first time something needs one
 //! (a tool list, the argument validator, a search result), then kept.
 //!
-//! Why text: the 486 schemas as `Value` trees held about 1.9 MB of heap
-//! for the life of the process; their text is 195 KB. The default surface
-//! lists a few core tools and a call validates against one schema, so most
-//! trees were built and never read (docs/benchmarks.md, issue 30: peak RSS
-//! at c=64 33.9 MB before, 31.7 MB after).
+//! Why text: the schemas as `Value` trees held several times their text's
+//! size in heap for the life of the process, and the default surface lists
+//! a few core tools and a call validates against one schema, so most trees
+//! were built and never read (docs/benchmarks.md, "The catalog's schemas
+//! as text").
 //!
 //! A schema whose text would not read back as the same object keeps its
 //! tree from the start: one nested deeper than `serde_json` reads, or one

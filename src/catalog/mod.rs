@@ -430,6 +430,7 @@ impl Catalog {
     }
 
     /// The shapes of the bundled catalog.
+    #[cfg(test)]
     pub fn bundled_shapes() -> &'static Shapes {
         BUNDLED.shapes()
     }

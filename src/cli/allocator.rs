@@ -1,10 +1,11 @@
 //! Gives back to the system the memory start-up used and freed.
 //!
-//! Building the catalog reads Gitea's 874 KB OpenAPI document into a
-//! `serde_json::Value` tree, resolves it into 485 tools and drops the tree.
+//! Building the catalog reads Gitea's OpenAPI document into a
+//! `serde_json::Value` tree, resolves it into a tool per operation and
+//! drops the tree.
 //! glibc's allocator keeps the freed pages in its heap for reuse, and the
 //! requests never reuse them: they are served on the runtime's worker
-//! threads, which allocate from arenas of their own. So about 6 MB stayed
+//! threads, which allocate from arenas of their own. So megabytes stayed
 //! resident for the life of the process (`docs/benchmarks.md`, "Memory").
 //! One `malloc_trim(0)` once the application is built returns them.
 //!

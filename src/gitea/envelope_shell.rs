@@ -12,8 +12,8 @@
 //! short untrusted-content label (the instructions say it at length).
 //!
 //! Typed rather than a `serde_json::Value` tree: the shell is made for
-//! every call, and the tree cost about 20 allocations and a walk over
-//! every string to clean three of them (docs/benchmarks.md, "The
+//! every call, and the tree cost allocations and a walk over every string
+//! to clean three of them (docs/benchmarks.md, "The
 //! envelope's shell, typed"). Pure: no I/O.
 
 use std::borrow::Cow;

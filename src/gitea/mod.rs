@@ -31,6 +31,4 @@ pub mod text_files;
 pub use call::{GiteaCall, build_call};
 pub use error::{ErrorKind, ToolError};
 pub use executor::GiteaClient;
-// The benches and integration tests name these at their former paths.
-pub use crate::identity::{Access, Identity, IdentityMode};
 pub use hygiene::{redaction, secrets};

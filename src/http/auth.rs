@@ -54,7 +54,7 @@ pub fn bearer_token(value: &HeaderValue) -> Option<&str> {
 
 /// Why a request was not authenticated; decides the challenge's `error`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Refusal {
+enum Unauthenticated {
     /// No credentials.
     Missing,
     /// A token that is not valid here.
@@ -92,22 +92,22 @@ fn scope_challenge(
     value
 }
 
-fn unauthorized(oauth: Option<&OAuthServer>, path: &str, refusal: Refusal) -> Response {
+fn unauthorized(oauth: Option<&OAuthServer>, path: &str, refusal: Unauthenticated) -> Response {
     let (error, description) = match refusal {
-        Refusal::Missing => (None, "this endpoint needs a bearer token"),
-        Refusal::InvalidToken => (Some("invalid_token"), "the bearer token is not valid"),
-        Refusal::OtherResource => (
+        Unauthenticated::Missing => (None, "this endpoint needs a bearer token"),
+        Unauthenticated::InvalidToken => (Some("invalid_token"), "the bearer token is not valid"),
+        Unauthenticated::OtherResource => (
             Some("invalid_token"),
             "the bearer token was issued for another MCP URL: a token works only at the URL it was issued for (one token per URL), so sign in again at this one",
         ),
-        Refusal::TokenInQuery => (
+        Unauthenticated::TokenInQuery => (
             Some("invalid_request"),
             "send the token in the Authorization header, never in the URL",
         ),
     };
     let header_value = HeaderValue::from_str(&challenge(oauth, path, error))
         .unwrap_or_else(|_| HeaderValue::from_static("Bearer"));
-    let status = if refusal == Refusal::TokenInQuery {
+    let status = if refusal == Unauthenticated::TokenInQuery {
         StatusCode::BAD_REQUEST
     } else {
         StatusCode::UNAUTHORIZED
@@ -188,7 +188,7 @@ async fn identify(app: &App, request: &mut Request, span: &tracing::Span) -> Res
     let path = request.uri().path().to_owned();
     let unauthorized = |refusal| unauthorized(oauth, &path, refusal);
     if token_in_query(request.uri().query()) {
-        return Err(unauthorized(Refusal::TokenInQuery));
+        return Err(unauthorized(Unauthenticated::TokenInQuery));
     }
     let presented = request
         .headers()
@@ -198,20 +198,22 @@ async fn identify(app: &App, request: &mut Request, span: &tracing::Span) -> Res
         Some(token) if token.starts_with(TOKEN_PREFIX) => {
             span.record("aegis.auth.kind", "oauth");
             let Some(server) = app.oauth() else {
-                return Err(unauthorized(Refusal::InvalidToken));
+                return Err(unauthorized(Unauthenticated::InvalidToken));
             };
             let resource = server.config().resource_for(&surface);
             // Boxed: inline, the resolver's future (store queries, a Gitea
-            // refresh: 3.5 KB) would be carried by every request's
-            // middleware future, the static bearer's too.
+            // refresh) would be carried by every request's middleware
+            // future, the static bearer's too.
             return match Box::pin(resolver::resolve(server, token, &resource)).await {
                 Ok((identity, connection)) => {
                     request.extensions_mut().insert(identity);
                     request.extensions_mut().insert(connection);
                     Ok(())
                 }
-                Err(ResolveError::InvalidToken) => Err(unauthorized(Refusal::InvalidToken)),
-                Err(ResolveError::OtherResource) => Err(unauthorized(Refusal::OtherResource)),
+                Err(ResolveError::InvalidToken) => Err(unauthorized(Unauthenticated::InvalidToken)),
+                Err(ResolveError::OtherResource) => {
+                    Err(unauthorized(Unauthenticated::OtherResource))
+                }
                 Err(ResolveError::Unavailable) => Err((
                     StatusCode::SERVICE_UNAVAILABLE,
                     [(header::RETRY_AFTER, "5")],
@@ -224,7 +226,7 @@ async fn identify(app: &App, request: &mut Request, span: &tracing::Span) -> Res
             span.record("aegis.auth.kind", "bearer");
             match &settings.mcp_bearer_token {
                 Some(expected) if bearer_matches(expected, token) => IdentityMode::Bearer,
-                _ => return Err(unauthorized(Refusal::InvalidToken)),
+                _ => return Err(unauthorized(Unauthenticated::InvalidToken)),
             }
         }
         // Unauthenticated loopback is the development mode, only while
@@ -240,7 +242,7 @@ async fn identify(app: &App, request: &mut Request, span: &tracing::Span) -> Res
         }
         None => {
             span.record("aegis.auth.kind", "none");
-            return Err(unauthorized(Refusal::Missing));
+            return Err(unauthorized(Unauthenticated::Missing));
         }
     };
     let Some(identity) = app.admin_identity(mode).await else {

@@ -7,10 +7,9 @@
 //!
 //! One service rather than one `from_fn` layer per step: each such layer
 //! clones the rest of the stack for every request and boxes its own
-//! future and the next one's. As six layers they cost 16 allocations and
-//! about 7 KB of boxed futures per call, held while the call is in flight
-//! (docs/benchmarks.md, "After the close"); here the steps run one after
-//! the other inside one future, boxed once.
+//! future and the next one's, held while the call is in flight
+//! (docs/benchmarks.md, "After the close" has what it cost); here the
+//! steps run one after the other inside one future, boxed once.
 
 use std::convert::Infallible;
 use std::future::Future;

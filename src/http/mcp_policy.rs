@@ -36,7 +36,7 @@ pub async fn apply_policy(app: &App, request: &mut Request) -> Result<(), Respon
         return Ok(());
     };
     let span = spans::policy();
-    // Boxed: inline, the lookup's future (1.1 KB) would make every MCP
+    // Boxed: inline, the lookup's future would make every MCP
     // request's middleware future that much bigger, policy or not.
     let narrowing = Box::pin(
         policy

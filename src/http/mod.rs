@@ -242,7 +242,7 @@ pub fn router_with_limiters(
     // One stack in front of rmcp, built once and given to each MCP URL: the
     // router clones a route's service for every request, and a stack of
     // per-route layers would be cloned, box by box, once per layer
-    // (`Router::layer` boxes each; 160 allocations per call, issue 30).
+    // (`Router::layer` boxes each; docs/benchmarks.md, issue 30).
     // Its steps are one service for the same reason (`mcp_gate`).
     let mcp_stack = tower::ServiceBuilder::new()
         .layer(layers::timeout(mcp_timeout))
@@ -277,8 +277,8 @@ pub fn router_with_limiters(
     // The layers around every route, outermost first, as one stack (the
     // steps that do not await are `step::Step`s, not `from_fn`): each
     // `Router::layer` boxes every route once more, and the router clones a
-    // route box by box for every request (41 allocations per call as five
-    // layers, issue 30). Inside the router, they see the matched route.
+    // route box by box for every request (docs/benchmarks.md, issue 30).
+    // Inside the router, they see the matched route.
     let global = tower::ServiceBuilder::new()
         .layer(step::StepLayer(metrics::ObserveRequests(metrics)))
         .layer(step::StepLayer(layers::CloseAfterEarlyRefusal))

@@ -7,10 +7,9 @@
 //! guard) decide before the request and adjust the answer after it, with
 //! nothing to await, so they are a [`Step`]: `before` and `after` around
 //! the inner future, nested without a box. With the MCP gate's own
-//! service (`super::mcp_gate`), this took 18 of a call's 293 allocations
-//! away, and most of the 3.6 µs per call a time profile put between the
-//! metrics layer and the gate (issue 30, docs/benchmarks.md, "The
-//! middleware steps without boxes").
+//! service (`super::mcp_gate`), this took allocations and most of the
+//! time a profile put between the metrics layer and the gate away
+//! (issue 30, docs/benchmarks.md, "The middleware steps without boxes").
 
 use std::convert::Infallible;
 use std::future::Future;

@@ -7,8 +7,8 @@
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use crate::clock::Clock;
 use crate::identity::Connection;
-use crate::oauth::clock::Clock;
 use crate::store::{ActivityNote, ActivityOutcome, OAuthStore};
 
 /// How often noted calls are written.

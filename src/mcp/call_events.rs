@@ -5,7 +5,8 @@
 
 use super::ToolService;
 use crate::audit::{Event, EventKind, Outcome};
-use crate::gitea::{ErrorKind, Identity, ToolError};
+use crate::gitea::{ErrorKind, ToolError};
+use crate::identity::Identity;
 use crate::mcp::dispatcher::{Refusal, ToolOutcome};
 
 /// The error of a call refused because its audit entry could not be written.

@@ -137,7 +137,7 @@ fn fields(schema: &Map<String, Value>, skip: &[&str]) -> String {
 
 /// Optional fields a search result names at most (the rest: `and N more`,
 /// in the schema a search by `name` gives): a branch protection's body has
-/// 34, which made one search 2.6 KB.
+/// three dozen, and a search naming them all cost more than its answer.
 const MAX_OPTIONAL_SHOWN: usize = 12;
 
 /// One operation in full, as a search by `name` gives it: its schema too.

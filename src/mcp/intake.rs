@@ -125,8 +125,8 @@ struct ToolCallRequest<'a> {
 /// as one (`jsonrpc` "2.0", an `id` rmcp takes, params that fit
 /// `CallToolRequestParams`), or `None`. rmcp's own message type is
 /// untagged and flattened: reading it buffers the whole message and builds
-/// a `serde_json` error for each variant it tries, 31,000 instructions a
-/// call; this reads the message once, into the params' own type (issue 30).
+/// a `serde_json` error for each variant it tries; this reads the message
+/// once, into the params' own type (issue 30, docs/benchmarks.md).
 /// Anything unusual (a duplicate key, another method) gets `None` and the
 /// full check; should rmcp still refuse what passed here, the HTTP layer
 /// answers with the full check's refusal (`src/http/mcp_intake.rs`).

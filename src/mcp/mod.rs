@@ -3,6 +3,7 @@
 //! tools), and the rmcp adapter for the stdio and Streamable HTTP transports.
 
 pub(crate) mod activity;
+pub(crate) mod call;
 pub(crate) mod call_events;
 pub(crate) mod caller;
 pub(crate) mod confirmation;

@@ -1,35 +1,27 @@
-//! The rmcp adapter: implements the SDK's `ServerHandler` over the
-//! [`Dispatcher`](super::dispatcher::Dispatcher), for both transports.
+//! The rmcp adapter: implements the SDK's `ServerHandler` for both
+//! transports, translating a `tools/call` to and from the transport-free
+//! call operation (`super::call`) and `tools/list` to the dispatcher.
 //! Identity comes from the request (put there by the HTTP authentication
 //! layer), or is the admin account under stdio; never from an MCP session.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
-    ElicitationAction, Implementation, InputRequiredResult, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+    ElicitationAction, Implementation, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tracing::Instrument;
 
 use super::ToolService;
-use super::call_events::{
-    audit_unavailable, finished_event, refusal_kind, refused_event, tool_call_event,
-};
-use super::confirmation::{
-    GateOutcome, GatedCall, Retry, elicitation_approves, elicitation_form, inner_arguments,
-    summary, typed_name,
-};
-use crate::audit::{Event, EventKind, Outcome};
-use crate::gitea::{ErrorKind, Identity, IdentityMode, ToolError};
-use crate::identity::Connection;
-use crate::mcp::caller::Caller;
-use crate::mcp::dispatcher::Refusal;
-use crate::metrics::{CallOutcome, UNKNOWN_TOOL};
-use crate::store::ActivityOutcome;
+use super::call::{self, AskSession, CallContext, CallEnding, CallRequest, SessionAnswer};
+use super::confirmation::Retry;
+use crate::identity::{Connection, Identity, IdentityMode};
+use crate::metrics::UNKNOWN_TOOL;
 use crate::surface::Surface;
 use crate::telemetry::context::Carrier;
 use crate::telemetry::spans;
@@ -70,185 +62,6 @@ impl GatewayServer {
                 .and_then(|parts| parts.extensions.get::<Identity>())
                 .cloned()
                 .ok_or_else(|| McpError::internal_error("request is not authenticated", None)),
-        }
-    }
-
-    /// Whether `call` may run now (`crate::mcp::confirmation`): with the
-    /// approval it spends, if any; or, when it waits for its person (or the
-    /// store cannot say), why not. Its audit entries are written here.
-    async fn pass_confirmation(
-        &self,
-        identity: &Identity,
-        context: &RequestContext<RoleServer>,
-        call: GatedCall<'_>,
-    ) -> Result<Option<String>, Stopped> {
-        if identity.mode != IdentityMode::Oauth {
-            return self
-                .ask_over_the_session(identity, context, call)
-                .await
-                .map_err(Stopped::Result);
-        }
-        let Some(gate) = self.service.confirmations() else {
-            return Ok(None);
-        };
-        let connection = self.connection(context);
-        match gate
-            .check(
-                identity,
-                connection.as_ref(),
-                call,
-                self.service.dispatcher(),
-            )
-            .await
-        {
-            Ok(GateOutcome::Proceed {
-                confirmation,
-                event,
-            }) => {
-                if let Some(event) = event {
-                    self.service.audit().record_best_effort(*event).await;
-                }
-                Ok(confirmation)
-            }
-            Ok(GateOutcome::Stop { result, event }) => {
-                if let Some(event) = event {
-                    self.service.audit().record_best_effort(*event).await;
-                }
-                Err(Stopped::Result(result))
-            }
-            Ok(GateOutcome::Waiting(mut waiting)) => {
-                if let Some(event) = waiting.event.take() {
-                    self.service.audit().record_best_effort(*event).await;
-                }
-                let mode =
-                    elicitation_offered(context).and_then(|(form, url)| gate.ask_mode(form, url));
-                Err(match mode {
-                    Some(mode) => Stopped::Ask(Box::new(gate.input_required(&waiting, mode))),
-                    None => Stopped::Result(waiting.result),
-                })
-            }
-            Err(err) => {
-                // Fail closed: without the store, nothing that needs a
-                // person runs.
-                tracing::error!(error = %err, "the confirmation store is unavailable");
-                Err(Stopped::Result(
-                    ToolError::new(
-                        ErrorKind::InternalError,
-                        "the call could not be checked for confirmation; nothing was sent to Gitea, try again later",
-                    )
-                    .to_json(),
-                ))
-            }
-        }
-    }
-
-    /// The admin token's confirmation (`CONFIRM_ADMIN`, off by default):
-    /// over stdio, to a client that declares elicitation, a form asks the
-    /// person (the name to type for deleting a repository, an organisation,
-    /// a user or a team; else Approve). Any other client, and the
-    /// stateless HTTP wire, cannot be asked: the call is refused.
-    async fn ask_over_the_session(
-        &self,
-        identity: &Identity,
-        context: &RequestContext<RoleServer>,
-        call: GatedCall<'_>,
-    ) -> Result<Option<String>, serde_json::Value> {
-        let dispatcher = self.service.dispatcher();
-        let (operation, raw_method) = (call.target.operation(), call.target.raw_method());
-        if !self
-            .service
-            .confirmation_rules()
-            .is_some_and(|rules| rules.admin_needs(operation, raw_method))
-        {
-            return Ok(None);
-        }
-        let inner = inner_arguments(call.tool, call.args);
-        let route = dispatcher.describe_call(call.tool, call.args).route;
-        let what = summary(operation, route.as_deref().unwrap_or_default(), inner);
-        let typed = typed_name(operation, inner);
-        let can_ask = self.transport == Transport::Stdio
-            && context
-                .peer
-                .peer_info()
-                .is_some_and(|info| info.capabilities.elicitation.is_some());
-        let refusal = |kind: ErrorKind, message: &str| ToolError::new(kind, message).to_json();
-        if !can_ask {
-            return Err(refusal(
-                ErrorKind::ConfirmationRequired,
-                "This call needs a person's confirmation (CONFIRM_ADMIN), and this client cannot be asked: over stdio a client must support elicitation; over HTTP the admin token cannot be confirmed. Nothing was sent to Gitea.",
-            ));
-        }
-        let audit = self.service.audit();
-        let event = |kind| {
-            Event::new(kind)
-                .identity(identity)
-                .tool(call.tool)
-                .detail("confirmation", "elicitation")
-        };
-        audit
-            .record_best_effort(event(EventKind::ConfirmationRequested))
-            .await;
-        let (message, schema) = elicitation_form(&what, typed.as_deref());
-        let Ok(requested_schema) = serde_json::from_value(schema) else {
-            return Err(refusal(
-                ErrorKind::InternalError,
-                "the confirmation form could not be built",
-            ));
-        };
-        let asked = context
-            .peer
-            .create_elicitation(ElicitRequestParams::FormElicitationParams {
-                meta: None,
-                message,
-                requested_schema,
-            })
-            .await;
-        match asked {
-            Ok(answer)
-                if answer.action == ElicitationAction::Accept
-                    && elicitation_approves(typed.as_deref(), answer.content.as_ref()) =>
-            {
-                audit
-                    .record_best_effort(
-                        event(EventKind::ConfirmationApproved)
-                            .detail("by", identity.login.as_deref().unwrap_or("stdio")),
-                    )
-                    .await;
-                Ok(Some("elicitation".to_owned()))
-            }
-            Ok(_) => {
-                audit
-                    .record_best_effort(event(EventKind::ConfirmationDenied))
-                    .await;
-                Err(refusal(
-                    ErrorKind::ConfirmationDenied,
-                    "The person did not approve this call (declined, cancelled, or the typed name did not match). Nothing was sent to Gitea.",
-                ))
-            }
-            Err(err) => {
-                tracing::warn!(error = %err, "the elicitation could not be sent");
-                Err(refusal(
-                    ErrorKind::ConfirmationRequired,
-                    "The person could not be asked to confirm this call. Nothing was sent to Gitea.",
-                ))
-            }
-        }
-    }
-
-    /// Notes a finished call of an OAuth connection for the activity pages.
-    fn note_activity(
-        &self,
-        identity: &Identity,
-        context: &RequestContext<RoleServer>,
-        tool: &str,
-        outcome: ActivityOutcome,
-    ) {
-        if let (Some(recorder), Some(connection), Some(login)) = (
-            self.service.activity(),
-            self.connection(context),
-            identity.login.as_deref(),
-        ) {
-            recorder.note(&connection, login, tool, outcome);
         }
     }
 
@@ -330,8 +143,8 @@ impl ServerHandler for GatewayServer {
         // Boxed: the call's future (the Gitea request, the audit writes,
         // hygiene) runs to kilobytes, and rmcp spawns a task around this
         // one; inline, tokio copied it whole at every move of that task
-        // (spawn, its cell, each stage): 110,000 instructions of `memcpy`
-        // per call (issue 30). Boxed, it is written once.
+        // (spawn, its cell, each stage; docs/benchmarks.md, issue 30).
+        // Boxed, it is written once.
         Box::pin(
             self.run_call(request, context, tool_label, &span)
                 .instrument(span.clone()),
@@ -341,52 +154,8 @@ impl ServerHandler for GatewayServer {
 }
 
 impl GatewayServer {
-    /// A call [`Dispatcher::admit`] refused: its entry, metrics and answer.
-    async fn refuse(
-        &self,
-        identity: &Identity,
-        context: &RequestContext<RoleServer>,
-        surface: &Surface,
-        (name, tool_label): (&str, &str),
-        span: &tracing::Span,
-        refusal: Refusal,
-    ) -> Result<CallToolResponse, McpError> {
-        let audit = self.service.audit();
-        let metrics = self.service.metrics();
-        spans::outcome(span, "refused", Some(refusal_kind(&refusal)));
-        metrics.observe_tool_call(tool_label, CallOutcome::Error, None, Duration::ZERO);
-        self.note_activity(identity, context, tool_label, ActivityOutcome::Refused);
-        let mut event = refused_event(identity, name, &refusal);
-        if let Some(rules) = self.service.dispatcher().hidden_by_policy(surface, name) {
-            // Rule ids, never argument values.
-            event = event.detail("policy_rules", rules.join(","));
-        }
-        if let Err(err) = audit
-            .record(event)
-            .instrument(spans::audit("tool_call_refused"))
-            .await
-        {
-            tracing::error!(error = %err, "the tool_call_refused entry could not be written");
-        }
-        match refusal {
-            Refusal::UnknownTool => Err(McpError::invalid_params("unknown tool", None)),
-            Refusal::Error(err) => Ok(CallToolResult::error(vec![ContentBlock::text(
-                err.to_json().to_string(),
-            )])
-            .into()),
-            Refusal::ReadOnlyGrant => Ok(CallToolResult::error(vec![ContentBlock::text(
-                ToolError::new(
-                    ErrorKind::Forbidden,
-                    "this connection may only read; the person must connect again and allow read and write",
-                )
-                .to_json()
-                .to_string(),
-            )])
-            .into()),
-        }
-    }
-
-    /// `tools/call`, within its trace span (`span` gets the outcome).
+    /// `tools/call`, within its trace span: the request and what surrounds
+    /// it translated for [`call::run`], and its ending back to rmcp.
     async fn run_call(
         &self,
         mut request: CallToolRequestParams,
@@ -396,148 +165,75 @@ impl GatewayServer {
     ) -> Result<CallToolResponse, McpError> {
         let identity = self.identity(&context).await?;
         let surface = self.surface(&context)?;
-        let args = request.arguments.take().unwrap_or_default();
-        let retry_state = request.request_state.as_deref();
-        let audit = self.service.audit();
-        let metrics = self.service.metrics();
-        // Checked before anything is written: a refused call gets one
-        // small entry, whatever it carried.
-        let admitted = spans::admit().in_scope(|| {
-            self.service.dispatcher().admit(
-                &surface,
-                (Caller::of(identity.mode), identity.access),
-                &request.name,
-                &args,
-            )
-        });
-        let target = match admitted {
-            Ok(target) => target,
-            Err(refusal) => {
-                return self
-                    .refuse(
-                        &identity,
-                        &context,
-                        &surface,
-                        (&request.name, &tool_label),
-                        span,
-                        refusal,
-                    )
-                    .await;
-            }
-        };
-        // A call that needs its person stops here until they approve it.
-        let call = GatedCall {
-            tool: &request.name,
-            args: &args,
-            target: &target,
+        let connection = self.connection(&context);
+        let session = PeerSession(&context.peer);
+        let can_ask_session = self.transport == Transport::Stdio
+            && context
+                .peer
+                .peer_info()
+                .is_some_and(|info| info.capabilities.elicitation.is_some());
+        let call_context = CallContext {
+            identity: &identity,
             surface: &surface,
-            retry: retry_state.map(|state| Retry {
+            connection: connection.as_ref(),
+            in_call_elicitation: elicitation_offered(&context),
+            session: can_ask_session.then_some(&session as &dyn AskSession),
+            tool_label: &tool_label,
+            span,
+        };
+        let call_request = CallRequest {
+            name: &request.name,
+            args: request.arguments.take().unwrap_or_default(),
+            retry: request.request_state.as_deref().map(|state| Retry {
                 state,
                 responses: request.input_responses.as_ref(),
             }),
         };
-        let confirmation = match self
-            .pass_confirmation(&identity, &context, call)
-            .instrument(spans::confirmation())
-            .await
-        {
-            Ok(confirmation) => confirmation,
-            Err(stopped) => {
-                spans::outcome(
-                    span,
-                    match stopped {
-                        Stopped::Result(_) => "refused",
-                        Stopped::Ask(_) => "waiting",
-                    },
-                    None,
-                );
-                metrics.observe_tool_call(&tool_label, CallOutcome::Refused, None, Duration::ZERO);
-                self.note_activity(&identity, &context, &tool_label, ActivityOutcome::Refused);
-                return Ok(match stopped {
-                    Stopped::Result(result) => {
-                        CallToolResult::error(vec![ContentBlock::text(result.to_string())]).into()
-                    }
-                    Stopped::Ask(ask) => CallToolResponse::InputRequired(*ask),
-                });
+        let dispatcher = self.service.dispatcher();
+        match call::run(&self.service, dispatcher, &call_context, call_request).await {
+            CallEnding::UnknownTool => Err(McpError::invalid_params("unknown tool", None)),
+            CallEnding::Result { text, is_error } => {
+                let content = vec![ContentBlock::text(text)];
+                Ok(if is_error {
+                    CallToolResult::error(content)
+                } else {
+                    CallToolResult::success(content)
+                }
+                .into())
             }
-        };
-        // Write-ahead entry: durable before anything goes upstream; a call
-        // whose entry cannot be written is refused.
-        let mut started = tool_call_event(&self.service, &identity, &request.name, &args);
-        if let Some(confirmation) = &confirmation {
-            // The approval this call spends.
-            started = started.detail("confirmation", confirmation);
+            CallEnding::Ask(ask) => Ok(CallToolResponse::InputRequired(*ask)),
         }
-        let started_seq = match audit
-            .record(started.clone())
-            .instrument(spans::audit("tool_call_started"))
-            .await
-        {
-            Ok(seq) => seq,
-            Err(err) => {
-                spans::outcome(span, "refused", Some(ErrorKind::AuditUnavailable.as_str()));
-                metrics.observe_tool_call(&tool_label, CallOutcome::Refused, None, Duration::ZERO);
-                self.note_activity(&identity, &context, &tool_label, ActivityOutcome::Refused);
-                tracing::error!(error = %err, tool = %request.name, "tool call refused: the audit log is unavailable");
-                return Ok(CallToolResult::error(vec![ContentBlock::text(
-                    audit_unavailable().to_json().to_string(),
-                )])
-                .into());
-            }
-        };
-        let began = std::time::Instant::now();
-        let outcome = self
-            .service
-            .dispatcher()
-            .run_admitted(&identity, &surface, target, args)
-            .await;
-        let took = began.elapsed();
-        let finished = finished_event(started, started_seq, took, &outcome);
-        let counted = match finished.outcome {
-            Some(Outcome::Ok) => CallOutcome::Ok,
-            _ => CallOutcome::Error,
-        };
-        metrics.observe_tool_call(&tool_label, counted, finished.status, took);
-        self.note_activity(
-            &identity,
-            &context,
-            &tool_label,
-            match counted {
-                CallOutcome::Ok => ActivityOutcome::Ok,
-                _ => ActivityOutcome::Error,
-            },
-        );
-        // Exactly one result entry. The call has run: its result is returned
-        // even if this write fails (a retry would repeat the action).
-        spans::outcome(
-            span,
-            if outcome.is_error() { "error" } else { "ok" },
-            outcome.error_kind().map(|kind| kind.as_str()),
-        );
-        if let Err(err) = audit
-            .record(finished)
-            .instrument(spans::audit("tool_call_finished"))
-            .await
-        {
-            tracing::error!(error = %err, seq = started_seq, "the tool_call_finished entry could not be written");
-        }
-        let is_error = outcome.is_error();
-        let content = vec![ContentBlock::text(outcome.into_text())];
-        Ok(if is_error {
-            CallToolResult::error(content)
-        } else {
-            CallToolResult::success(content)
-        }
-        .into())
     }
 }
 
-/// Why a call does not run yet.
-enum Stopped {
-    /// An `isError` result's JSON.
-    Result(serde_json::Value),
-    /// The person is asked in the call.
-    Ask(Box<InputRequiredResult>),
+/// rmcp's peer as the session the admin token's confirmation asks.
+struct PeerSession<'a>(&'a rmcp::Peer<RoleServer>);
+
+impl AskSession for PeerSession<'_> {
+    fn ask<'s>(
+        &'s self,
+        message: String,
+        schema: serde_json::Value,
+    ) -> Pin<Box<dyn Future<Output = Result<SessionAnswer, String>> + Send + 's>> {
+        Box::pin(async move {
+            let requested_schema = serde_json::from_value(schema)
+                .map_err(|err| format!("the confirmation form could not be built: {err}"))?;
+            let answer = self
+                .0
+                .create_elicitation(ElicitRequestParams::FormElicitationParams {
+                    meta: None,
+                    message,
+                    requested_schema,
+                })
+                .await
+                .map_err(|err| err.to_string())?;
+            Ok(if answer.action == ElicitationAction::Accept {
+                SessionAnswer::Accepted(answer.content)
+            } else {
+                SessionAnswer::Declined
+            })
+        })
+    }
 }
 
 /// What a client on the stateless wire (2026-07-28 on) offers to be asked

@@ -12,7 +12,7 @@ use super::activity::ActivityRecorder;
 use super::confirmation::{ConfirmationGate, ConfirmationRules};
 use crate::audit::AuditLog;
 use crate::gitea::admin::AdminAccount;
-use crate::gitea::{Identity, IdentityMode};
+use crate::identity::{Identity, IdentityMode};
 use crate::metrics::Metrics;
 
 #[derive(Debug)]

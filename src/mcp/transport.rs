@@ -43,8 +43,8 @@ pub fn streamable_http_service(
 /// rmcp's service behind one `Arc`. The router and each middleware in front
 /// of it clone the service below them for every request, and a clone of
 /// rmcp's service copies its whole configuration (the allowed hosts and
-/// origins, about a dozen allocations): 96 allocations per call before this
-/// (issue 30). A clone of this is one reference count; the request is
+/// origins: allocations on every request before this, issue 30). A clone
+/// of this is one reference count; the request is
 /// handled through rmcp's own `handle`.
 #[derive(Clone)]
 pub struct SharedMcpService(Arc<StreamableHttpService<GatewayServer, NeverSessionManager>>);

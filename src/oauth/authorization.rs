@@ -26,11 +26,12 @@ use super::redirect_uri::{
 };
 use super::scopes::scope_of;
 use super::sign_in::{UpstreamOutcome, UpstreamStart, is_random_value};
-use super::tokens::{CODE_TTL, PENDING_TTL, new_token, random_value};
+use super::tokens::{CODE_TTL, PENDING_TTL, new_token};
 use super::upstream::GiteaUser;
 use super::{OAuthConfig, OAuthServer};
 use crate::identity::Access;
 use crate::page_kit::{PageError, host_of, visible_text};
+use crate::random::random_value;
 use crate::store::{
     AuthCodeRecord, ClientAuthorization, ClientRecord, GiteaApp, GiteaTokens, GrantRecord,
     PendingAuthorization, PendingSignIn, Registration, StoreError, UnixTime, hash_secret,

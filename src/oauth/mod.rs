@@ -4,8 +4,9 @@
 //! Request flow (see `docs/oauth.md`): discovery (`metadata`) → client
 //! registration (`register`, or a metadata document: `client_metadata`) →
 //! `/authorize` parks the request and shows consent (`authorize`) → the user
-//! signs in at Gitea (`upstream`) → `/oauth/callback` stores the grant and
-//! issues our code (`callback`) → `/token` (`token`) → `/revoke`
+//! signs in at Gitea (`upstream`) → `/oauth/callback` takes the parked
+//! sign-in and checks it (`callback`), and `authorization` stores the grant
+//! with our code → `/token` (`token`) → `/revoke`
 //! (`revoke`). At `/mcp`, `resolver` maps an `agm_` token to the grant's
 //! Gitea session. The store is reached only through [`OAuthStore`]. The
 //! routes are declared in the HTTP layer, which mounts these handlers.
@@ -16,7 +17,6 @@ pub(crate) mod authorize_request;
 pub(crate) mod callback;
 pub(crate) mod client_auth;
 pub(crate) mod client_metadata;
-pub mod clock;
 pub(crate) mod error;
 pub(crate) mod events;
 pub(crate) mod grant_end;
@@ -44,10 +44,10 @@ use axum::response::{IntoResponse, Response};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use crate::catalog::Catalog;
+use crate::clock::Clock;
 use crate::config::Settings;
 use crate::store::OAuthStore;
 use crate::surface::{MCP_PATH, Surface, catalog_toolsets};
-use clock::Clock;
 use upstream::GiteaOAuth;
 
 /// Body limit of the OAuth routes and the consent form (SEC-01).
@@ -251,7 +251,7 @@ pub(crate) fn test_config() -> OAuthConfig {
 #[cfg(test)]
 pub(crate) struct TestServer {
     pub server: Arc<OAuthServer>,
-    pub clock: Arc<clock::ManualClock>,
+    pub clock: Arc<crate::clock::ManualClock>,
     _dir: tempfile::TempDir,
 }
 
@@ -287,7 +287,7 @@ pub(crate) async fn test_server() -> TestServer {
     ))
     .await
     .unwrap();
-    let clock = Arc::new(clock::ManualClock::new());
+    let clock = Arc::new(crate::clock::ManualClock::new());
     let server = Arc::new(OAuthServer::new(
         test_config(),
         store,

@@ -18,9 +18,9 @@ use super::error::{ErrorCode, OAuthError, no_store_json};
 use super::events::OAuthEvent;
 use super::redirect_uri::check_registrable;
 use super::scopes::asked_access;
-use super::tokens::random_value;
 use crate::client_address::ClientAddress;
 use crate::hidden_text::is_format_char;
+use crate::random::random_value;
 use crate::store::{
     ClientRecord, GRANT_AUTHORIZATION_CODE, GRANT_REFRESH_TOKEN, Registration,
     TokenEndpointAuthMethod, hash_secret,

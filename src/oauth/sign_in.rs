@@ -13,10 +13,11 @@ use secrecy::SecretString;
 use super::OAuthServer;
 use super::id_token::{Expected, IdTokenError};
 use super::params::OAuthParams;
-use super::tokens::{PENDING_TTL, random_value};
+use super::tokens::PENDING_TTL;
 use super::upstream::{GiteaUser, UpstreamAuthError};
 use crate::page_kit::cookies::set_cookie;
 use crate::page_kit::with_page_headers;
+use crate::random::random_value;
 use crate::store::{GiteaApp, GiteaTokens, SecretHash, UnixTime, UpstreamLeg, hash_secret};
 
 /// Cookie binding a sign-in to the browser that started it.

@@ -1,11 +1,9 @@
 //! What our credentials look like and how long they live. Every value is
-//! 256 random bits from the OS-seeded CSPRNG, base64url without padding;
+//! 256 random bits (`crate::random`);
 //! the ones handed to clients carry the `agm_` marker so the resolver can
 //! tell them from the static bearer without a lookup.
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use rand::Rng;
+use crate::random::random_value;
 
 /// Marks a token minted by this server. A presented token with this prefix
 /// only ever resolves through the store, never to the admin token.
@@ -20,14 +18,6 @@ pub const CODE_TTL: i64 = 300;
 /// A parked authorization (consent shown, Gitea sign-in under way).
 pub const PENDING_TTL: i64 = 600;
 
-/// 256 random bits, base64url: request ids, CSRF tokens, states, cookies,
-/// client secrets.
-pub fn random_value() -> String {
-    let mut bytes = [0u8; 32];
-    rand::rng().fill_bytes(&mut bytes);
-    URL_SAFE_NO_PAD.encode(bytes)
-}
-
 /// A new access or refresh token or code: `agm_` + 256 random bits.
 pub fn new_token() -> String {
     format!("{TOKEN_PREFIX}{}", random_value())
@@ -35,6 +25,9 @@ pub fn new_token() -> String {
 
 #[cfg(test)]
 mod tests {
+    use base64::Engine;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+
     use super::*;
 
     #[test]
@@ -43,10 +36,5 @@ mod tests {
         assert!(token.starts_with(TOKEN_PREFIX));
         let body = &token[TOKEN_PREFIX.len()..];
         assert_eq!(URL_SAFE_NO_PAD.decode(body).unwrap().len(), 32);
-    }
-
-    #[test]
-    fn random_values_do_not_repeat() {
-        assert_ne!(random_value(), random_value());
     }
 }

@@ -21,10 +21,11 @@ use subtle::ConstantTimeEq;
 use crate::oauth::OAuthServer;
 use crate::oauth::params::OAuthParams;
 use crate::oauth::sign_in::{BINDING_COOKIE, UpstreamOutcome, UpstreamStart};
-use crate::oauth::tokens::{PENDING_TTL, random_value};
+use crate::oauth::tokens::PENDING_TTL;
 use crate::oauth::upstream::GiteaUser;
 use crate::page_kit::cookies::{clear_cookie, read_cookie, set_cookie};
 use crate::page_kit::{PageError, form_origin_allowed, with_page_headers};
+use crate::random::random_value;
 use crate::store::{
     GiteaTokens, PageSession, PendingAuthorization, PendingSignIn, ReturnPage, hash_secret,
 };

@@ -3,7 +3,8 @@
 
 use aegis_gitea_mcp::catalog::Operation;
 use aegis_gitea_mcp::config::Limits;
-use aegis_gitea_mcp::gitea::{GiteaClient, Identity, IdentityMode, build_call};
+use aegis_gitea_mcp::gitea::{GiteaClient, build_call};
+use aegis_gitea_mcp::identity::{Identity, IdentityMode};
 use rmcp::model::CallToolResult;
 use rmcp::service::ServiceError;
 use serde_json::{Map, Value};
@@ -47,7 +48,7 @@ pub async fn raw_answer(
         token: fx.admin_token().into(),
         refresh_token: None,
         renewal: None,
-        access: aegis_gitea_mcp::gitea::Access::ReadWrite,
+        access: aegis_gitea_mcp::identity::Access::ReadWrite,
     };
     let response = client.send(&identity, &call).await.expect("Gitea answers");
     let body = String::from_utf8_lossy(&response.body).into_owned();

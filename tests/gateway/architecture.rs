@@ -89,6 +89,14 @@ fn the_mcp_layer_does_not_import_the_application() {
     assert!(!edges["mcp"].contains("app"), "{:?}", edges["mcp"]);
 }
 
+/// Issue 47: the tool call and the authorization server stand side by
+/// side; the clock and the random ids they share are leaves of their own.
+#[test]
+fn the_tool_call_does_not_reach_into_the_oauth_server() {
+    let edges = imports();
+    assert!(!edges["mcp"].contains("oauth"), "{:?}", edges["mcp"]);
+}
+
 #[test]
 fn the_oauth_server_knows_no_page_and_no_http_wiring() {
     let edges = imports();
@@ -123,6 +131,8 @@ fn leaves_stay_leaves() {
     let allowed: &[(&str, &[&str])] = &[
         ("catalog", &[]),
         ("store", &[]),
+        ("clock", &["store"]),
+        ("random", &[]),
         ("identity", &[]),
         ("masking", &[]),
         ("page_kit", &["hidden_text"]),

@@ -100,7 +100,8 @@ async fn metrics_are_served_on_their_own_listener_with_bounded_labels() {
             1.0,
         ),
         (
-            r#"aegis_tool_calls_total{tool="unknown",outcome="error"}"#,
+            // Never sent to Gitea: refused (issue 47; it said `error`).
+            r#"aegis_tool_calls_total{tool="unknown",outcome="refused"}"#,
             1.0,
         ),
         (r#"aegis_gitea_responses_total{status="200"}"#, 1.0),

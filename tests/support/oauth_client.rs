@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use aegis_gitea_mcp::app::App;
+use aegis_gitea_mcp::clock::ManualClock;
 use aegis_gitea_mcp::config::{Settings, SettingsSource};
-use aegis_gitea_mcp::oauth::clock::ManualClock;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use reqwest::StatusCode;

@@ -74,6 +74,7 @@ impl DataText {
 }
 
 /// Keeps the first `max_items` items of a list; returns how many went.
+#[cfg(test)]
 pub fn cut_items(data: &mut Value, max_items: usize) -> usize {
     match data {
         Value::Array(items) if items.len() > max_items => {

@@ -28,7 +28,7 @@
 //! and truncation in the same order. Pure: no I/O.
 //!
 //! The passes are the children of this module, `redaction` (steps 2 and
-//! 3) and `bounds` (step 5), with `secrets` (which values of a call are
+//! 3) and `bounds` (step 7), with `secrets` (which values of a call are
 //! secrets, which operations get special treatment); and the leaf module
 //! `crate::masking` (step 4, and the walk over a document's text that
 //! redaction and masking share; the audit log masks with it too).

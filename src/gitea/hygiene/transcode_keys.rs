@@ -50,9 +50,10 @@ const MAX_PASSED_KEY_BYTES: usize = 64;
 /// check depends on its text and the passes only, and one document has one
 /// set of passes.
 ///
-/// Hashed with foldhash (seeded per set), not std's SipHash, which was
-/// 3.6 % of the CPU serving that list's full view: the lookups went from
-/// 5.6 % to 4.1 %. Its resistance to crafted collisions is weaker, but
+/// Hashed with foldhash (seeded per set), not std's SipHash, which was a
+/// visible share of the CPU serving that list's full view
+/// (docs/benchmarks.md, "the remembered keys' hasher"). Its resistance to
+/// crafted collisions is weaker, but
 /// each set has its own random seed and holds at most [`MAX_PASSED_KEYS`]
 /// keys of at most [`MAX_PASSED_KEY_BYTES`], so a lookup among colliding
 /// keys compares with at most that many.

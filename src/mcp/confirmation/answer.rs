@@ -22,8 +22,9 @@ use super::{
 use crate::audit::{Event, EventKind, Outcome};
 use crate::catalog::Operation;
 use crate::config::ConfirmElicitation;
-use crate::gitea::{ErrorKind, Identity};
+use crate::gitea::ErrorKind;
 use crate::identity::Connection;
+use crate::identity::Identity;
 use crate::store::{Confirmation, ConfirmationState, StoreError};
 
 /// The key of our one input request, in `inputRequests` and

@@ -29,11 +29,12 @@ use serde_json::{Map, Value, json};
 use super::dispatcher::{Dispatcher, Target};
 use crate::audit::{Event, EventKind};
 use crate::catalog::Operation;
+use crate::clock::Clock;
 use crate::config::{ConfirmMode, ConfirmSettings};
-use crate::gitea::{ErrorKind, Identity, IdentityMode};
+use crate::gitea::ErrorKind;
 use crate::identity::Connection;
-use crate::oauth::clock::Clock;
-use crate::oauth::tokens::random_value;
+use crate::identity::{Identity, IdentityMode};
+use crate::random::random_value;
 use crate::store::{Confirmation, ConfirmationState, OAuthStore, StoreError};
 use crate::surface::Surface;
 

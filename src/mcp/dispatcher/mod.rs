@@ -28,7 +28,8 @@ use crate::gitea::hygiene::secrets::body_secrets;
 use crate::gitea::hygiene::{ResultPolicy, ResultView, tool_result};
 use crate::gitea::raw::{RAW_TOOL_NAME, parse_raw_request};
 use crate::gitea::routes::RouteIndex;
-use crate::gitea::{Access, ErrorKind, Identity, ToolError};
+use crate::gitea::{ErrorKind, ToolError};
+use crate::identity::{Access, Identity};
 use crate::surface::{Surface, SurfaceError};
 use crate::telemetry::spans;
 

@@ -1,5 +1,7 @@
-//! Time for the OAuth layer, behind a trait so tests can move it: codes,
-//! pending sign-ins, tokens and Gitea sessions all expire.
+//! Time, behind a trait so tests can move it: codes, pending sign-ins,
+//! tokens, Gitea sessions and confirmations all expire, and the activity
+//! figures are counted by the minute. A leaf: the OAuth layer and the tool
+//! call both use it, neither through the other.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
