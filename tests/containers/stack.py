@@ -237,7 +237,8 @@ def drain(args):
         # forward, it is closed without an answer. Never a 200.
         probe.settimeout(5)
         try:
-            probe.sendall(b"GET /health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            # The gateway's own Host: another is a 421 whatever the state.
+            probe.sendall(("GET /health/live HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\n\r\n" % address).encode())
             answer = probe.recv(200)
         except OSError:
             answer = b""
