@@ -53,6 +53,9 @@ import tempfile
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the work tree
+# Connections a 10 s gap may lose without a replica closing idle ones:
+# nginx's own churn under load (see the check at the end).
+CHURN = 5
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from loadkit import (  # noqa: E402
@@ -272,12 +275,15 @@ def main():
     # next, over the gaps around 10 s: no replica closed an idle connection
     # nginx keeps for them. (Before the last burst nginx may close one it
     # kept for 60 s since its last use, a few milliseconds before the
-    # burst's last answer. Above the burst's width a count may also fall:
-    # in CI, beside other stages' load, it once read 60, 61, 60 around the
-    # first gaps while every burst was answered on the 60 it needs.)
+    # burst's last answer. Beside other CI stages' load the count also
+    # moves by a connection or two while every request is answered and
+    # nginx logs nothing: 59, 61, 59, 60 in one run. A gateway that closes
+    # idle connections at 10 s takes them all, 60 to 0: CHURN tells the
+    # two apart.)
     pairs = [(shipped.rows[i][4], shipped.rows[i + 1][3]) for i in range(len(shipped.rows) - 2)]
     results.append(("shipped: the replicas closed no idle kept-alive connection in 10 s gaps (upstream connections after a burst → before the next: %s)" % (
-        ", ".join("%d→%d" % p for p in pairs)), pairs and pairs[0][0] > 0 and all(b >= min(a, args.width) for a, b in pairs)))
+        ", ".join("%d→%d" % p for p in pairs)),
+        pairs and pairs[0][0] > 0 and all(b >= min(a, args.width) - CHURN for a, b in pairs)))
     if not args.no_control:
         control_errors = control.upstream_errors()
         reproduced = control.failed() > 0 or control_errors
