@@ -13,6 +13,7 @@ pub mod chain;
 pub(crate) mod entry;
 pub mod forward;
 mod lock;
+mod log_file;
 mod sync;
 pub mod verify;
 mod watch;

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::audit::chain::{ChainKey, verify_text};
+use std::path::Path;
 
 fn writer(dir: &Path) -> Writer {
     Writer::start(WriterConfig {

@@ -7,14 +7,12 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
-
-use crate::http::listener::{self, ConnectionLimits, HEADER_READ_TIMEOUT, Stopping};
 
 mod allocator;
 mod catalog_listing;
+mod serving;
 use catalog_listing::{configured_catalog, print_catalog};
-use std::sync::Arc;
+use serving::{bind, serve_http};
 
 use clap::{Parser, Subcommand};
 
@@ -256,22 +254,6 @@ struct BindError {
     source: std::io::Error,
 }
 
-/// Binds `address`, or says which settings chose it and why it failed.
-async fn bind(
-    address: SocketAddr,
-    settings: &'static str,
-) -> Result<tokio::net::TcpListener, CliError> {
-    tokio::net::TcpListener::bind(address)
-        .await
-        .map_err(|source| {
-            CliError::Bind(BindError {
-                address,
-                settings,
-                source,
-            })
-        })
-}
-
 fn missing_settings() -> CliError {
     CliError::other(anyhow::anyhow!(
         "the settings were not read before the command ran"
@@ -443,83 +425,6 @@ fn verify_audit(env_file: Option<&std::path::Path>, paths: Vec<PathBuf>) -> Resu
     }
 }
 
-async fn serve_http(
-    app: Arc<App>,
-    listener: tokio::net::TcpListener,
-    metrics: Option<tokio::net::TcpListener>,
-) -> Result<(), CliError> {
-    tracing::info!(
-        address = %listener.local_addr()?,
-        tools = app.dispatcher().tools(&crate::surface::Surface::default()).len(),
-        "serving MCP at /mcp"
-    );
-    if let Some(metrics) = metrics {
-        serve_metrics(app.clone(), metrics).await?;
-    }
-    let settings = app.settings();
-    let limits = ConnectionLimits {
-        max_connections: settings.max_connections,
-        max_per_ip: settings.max_connections_per_ip,
-        exempt: settings.forwarded_allow_ips.clone(),
-        idle_timeout: settings.idle_connection_timeout,
-    }
-    .within_descriptor_limit();
-    tracing::info!(
-        max_connections = limits.max_connections,
-        max_per_ip = limits.max_per_ip,
-        header_read_timeout_secs = HEADER_READ_TIMEOUT.as_secs(),
-        idle_timeout_secs = limits.idle_timeout.as_secs(),
-        "connection limits"
-    );
-    let router = crate::http::router(app.clone());
-    let stopping = Stopping {
-        draining: app.draining().clone(),
-        drain: settings.shutdown_drain,
-        // A call may wait GITEA_TIMEOUT_SECONDS for Gitea, then answer.
-        grace: settings.limits.gitea_timeout + Duration::from_secs(5),
-    };
-    listener::serve(listener, router, limits, stopping, shutdown_signal()).await?;
-    // The activity figures of the last seconds, then, under
-    // AUDIT_SYNC=interval, the last audit entries: on disk before exit.
-    if let Some(activity) = app.tools().activity() {
-        activity.flush().await;
-    }
-    app.audit().flush().await;
-    Ok(())
-}
-
-/// `/metrics` on its own listener (`METRICS_BIND`, bound at startup with
-/// the main one), in the background.
-async fn serve_metrics(app: Arc<App>, listener: tokio::net::TcpListener) -> Result<(), CliError> {
-    let bound = listener.local_addr()?;
-    if !bound.ip().is_loopback() {
-        tracing::warn!(address = %bound, "METRICS_BIND is not a loopback address: keep it off the public network");
-    }
-    tracing::info!(address = %bound, "serving Prometheus metrics at /metrics");
-    // A scraper or two: a small cap, and the same header timeout.
-    let limits = ConnectionLimits {
-        max_connections: 64,
-        max_per_ip: 16,
-        exempt: Vec::new(),
-        idle_timeout: app.settings().idle_connection_timeout,
-    }
-    .within_descriptor_limit();
-    let router = crate::http::metrics::router(app);
-    tokio::spawn(async move {
-        let stopped = listener::serve(
-            listener,
-            router,
-            limits,
-            Stopping::at_once(),
-            shutdown_signal(),
-        );
-        if let Err(err) = stopped.await {
-            tracing::error!(error = %err, "the metrics listener stopped");
-        }
-    });
-    Ok(())
-}
-
 /// `store rekey`: rewrites every encrypted value under the newest key,
 /// then proves the store opens with that key alone.
 async fn rekey_store(settings: &Settings) -> Result<(), CliError> {
@@ -548,25 +453,6 @@ async fn rekey_store(settings: &Settings) -> Result<(), CliError> {
         "re-encrypted {rewritten} values under the newest key; {checked} values verified with it alone"
     );
     Ok(())
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        () = ctrl_c => {},
-        () = terminate => {},
-    }
-    tracing::info!("shutting down");
 }
 
 #[cfg(test)]

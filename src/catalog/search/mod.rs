@@ -1,8 +1,8 @@
 //! Finding an operation by a few words, the way a model asks ("last commits
 //! on a branch", "create a webhook", "my ssh keys"): a weighted lexical
 //! ranking, built once per catalog, deterministic and explainable. No
-//! network and no model: every signal is a table in [`words`] or a fact of
-//! the operation.
+//! network and no model: every signal is a table ([`words`], [`synonyms`])
+//! or a fact of the operation.
 //!
 //! An operation's score is the sum, over the query's words, of the best
 //! match of the word or one of its forge synonyms in the operation's
@@ -19,9 +19,9 @@
 //! - **the shape**: a plural asks for a list, and the common read of a
 //!   resource comes before its sub-resources (fewer path parameters).
 //!
-//! Recall on the project's evaluation set is a test ([`eval_tests`]) and a
-//! figure in `docs/benchmarks.md`.
+//! Recall is a test ([`eval_tests`]) and a figure in `docs/benchmarks.md`.
 
+mod synonyms;
 mod words;
 
 #[cfg(test)]
@@ -536,9 +536,9 @@ fn read_query(text: &str, known: impl Fn(&str) -> bool) -> Query {
         }
         let weight = if in_context { CONTEXT_WEIGHT } else { 1.0 };
         let mut forms = vec![(stemmed.clone(), weight)];
-        for synonym in words::synonyms(&stemmed)
+        for synonym in synonyms::synonyms(&stemmed)
             .iter()
-            .chain(words::synonyms(&lower))
+            .chain(synonyms::synonyms(&lower))
         {
             if !forms.iter().any(|(f, _)| f == synonym) {
                 forms.push(((*synonym).to_owned(), weight * SYNONYM_WEIGHT));

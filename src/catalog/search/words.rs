@@ -1,9 +1,9 @@
 //! The words of a search, as the ranking reads them: a light stemmer, the
-//! words that carry no meaning here, the forge words a person uses for
-//! what Gitea names otherwise, the verbs that say what a call should do,
-//! and the words that say whose resource it is. Every table is written by
-//! hand and read the same way for a query and for an operation, so the
-//! ranking stays deterministic and explainable.
+//! words that carry no meaning here, the verbs that say what a call should
+//! do, and the words that say whose resource it is (the forge words are in
+//! `super::synonyms`). Every table is written by hand and read the same way
+//! for a query and for an operation, so the ranking stays deterministic and
+//! explainable.
 
 /// What a search asks a call to do, from its verb.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,167 +197,6 @@ const ACTION_VERBS: &[(&str, Intent)] = &[
     ("unpin", Intent::Remove),
     ("clear", Intent::Remove),
     ("dismiss", Intent::Create),
-];
-
-/// Forge words and Gitea's for the same thing: each word on the left also
-/// searches for the words on the right (already stemmed).
-const SYNONYMS: &[(&str, &[&str])] = &[
-    ("history", &["commit", "revision", "timeline"]),
-    ("log", &["log", "commit", "time"]),
-    ("spent", &["time"]),
-    ("pass", &["status"]),
-    ("kick", &["member"]),
-    ("assigned", &["assignee", "assign"]),
-    ("assign", &["assignee", "assign"]),
-    ("ask", &["request"]),
-    ("client", &["application"]),
-    ("changed", &["commit", "compare"]),
-    ("introduced", &["pull", "commit"]),
-    ("patch", &["diff", "patch"]),
-    ("integration", &["hook"]),
-    ("notify", &["hook", "notification"]),
-    ("ci", &["status", "action", "workflow"]),
-    ("build", &["status", "workflow", "run"]),
-    ("checks", &["status"]),
-    ("pipeline", &["workflow", "run"]),
-    ("job", &["job"]),
-    ("secret", &["secret", "action"]),
-    ("ssh", &["key", "public"]),
-    ("bug", &["issue"]),
-    ("ticket", &["issue"]),
-    ("project", &["repo"]),
-    ("company", &["org"]),
-    ("star", &["star", "starred", "stargazer"]),
-    ("starred", &["star", "starred", "stargazer"]),
-    ("someone", &["member", "collaborator", "assignee", "user"]),
-    ("reorder", &["priority", "priory"]),
-    ("order", &["priority", "priory"]),
-    ("receive", &["git"]),
-    ("script", &["git"]),
-    ("watch", &["subscription", "watch"]),
-    ("watching", &["subscription"]),
-    ("subscribe", &["subscription"]),
-    ("folder", &["content"]),
-    ("directory", &["content"]),
-    ("dir", &["content"]),
-    ("file", &["file", "content", "raw"]),
-    ("readme", &["content", "raw"]),
-    ("zip", &["archive"]),
-    ("tarball", &["archive"]),
-    ("asset", &["attachment"]),
-    ("binary", &["attachment", "raw"]),
-    ("screenshot", &["attachment"]),
-    ("image", &["package", "attachment"]),
-    ("registry", &["package"]),
-    ("version", &["version", "release"]),
-    ("changelog", &["release"]),
-    ("approve", &["review"]),
-    ("approval", &["review", "protection"]),
-    ("protect", &["protection"]),
-    ("thread", &["comment", "thread"]),
-    ("discussion", &["comment"]),
-    ("conversation", &["issue"]),
-    ("inbox", &["notification"]),
-    ("unread", &["notification"]),
-    ("bot", &["user"]),
-    ("people", &["collaborator", "member"]),
-    ("access", &["collaborator", "permission", "team"]),
-    ("permission", &["permission", "collaborator"]),
-    ("picture", &["avatar"]),
-    ("avatar", &["avatar"]),
-    ("variable", &["variable"]),
-    ("env", &["variable"]),
-    ("runner", &["runner"]),
-    ("token", &["token"]),
-    ("deploy", &["key"]),
-    ("member", &["member"]),
-    ("membership", &["member"]),
-    ("hour", &["time"]),
-    ("timer", &["stopwatch"]),
-    ("tracking", &["time"]),
-    ("due", &["deadline"]),
-    ("blocked", &["block", "blocking", "dependency"]),
-    ("depend", &["dependency"]),
-    ("thumb", &["reaction"]),
-    ("emoji", &["reaction"]),
-    ("react", &["reaction"]),
-    ("spammer", &["user"]),
-    ("suspend", &["user", "edit"]),
-    ("password", &["user", "edit"]),
-    ("private", &["repo", "edit"]),
-    ("default", &["edit"]),
-    ("close", &["edit", "state"]),
-    ("reopen", &["edit", "state"]),
-    ("archive", &["archive", "edit"]),
-    ("signed", &["commit", "verification"]),
-    ("sign", &["signing"]),
-    ("signing", &["signing"]),
-    ("mirror", &["mirror"]),
-    ("sync", &["sync"]),
-    ("upstream", &["upstream"]),
-    ("import", &["migrate"]),
-    ("migrate", &["migrate"]),
-    ("template", &["template"]),
-    ("language", &["language"]),
-    ("heatmap", &["heatmap"]),
-    ("contribution", &["heatmap"]),
-    ("activity", &["activity", "feed"]),
-    ("feed", &["feed", "activity"]),
-    ("email", &["email"]),
-    ("mail", &["email"]),
-    ("display", &["setting"]),
-    ("name", &["name"]),
-    ("render", &["render", "markdown", "markup"]),
-    ("html", &["markup", "render"]),
-    ("preview", &["markup", "render"]),
-    ("markdown", &["markdown"]),
-    ("limit", &["setting"]),
-    ("size", &["setting"]),
-    ("orphaned", &["unadopted"]),
-    ("adopt", &["adopt", "unadopted"]),
-    ("cron", &["cron"]),
-    ("task", &["task", "cron"]),
-    ("squash", &["merge"]),
-    ("auto", &["auto", "scheduled"]),
-    ("inline", &["review"]),
-    ("code", &["review", "content"]),
-    ("reviewer", &["reviewer", "review"]),
-    ("resolve", &["resolve"]),
-    ("source", &["head", "base"]),
-    ("target", &["base", "head"]),
-    ("head", &["branch", "head"]),
-    ("force", &["protection", "push"]),
-    ("push", &["push", "hook"]),
-    ("clone", &["key"]),
-    ("recursive", &["tree"]),
-    ("path", &["tree", "content", "path"]),
-    ("entirely", &["package"]),
-    ("note", &["note"]),
-    ("label", &["label"]),
-    ("account", &["user"]),
-    ("color", &["label"]),
-    ("colour", &["label"]),
-    ("pinned", &["pin", "pinned"]),
-    ("waiting", &["review"]),
-    ("running", &["stopwatch"]),
-    ("job", &["job", "log"]),
-    ("fail", &["log", "job"]),
-    ("failed", &["failed", "job"]),
-    ("ref", &["ref", "reference"]),
-    ("last", &["latest"]),
-    ("green", &["status"]),
-    ("red", &["status"]),
-    ("passing", &["status"]),
-    ("failing", &["status", "log"]),
-    ("prevent", &["protection"]),
-    ("trigger", &["dispatch", "run"]),
-    ("follow", &["follow", "follower"]),
-    ("follows", &["follower"]),
-    ("review", &["review", "reviewer"]),
-    ("newest", &["latest"]),
-    ("recent", &["latest"]),
-    ("off", &["disable"]),
-    ("on", &["enable"]),
 ];
 
 /// Words that name the same thing in Gitea's own vocabulary; both a query
@@ -587,14 +426,6 @@ pub fn action(word: &str) -> Option<Intent> {
         .map(|(_, i)| *i)
 }
 
-/// Gitea's words for a forge word (stemmed), besides the word itself.
-pub fn synonyms(stemmed: &str) -> &'static [&'static str] {
-    SYNONYMS
-        .iter()
-        .find(|(w, _)| *w == stemmed)
-        .map_or(&[], |(_, s)| s)
-}
-
 /// Whose resource a word says is meant (checked on the word as typed,
 /// lower case, before stemming: `users` and `user's` differ from `user`).
 pub fn scope(word: &str) -> Option<Scope> {
@@ -633,8 +464,5 @@ mod tests {
     #[test]
     fn forge_words_reach_giteas() {
         assert_eq!(stem("webhooks"), "hook");
-        assert!(synonyms("ssh").contains(&"key"));
-        assert!(synonyms("history").contains(&"commit"));
-        assert!(synonyms("nothing").is_empty());
     }
 }
