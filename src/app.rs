@@ -17,7 +17,7 @@ use crate::identity::{Identity, IdentityMode};
 use crate::mcp::activity::ActivityRecorder;
 use crate::mcp::confirmation::{ConfirmationGate, ConfirmationRules, StateSeal};
 use crate::mcp::exposure::Exposure;
-use crate::mcp::{Dispatcher, ToolService};
+use crate::mcp::{CallServices, Dispatcher};
 use crate::metrics::Metrics;
 use crate::oauth::upstream::{GiteaOAuth, UpstreamAuthError};
 use crate::oauth::{OAuthConfig, OAuthServer};
@@ -32,7 +32,7 @@ const PRUNE_INTERVAL: Duration = Duration::from_secs(300);
 #[derive(Debug)]
 pub struct App {
     settings: Settings,
-    tools: Arc<ToolService>,
+    tools: Arc<CallServices>,
     oauth: Option<Arc<OAuthServer>>,
     /// `POLICY_FILE`'s rules and the facts they ask about.
     policy: Option<Arc<ActivePolicy>>,
@@ -119,7 +119,7 @@ impl App {
             ),
         };
         let policy = load_active_policy(&settings, &dispatcher, oauth.as_deref())?;
-        let mut tools = ToolService::new(dispatcher, audit.clone(), metrics.clone(), admin)
+        let mut tools = CallServices::new(dispatcher, audit.clone(), metrics.clone(), admin)
             .with_confirmation_rules(ConfirmationRules::new(settings.confirm.clone()));
         if let Some(server) = &oauth {
             tools = tools.with_confirmations(ConfirmationGate::new(
@@ -165,7 +165,7 @@ impl App {
     }
 
     /// What the MCP transports are handed.
-    pub fn tools(&self) -> &Arc<ToolService> {
+    pub fn tools(&self) -> &Arc<CallServices> {
         &self.tools
     }
 

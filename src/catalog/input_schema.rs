@@ -12,7 +12,7 @@
 //! tree from the start: one nested deeper than `serde_json` reads, or one
 //! holding a floating-point number (read back, a long decimal can move by
 //! one unit in the last place). A live OpenAPI document could hold either;
-//! the bundled one holds neither (`surface_tools`' test finds no schema
+//! the bundled one holds neither (`tool_lists`' test finds no schema
 //! parsed at start).
 
 use std::sync::{Arc, OnceLock};

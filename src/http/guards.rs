@@ -9,9 +9,8 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderMap, Method, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::step::Step;
@@ -327,25 +326,6 @@ fn declared_length(headers: &HeaderMap) -> Option<u64> {
         .trim()
         .parse()
         .ok()
-}
-
-/// Middleware on the pages (consent, `/authorize`, the callback,
-/// `/account`, `/admin`): an `Origin` must be absent, `null` (sent by
-/// browsers from our `no-referrer` pages) or ours; a foreign one is 403.
-/// The OAuth API routes do not get it: they answer with CORS instead.
-pub async fn check_page_origin(
-    State(policy): State<Arc<HostPolicy>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    if let Some(origin) = request.headers().get(header::ORIGIN)
-        && !origin
-            .to_str()
-            .is_ok_and(|o| o == "null" || policy.allows_origin(o))
-    {
-        return cross_origin_refused();
-    }
-    next.run(request).await
 }
 
 #[cfg(test)]

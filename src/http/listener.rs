@@ -128,7 +128,11 @@ fn lock(occupancy: &Mutex<Occupancy>) -> std::sync::MutexGuard<'_, Occupancy> {
 }
 
 /// A slot for a connection from `ip`, or `None` past a cap.
-fn admit(occupancy: &Arc<Mutex<Occupancy>>, limits: &ConnectionLimits, ip: IpAddr) -> Option<Slot> {
+fn take_slot(
+    occupancy: &Arc<Mutex<Occupancy>>,
+    limits: &ConnectionLimits,
+    ip: IpAddr,
+) -> Option<Slot> {
     let counted = !limits.exempt.iter().any(|net| net.contains(&ip));
     let mut state = lock(occupancy);
     if state.total >= limits.max_connections {
@@ -284,7 +288,7 @@ impl Connections {
                 },
                 () = &mut until => return,
             };
-            match admit(&self.occupancy, &self.limits, peer.ip()) {
+            match take_slot(&self.occupancy, &self.limits, peer.ip()) {
                 Some(slot) => self.spawn(stream, peer, slot),
                 None => drop(stream),
             }
@@ -297,7 +301,7 @@ impl Connections {
         while let Ok(Ok((stream, peer))) =
             tokio::time::timeout(Duration::ZERO, listener.accept()).await
         {
-            if let Some(slot) = admit(&self.occupancy, &self.limits, peer.ip()) {
+            if let Some(slot) = take_slot(&self.occupancy, &self.limits, peer.ip()) {
                 self.spawn(stream, peer, slot);
             }
         }
@@ -480,21 +484,21 @@ mod tests {
         let occupancy = Arc::new(Mutex::new(Occupancy::default()));
         let limits = limits(100, 2);
         let ip: IpAddr = "192.0.2.7".parse().unwrap();
-        let a = admit(&occupancy, &limits, ip).unwrap();
-        let _b = admit(&occupancy, &limits, ip).unwrap();
-        assert!(admit(&occupancy, &limits, ip).is_none());
-        assert!(admit(&occupancy, &limits, "192.0.2.8".parse().unwrap()).is_some());
+        let a = take_slot(&occupancy, &limits, ip).unwrap();
+        let _b = take_slot(&occupancy, &limits, ip).unwrap();
+        assert!(take_slot(&occupancy, &limits, ip).is_none());
+        assert!(take_slot(&occupancy, &limits, "192.0.2.8".parse().unwrap()).is_some());
         drop(a);
-        assert!(admit(&occupancy, &limits, ip).is_some());
+        assert!(take_slot(&occupancy, &limits, ip).is_some());
     }
 
     #[test]
     fn the_global_cap_holds_for_everyone() {
         let occupancy = Arc::new(Mutex::new(Occupancy::default()));
         let limits = limits(2, 10);
-        let _a = admit(&occupancy, &limits, "192.0.2.1".parse().unwrap()).unwrap();
-        let _b = admit(&occupancy, &limits, "192.0.2.2".parse().unwrap()).unwrap();
-        assert!(admit(&occupancy, &limits, "192.0.2.3".parse().unwrap()).is_none());
+        let _a = take_slot(&occupancy, &limits, "192.0.2.1".parse().unwrap()).unwrap();
+        let _b = take_slot(&occupancy, &limits, "192.0.2.2".parse().unwrap()).unwrap();
+        assert!(take_slot(&occupancy, &limits, "192.0.2.3".parse().unwrap()).is_none());
     }
 
     #[test]
@@ -503,7 +507,7 @@ mod tests {
         let limits = limits(100, 1);
         let proxy: IpAddr = "10.0.0.1".parse().unwrap();
         let held: Vec<_> = (0..5)
-            .map(|_| admit(&occupancy, &limits, proxy).unwrap())
+            .map(|_| take_slot(&occupancy, &limits, proxy).unwrap())
             .collect();
         assert_eq!(lock(&occupancy).total, 5);
         drop(held);

@@ -79,7 +79,7 @@ where
         let mut inner = std::mem::replace(&mut self.inner, ready);
         let gate = self.gate.clone();
         Box::pin(async move {
-            Ok(match gate.admit(request).await {
+            Ok(match gate.before_rmcp(request).await {
                 Ok((request, passed)) => {
                     let Ok(answer) = inner.call(request).await;
                     mcp_intake::after_rmcp(answer.into_response(), passed)
@@ -94,9 +94,9 @@ impl McpGate {
     /// The request as rmcp gets it, or the answer of the first step that
     /// refuses it. The order is the one docs/architecture.md gives: no
     /// step sees a request an earlier one refused.
-    async fn admit(&self, request: Request) -> Result<(Request, Option<Passed>), Response> {
+    async fn before_rmcp(&self, request: Request) -> Result<(Request, Option<Passed>), Response> {
         self.guard.check(&request)?;
-        let mut request = rate_limit::admit(&self.limiter, request).await?;
+        let mut request = rate_limit::count_request(&self.limiter, request).await?;
         mcp_url::resolve_surface(&self.app, &mut request)?;
         auth::authenticate(&self.app, &mut request).await?;
         mcp_policy::apply_policy(&self.app, &mut request).await?;

@@ -8,13 +8,24 @@
 //! A `tools/call` that would write, from a caller whose grant only reads,
 //! is answered here too: `403` with the `insufficient_scope` challenge
 //! (MCP 2025-11-25, step-up), so that the client asks the person for
-//! more. A tool error would leave the model nothing it could act on.
+//! more. A tool error would leave the model nothing it could act on. The
+//! rule itself is the dispatcher's (`Dispatcher::lacks_write_scope`),
+//! which admission applies again to every call, stdio's too.
+//!
+//! The gateway reads the body once, here, into what it needs of it
+//! ([`crate::mcp::intake::ReadMessage`]: the id and the tool call). rmcp
+//! parses the same bytes once more: its Streamable HTTP service takes the
+//! HTTP request and reads the message itself to run the protocol (the
+//! session, the wire's version, the handler to call), and it has no entry
+//! for a message parsed before it. Its answer to a body it cannot read is
+//! replaced by [`after_rmcp`] from what was read here, not by reading the
+//! body again.
 
 use std::sync::Arc;
 
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::Request;
-use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::http::{Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use rmcp::transport::common::http_header::HEADER_MCP_PROTOCOL_VERSION;
@@ -23,14 +34,14 @@ use tracing::Instrument;
 use super::auth::insufficient_scope;
 use crate::app::App;
 use crate::identity::Identity;
-use crate::mcp::intake::{IntakeRefusal, RefusalKind, check_as_rmcp_reads, check_message};
+use crate::mcp::intake::{IntakeRefusal, RefusalKind, check_message};
 use crate::surface::Surface;
 use crate::telemetry::spans;
 
-/// A `POST` body intake read and passed, kept for [`after_rmcp`].
+/// What [`after_rmcp`] needs of a `POST` body intake read and passed: its
+/// id, as it may be echoed.
 pub struct Passed {
-    body: Bytes,
-    header_version: Option<HeaderValue>,
+    id: serde_json::Value,
 }
 
 /// Reads and checks a `POST` body: the request again, its body readable,
@@ -52,15 +63,8 @@ pub async fn check_jsonrpc_body(
     );
     // The span ends here: rmcp and the call are the request's children.
     drop(span);
-    let (request, body) = checked?;
-    let header_version = request.headers().get(HEADER_MCP_PROTOCOL_VERSION).cloned();
-    Ok((
-        request,
-        Some(Passed {
-            body,
-            header_version,
-        }),
-    ))
+    let (request, id) = checked?;
+    Ok((request, Some(Passed { id })))
 }
 
 /// rmcp's answer to a body intake passed, unless rmcp could not read it.
@@ -69,26 +73,22 @@ pub fn after_rmcp(response: Response, passed: Option<Passed>) -> Response {
         // rmcp's answer to a body it cannot read quotes serde's message,
         // and with it pieces of the input. The quick read of a tool call
         // (`crate::mcp::intake`) means to pass only what rmcp reads; if it
-        // ever passes more, the caller still gets the full check's answer.
+        // ever passes more, the caller gets a JSON-RPC refusal instead.
         Some(passed) if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE => {
-            rmcp_refused(&passed.body, passed.header_version.as_ref())
+            rmcp_refused(passed)
         }
         _ => response,
     }
 }
 
-/// The JSON-RPC refusal of a body that passed intake and that rmcp could
-/// not read: the full check's, else `-32600` with the id unread.
-fn rmcp_refused(body: &[u8], header_version: Option<&HeaderValue>) -> Response {
+/// The refusal of a body that passed intake and that rmcp could not read:
+/// `-32600` with the id intake read.
+fn rmcp_refused(passed: Passed) -> Response {
     tracing::warn!("rmcp refused a body that intake passed");
-    let version = header_version.and_then(|v| v.to_str().ok());
-    let refusal = check_as_rmcp_reads(body, version)
-        .err()
-        .unwrap_or(IntakeRefusal {
-            kind: RefusalKind::InvalidRequest,
-            id: serde_json::Value::Null,
-        });
-    refusal_response(&refusal)
+    refusal_response(&IntakeRefusal {
+        kind: RefusalKind::InvalidRequest,
+        id: passed.id,
+    })
 }
 
 fn refusal_response(refusal: &IntakeRefusal) -> Response {
@@ -100,13 +100,13 @@ fn refusal_response(refusal: &IntakeRefusal) -> Response {
         .into_response()
 }
 
-/// The request again with its body read and checked (and the body), or
-/// the answer.
+/// The request again with its body read and checked (and the id read),
+/// or the answer.
 async fn read_and_check(
     app: &App,
     request: Request,
     span: &tracing::Span,
-) -> Result<(Request, Bytes), Response> {
+) -> Result<(Request, serde_json::Value), Response> {
     let (parts, body) = request.into_parts();
     let max_body_bytes = app.settings().limits.mcp_max_body_bytes;
     let bytes = match axum::body::to_bytes(body, max_body_bytes).await {
@@ -127,24 +127,26 @@ async fn read_and_check(
         .headers
         .get(HEADER_MCP_PROTOCOL_VERSION)
         .and_then(|v| v.to_str().ok());
-    let call = match check_message(&bytes, header_version) {
-        Ok(call) => call,
+    let read = match check_message(&bytes, header_version) {
+        Ok(read) => read,
         Err(refusal) => {
             tracing::debug!(code = refusal.kind.code(), "/mcp body refused at intake");
             return Err(refusal_response(&refusal));
         }
     };
-    if call.is_some() {
+    if read.call.is_some() {
         span.record("mcp.method.name", "tools/call");
     }
     if let (Some(call), Some(identity), Some(surface)) = (
-        call,
+        read.call,
         parts.extensions.get::<Identity>(),
         parts.extensions.get::<Surface>(),
-    ) && !identity.access.may_write()
-    {
+    ) {
         let args = call.arguments.unwrap_or_default();
-        if app.dispatcher().call_writes(surface, &call.name, &args) {
+        if app
+            .dispatcher()
+            .lacks_write_scope(surface, identity.access, &call.name, &args)
+        {
             // Boxed: inline, this refusal's entry would make every MCP
             // request's future that much bigger.
             Box::pin(
@@ -152,7 +154,7 @@ async fn read_and_check(
                     .record_best_effort(crate::mcp::call_events::refused_event(
                         identity,
                         &call.name,
-                        &crate::mcp::dispatcher::Refusal::ReadOnlyGrant,
+                        &crate::mcp::dispatcher::CallRefusal::ReadOnlyGrant,
                     )),
             )
             .await;
@@ -162,7 +164,7 @@ async fn read_and_check(
             ));
         }
     }
-    Ok((Request::from_parts(parts, Body::from(bytes.clone())), bytes))
+    Ok((Request::from_parts(parts, Body::from(bytes)), read.id))
 }
 
 fn is_over_limit(err: &axum::Error) -> bool {
@@ -180,31 +182,37 @@ fn is_over_limit(err: &axum::Error) -> bool {
 mod tests {
     use super::*;
 
-    async fn body_of(response: Response) -> serde_json::Value {
+    #[tokio::test]
+    async fn a_body_rmcp_refuses_after_intake_passed_it_is_an_invalid_request_with_its_id() {
+        let rmcp = (
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "Unsupported Media Type: serde says planted-value-7f3a",
+        )
+            .into_response();
+        let response = after_rmcp(
+            rmcp,
+            Some(Passed {
+                id: serde_json::json!(9),
+            }),
+        );
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
         let bytes = axum::body::to_bytes(response.into_body(), 4096)
             .await
             .unwrap();
-        serde_json::from_slice(&bytes).unwrap()
-    }
-
-    #[tokio::test]
-    async fn a_body_rmcp_refuses_is_answered_with_the_full_checks_refusal() {
-        let planted = "planted-value-7f3a";
-        let body =
-            format!(r#"{{"jsonrpc":"2.0","id":9,"method":"tools/call","params":"{planted}"}}"#);
-        let response = rmcp_refused(body.as_bytes(), None);
-        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
-        let answer = body_of(response).await;
-        assert_eq!(answer["error"]["code"], -32602);
-        assert_eq!(answer["id"], 9);
-        assert!(!answer.to_string().contains(planted));
-    }
-
-    #[tokio::test]
-    async fn a_body_rmcp_refuses_that_the_full_check_passes_is_an_invalid_request() {
-        let body = br#"{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{}}"#;
-        let answer = body_of(rmcp_refused(body, None)).await;
+        let answer: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(answer["error"]["code"], -32600);
-        assert_eq!(answer["id"], serde_json::Value::Null);
+        assert_eq!(answer["id"], 9);
+        assert!(!answer.to_string().contains("planted-value-7f3a"));
+    }
+
+    #[test]
+    fn rmcp_s_other_answers_pass_unchanged() {
+        let response = after_rmcp(
+            StatusCode::ACCEPTED.into_response(),
+            Some(Passed {
+                id: serde_json::Value::Null,
+            }),
+        );
+        assert_eq!(response.status(), StatusCode::ACCEPTED);
     }
 }

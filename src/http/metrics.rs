@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use super::guards::{self, HostPolicy};
-use super::rate_limit::Refusal;
+use super::rate_limit::OverLimit;
 use super::step::{Step, StepLayer};
 use crate::app::App;
 use crate::metrics::{CONTENT_TYPE, Metrics, UNMATCHED_ROUTE};
@@ -51,7 +51,7 @@ impl Step for ObserveRequests {
             response.status().as_u16(),
             observed.began.elapsed(),
         );
-        if let Some(refusal) = response.extensions().get::<Refusal>() {
+        if let Some(refusal) = response.extensions().get::<OverLimit>() {
             self.0.observe_rate_limited(refusal.key_kind.as_str());
         }
         response

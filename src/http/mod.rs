@@ -57,7 +57,8 @@ use rate_limit::RateLimiter;
 /// (discovery, registration, token, revocation) answers cross-origin
 /// requests; its limiter sits inside the CORS layer so a 429 still carries
 /// CORS headers. The page group (`/authorize`, consent, the callback,
-/// `/account`, `/admin`) is same-origin only. The routes that park state
+/// `/account`, `/confirm`, `/admin`) is same-origin only, by the pages'
+/// one Origin rule (`crate::page_kit::check_origin`). The routes that park state
 /// for an unauthenticated caller (a client at `/register`, a pending
 /// authorization at `/authorize` and `/account/sign-in`) carry the tighter
 /// sign-in limiter as well, so that one address cannot fill the store's caps.
@@ -65,12 +66,12 @@ fn oauth_routes(
     server: Arc<OAuthServer>,
     limiter: Arc<RateLimiter>,
     sign_ins: Arc<RateLimiter>,
-    policy: Arc<HostPolicy>,
     page_policy: crate::policy::view::PagePolicy,
 ) -> Router {
     use crate::oauth::{authorize, register, revoke, token};
     use crate::pages::{account, admin, confirm, session};
     let parks_state = middleware::from_fn_with_state(sign_ins, rate_limit::limit);
+    let page_origin = crate::page_kit::PageOrigin::new(&server.config().issuer);
     let api = Router::new()
         .route(
             "/.well-known/oauth-protected-resource",
@@ -132,8 +133,8 @@ fn oauth_routes(
         .layer(axum::Extension(page_policy))
         .layer(middleware::from_fn_with_state(limiter, rate_limit::limit))
         .layer(middleware::from_fn_with_state(
-            policy,
-            guards::check_page_origin,
+            page_origin,
+            crate::page_kit::check_origin,
         ));
     api.merge(pages)
         .layer(DefaultBodyLimit::max(FORM_BODY_LIMIT))
@@ -266,13 +267,7 @@ pub fn router_with_limiters(
 
     let mut router = base.merge(mcp_routes);
     if let Some(server) = oauth {
-        router = router.merge(oauth_routes(
-            server,
-            limiter,
-            sign_ins,
-            policy.clone(),
-            page_policy,
-        ));
+        router = router.merge(oauth_routes(server, limiter, sign_ins, page_policy));
     }
     // The layers around every route, outermost first, as one stack (the
     // steps that do not await are `step::Step`s, not `from_fn`): each

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::clock::Clock;
 use crate::identity::Connection;
-use crate::store::{ActivityNote, ActivityOutcome, OAuthStore};
+use crate::store::{ActivityNote, ActivityOutcome, Store};
 
 /// How often noted calls are written.
 pub const FLUSH_EVERY: Duration = Duration::from_secs(2);
@@ -19,7 +19,7 @@ const MAX_HELD: usize = 20_000;
 
 pub struct ActivityRecorder {
     held: Mutex<Vec<ActivityNote>>,
-    store: Arc<dyn OAuthStore>,
+    store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
 }
 
@@ -31,7 +31,7 @@ impl std::fmt::Debug for ActivityRecorder {
 
 impl ActivityRecorder {
     /// A recorder writing to `store`, with its writer task.
-    pub fn spawn(store: Arc<dyn OAuthStore>, clock: Arc<dyn Clock>) -> Arc<Self> {
+    pub fn spawn(store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Arc<Self> {
         let recorder = Arc::new(Self {
             held: Mutex::new(Vec::new()),
             store,

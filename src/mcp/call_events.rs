@@ -3,11 +3,11 @@
 //! `tool_call_started`, `tool_call_finished`, `tool_call_refused`. Never an
 //! argument value.
 
-use super::ToolService;
+use super::CallServices;
 use crate::audit::{Event, EventKind, Outcome};
 use crate::gitea::{ErrorKind, ToolError};
 use crate::identity::Identity;
-use crate::mcp::dispatcher::{Refusal, ToolOutcome};
+use crate::mcp::dispatcher::{CallRefusal, ToolOutcome};
 
 /// The error of a call refused because its audit entry could not be written.
 pub fn audit_unavailable() -> ToolError {
@@ -21,7 +21,7 @@ pub fn audit_unavailable() -> ToolError {
 /// catalog operations, also when a call tool runs one), the operation a
 /// call tool or the raw tool runs, argument names. Never values.
 pub(super) fn tool_call_event(
-    service: &ToolService,
+    service: &CallServices,
     identity: &Identity,
     name: &str,
     args: &serde_json::Map<String, serde_json::Value>,
@@ -46,7 +46,7 @@ const MAX_RECORDED_TOOL_NAME: usize = 128;
 /// `tool_call_refused`: identity, the tool name (cut to
 /// [`MAX_RECORDED_TOOL_NAME`] characters), and why (`unknown_tool`,
 /// `invalid_arguments`). No argument names: they did not fit the schema.
-pub(crate) fn refused_event(identity: &Identity, name: &str, refusal: &Refusal) -> Event {
+pub(crate) fn refused_event(identity: &Identity, name: &str, refusal: &CallRefusal) -> Event {
     let shown: String = if name.chars().count() > MAX_RECORDED_TOOL_NAME {
         name.chars()
             .take(MAX_RECORDED_TOOL_NAME)
@@ -64,11 +64,11 @@ pub(crate) fn refused_event(identity: &Identity, name: &str, refusal: &Refusal) 
 }
 
 /// Why a call was refused, as its entry and its span name it.
-pub(super) fn refusal_kind(refusal: &Refusal) -> &'static str {
+pub(super) fn refusal_kind(refusal: &CallRefusal) -> &'static str {
     match refusal {
-        Refusal::UnknownTool => "unknown_tool",
-        Refusal::Error(err) => err.kind.as_str(),
-        Refusal::ReadOnlyGrant => "insufficient_scope",
+        CallRefusal::UnknownTool => "unknown_tool",
+        CallRefusal::Error(err) => err.kind.as_str(),
+        CallRefusal::ReadOnlyGrant => "insufficient_scope",
     }
 }
 

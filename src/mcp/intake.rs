@@ -87,9 +87,21 @@ impl IntakeRefusal {
     }
 }
 
-/// Checks that `body` is one message rmcp will take, and returns the
-/// `tools/call` it carries, if it is one (the HTTP layer decides the
-/// step-up challenge with it).
+/// What intake read of a body that passed: all the gateway needs of it,
+/// so that nothing reads the body again (rmcp still parses it for the
+/// protocol: see the HTTP layer's `mcp_intake`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReadMessage {
+    /// The request's `id` as it may be echoed (`null` for a notification,
+    /// a response, or an id too long or odd to echo).
+    pub id: Value,
+    /// The `tools/call` the message carries, if it is one: the HTTP layer
+    /// decides the step-up challenge with it.
+    pub call: Option<CallToolRequestParams>,
+}
+
+/// Checks that `body` is one message rmcp will take, and returns what the
+/// gateway needs of it.
 ///
 /// A well-formed `tools/call` request, the hot path, is read once, into
 /// rmcp's own types ([`well_formed_tool_call`]). Every other message is
@@ -102,10 +114,10 @@ impl IntakeRefusal {
 pub fn check_message(
     body: &[u8],
     header_version: Option<&str>,
-) -> Result<Option<CallToolRequestParams>, IntakeRefusal> {
+) -> Result<ReadMessage, IntakeRefusal> {
     match well_formed_tool_call(body) {
-        Some(call) => Ok(Some(call)),
-        None => check_as_rmcp_reads(body, header_version),
+        Some(read) => Ok(read),
+        None => read_as_rmcp_reads(body, header_version),
     }
 }
 
@@ -114,8 +126,7 @@ pub fn check_message(
 struct ToolCallRequest<'a> {
     #[serde(borrow)]
     jsonrpc: Cow<'a, str>,
-    #[serde(rename = "id")]
-    _id: RequestId,
+    id: RequestId,
     #[serde(borrow)]
     method: Cow<'a, str>,
     params: CallToolRequestParams,
@@ -129,18 +140,21 @@ struct ToolCallRequest<'a> {
 /// once, into the params' own type (issue 30, docs/benchmarks.md).
 /// Anything unusual (a duplicate key, another method) gets `None` and the
 /// full check; should rmcp still refuse what passed here, the HTTP layer
-/// answers with the full check's refusal (`src/http/mcp_intake.rs`).
-fn well_formed_tool_call(body: &[u8]) -> Option<CallToolRequestParams> {
+/// answers `-32600` with the id read here (`src/http/mcp_intake.rs`).
+fn well_formed_tool_call(body: &[u8]) -> Option<ReadMessage> {
     let request: ToolCallRequest = serde_json::from_slice(body).ok()?;
-    (request.jsonrpc == "2.0" && request.method == "tools/call").then_some(request.params)
+    (request.jsonrpc == "2.0" && request.method == "tools/call").then(|| ReadMessage {
+        id: echoable_request_id(&request.id),
+        call: Some(request.params),
+    })
 }
 
 /// The message parsed as rmcp's own type: the check for every message but
 /// a well-formed `tools/call`, and the refusal's reason for any.
-pub fn check_as_rmcp_reads(
+fn read_as_rmcp_reads(
     body: &[u8],
     header_version: Option<&str>,
-) -> Result<Option<CallToolRequestParams>, IntakeRefusal> {
+) -> Result<ReadMessage, IntakeRefusal> {
     let err = match serde_json::from_slice::<ClientJsonRpcMessage>(body) {
         Ok(ClientJsonRpcMessage::Request(request)) => {
             // rmcp takes a method it knows whose params do not fit (tools/call
@@ -151,18 +165,25 @@ pub fn check_as_rmcp_reads(
                 && served_methods(&request.request, header_version)
                     .contains(&custom.method.as_str())
             {
-                let id = serde_json::to_value(&request.id).unwrap_or(Value::Null);
                 return Err(IntakeRefusal {
                     kind: RefusalKind::InvalidParams,
-                    id: echoable_id(&id),
+                    id: echoable_request_id(&request.id),
                 });
             }
-            return Ok(match request.request {
-                ClientRequest::CallToolRequest(call) => Some(call.params),
-                _ => None,
+            return Ok(ReadMessage {
+                id: echoable_request_id(&request.id),
+                call: match request.request {
+                    ClientRequest::CallToolRequest(call) => Some(call.params),
+                    _ => None,
+                },
             });
         }
-        Ok(_) => return Ok(None),
+        Ok(_) => {
+            return Ok(ReadMessage {
+                id: Value::Null,
+                call: None,
+            });
+        }
         Err(err) => err,
     };
     if err.is_syntax() || err.is_eof() {
@@ -216,6 +237,11 @@ fn served_methods(
     }
 }
 
+/// A request id rmcp read, as it may be echoed.
+fn echoable_request_id(id: &RequestId) -> Value {
+    echoable_id(&serde_json::to_value(id).unwrap_or(Value::Null))
+}
+
 /// The id as it may be echoed: a short string or an integer, else `null`.
 fn echoable_id(raw: &Value) -> Value {
     match raw {
@@ -242,7 +268,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":7,"method":"some/extension","params":{"x":1}}"#,
         ] {
             assert!(
-                check_message(body.as_bytes(), None).is_ok_and(|call| call.is_none()),
+                check_message(body.as_bytes(), None).is_ok_and(|read| read.call.is_none()),
                 "{body}"
             );
         }
@@ -256,12 +282,12 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":-3,"method":"tools/call","params":{"name":"t","_meta":{"progressToken":1}}}"#,
         ] {
             let mut quick = well_formed_tool_call(body.as_bytes()).expect(body);
-            let full = check_as_rmcp_reads(body.as_bytes(), None)
-                .unwrap()
-                .expect(body);
+            let full = read_as_rmcp_reads(body.as_bytes(), None).unwrap();
             // rmcp moves `_meta` from the params to the request; the HTTP
             // layer reads only the name and the arguments.
-            quick.meta = None;
+            if let Some(call) = quick.call.as_mut() {
+                call.meta = None;
+            }
             assert_eq!(quick, full, "{body}");
         }
     }
@@ -284,9 +310,38 @@ mod tests {
     #[test]
     fn a_tool_call_is_handed_back_with_its_name_and_arguments() {
         let body = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":1}}}"#;
-        let call = check_message(body, None).unwrap().expect("a tools/call");
+        let read = check_message(body, None).unwrap();
+        let call = read.call.expect("a tools/call");
         assert_eq!(call.name, "t");
         assert_eq!(call.arguments.unwrap()["a"], json!(1));
+        assert_eq!(read.id, json!(1));
+    }
+
+    #[test]
+    fn a_message_that_passes_keeps_its_echoable_id() {
+        let long = "i".repeat(MAX_ECHOED_ID_CHARS + 1);
+        for (body, id) in [
+            (
+                r#"{"jsonrpc":"2.0","id":"a-1","method":"tools/list"}"#.to_owned(),
+                json!("a-1"),
+            ),
+            (
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":"{long}","method":"tools/call","params":{{"name":"t"}}}}"#
+                ),
+                Value::Null,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned(),
+                Value::Null,
+            ),
+        ] {
+            assert_eq!(
+                check_message(body.as_bytes(), None).unwrap().id,
+                id,
+                "{body}"
+            );
+        }
     }
 
     #[test]
@@ -340,11 +395,12 @@ mod tests {
                 r#"{{"jsonrpc":"2.0","id":5,"method":"{method}","params":{{"_meta":{STATELESS_META}}}}}"#
             );
             assert!(
-                check_message(body.as_bytes(), Some("2026-07-28")).is_ok_and(|call| call.is_none()),
+                check_message(body.as_bytes(), Some("2026-07-28"))
+                    .is_ok_and(|read| read.call.is_none()),
                 "{body}"
             );
             assert!(
-                check_message(body.as_bytes(), None).is_ok_and(|call| call.is_none()),
+                check_message(body.as_bytes(), None).is_ok_and(|read| read.call.is_none()),
                 "{body}"
             );
         }
@@ -353,7 +409,7 @@ mod tests {
     #[test]
     fn the_header_alone_puts_a_request_on_the_stateless_wire() {
         let body = br#"{"jsonrpc":"2.0","id":5,"method":"initialize","params":{}}"#;
-        assert!(check_message(body, Some("2026-07-28")).is_ok_and(|call| call.is_none()));
+        assert!(check_message(body, Some("2026-07-28")).is_ok_and(|read| read.call.is_none()));
         assert_eq!(
             check_message(body, Some("2025-11-25")).unwrap_err().kind,
             RefusalKind::InvalidParams

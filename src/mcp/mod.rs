@@ -1,6 +1,11 @@
-//! MCP protocol wiring: the dispatcher behind `tools/list` and `tools/call`
-//! (exposure, the surface of each MCP URL, validation, the discovery
-//! tools), and the rmcp adapter for the stdio and Streamable HTTP transports.
+//! MCP: the tool side of the gateway, under four names that each own one
+//! thing. [`RmcpAdapter`](rmcp_adapter::RmcpAdapter) translates rmcp's
+//! types for both transports; [`call`] is one `tools/call` with no
+//! transport inside, run with [`CallServices`] (the audit log, metrics,
+//! confirmations, activity, the admin account); the [`Dispatcher`] admits
+//! a call and runs it against Gitea; [`ToolLists`](tool_lists::ToolLists)
+//! says which tools each MCP URL lists (exposure, surfaces, validation and
+//! the discovery tools beside them).
 
 pub(crate) mod activity;
 pub(crate) mod call;
@@ -11,9 +16,8 @@ pub(crate) mod discover;
 pub(crate) mod dispatcher;
 pub(crate) mod exposure;
 pub mod intake;
-pub(crate) mod server;
-pub(crate) mod service;
-pub(crate) mod surface_tools;
+pub(crate) mod rmcp_adapter;
+pub(crate) mod tool_lists;
 pub(crate) mod tools;
 pub(crate) mod transport;
 pub mod validation;
@@ -28,4 +32,4 @@ pub const FIXED_TOOL_NAMES: [&str; 4] = [
     discover::CALL_WRITE_TOOL_NAME,
     crate::gitea::raw::RAW_TOOL_NAME,
 ];
-pub use service::ToolService;
+pub use call::CallServices;

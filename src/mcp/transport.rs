@@ -7,12 +7,12 @@ use rmcp::ServiceExt;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
-use super::ToolService;
-use super::server::{GatewayServer, Transport};
+use super::CallServices;
+use super::rmcp_adapter::{RmcpAdapter, Transport};
 
 /// Serves MCP over stdin/stdout until the client closes stdin.
-pub async fn serve_stdio(service: Arc<ToolService>) -> anyhow::Result<()> {
-    let server = GatewayServer::new(service, Transport::Stdio);
+pub async fn serve_stdio(service: Arc<CallServices>) -> anyhow::Result<()> {
+    let server = RmcpAdapter::new(service, Transport::Stdio);
     let running = server.serve(rmcp::transport::stdio()).await?;
     running.waiting().await?;
     Ok(())
@@ -22,7 +22,7 @@ pub async fn serve_stdio(service: Arc<ToolService>) -> anyhow::Result<()> {
 /// alone and carries its own identity, so an MCP session can never be
 /// borrowed by another user's token. `GET /mcp` answers 405.
 pub fn streamable_http_service(
-    service: Arc<ToolService>,
+    service: Arc<CallServices>,
     allowed_hosts: Vec<String>,
     max_body: usize,
 ) -> SharedMcpService {
@@ -32,7 +32,7 @@ pub fn streamable_http_service(
         .with_sse_keep_alive(None)
         .with_allowed_hosts(allowed_hosts)
         .with_max_request_body_bytes(max_body);
-    let server = GatewayServer::new(service, Transport::Http);
+    let server = RmcpAdapter::new(service, Transport::Http);
     SharedMcpService(Arc::new(StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(NeverSessionManager::default()),
@@ -47,7 +47,7 @@ pub fn streamable_http_service(
 /// of this is one reference count; the request is
 /// handled through rmcp's own `handle`.
 #[derive(Clone)]
-pub struct SharedMcpService(Arc<StreamableHttpService<GatewayServer, NeverSessionManager>>);
+pub struct SharedMcpService(Arc<StreamableHttpService<RmcpAdapter, NeverSessionManager>>);
 
 impl<B> tower::Service<http::Request<B>> for SharedMcpService
 where

@@ -22,7 +22,7 @@ use super::sign_in::BINDING_COOKIE;
 use super::tokens::PENDING_TTL;
 use crate::identity::Access;
 use crate::page_kit::cookies::{read_cookie, set_cookie};
-use crate::page_kit::{PageError, form_origin_allowed, render_page, with_page_headers};
+use crate::page_kit::{PageError, render_page, with_page_headers};
 use crate::policy::view::{PagePolicy, before_sign_in};
 use crate::store::Registration;
 
@@ -145,15 +145,13 @@ fn described_scopes(server: &OAuthServer, access: Access) -> Vec<(String, String
         .collect()
 }
 
-/// `POST /authorize/consent`: the person's decision.
+/// `POST /authorize/consent`: the person's decision (its Origin checked in
+/// front of every page, `crate::page_kit::check_origin`).
 pub async fn consent(
     State(server): State<Arc<OAuthServer>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, PageError> {
-    if !form_origin_allowed(&headers, &server.config.issuer) {
-        return Err(PageError::CrossSite);
-    }
     let secure = server.config.secure_cookies;
     let form = ConsentForm::parse(&body)?;
     let csrf_cookie = read_cookie(&headers, CSRF_COOKIE, secure);

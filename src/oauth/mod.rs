@@ -8,7 +8,7 @@
 //! sign-in and checks it (`callback`), and `authorization` stores the grant
 //! with our code → `/token` (`token`) → `/revoke`
 //! (`revoke`). At `/mcp`, `resolver` maps an `agm_` token to the grant's
-//! Gitea session. The store is reached only through [`OAuthStore`]. The
+//! Gitea session. The store is reached only through [`Store`]. The
 //! routes are declared in the HTTP layer, which mounts these handlers.
 
 pub(crate) mod authorization;
@@ -46,7 +46,7 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 use crate::catalog::Catalog;
 use crate::clock::Clock;
 use crate::config::Settings;
-use crate::store::OAuthStore;
+use crate::store::Store;
 use crate::surface::{MCP_PATH, Surface, catalog_toolsets};
 use upstream::GiteaOAuth;
 
@@ -126,7 +126,7 @@ impl OAuthConfig {
 #[derive(Debug)]
 pub struct OAuthServer {
     config: OAuthConfig,
-    store: Arc<dyn OAuthStore>,
+    store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     upstream: GiteaOAuth,
     metadata_documents: client_metadata::MetadataDocuments,
@@ -138,7 +138,7 @@ pub struct OAuthServer {
 impl OAuthServer {
     pub fn new(
         config: OAuthConfig,
-        store: Arc<dyn OAuthStore>,
+        store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
         upstream: GiteaOAuth,
         audit: crate::audit::AuditLog,
@@ -168,7 +168,7 @@ impl OAuthServer {
     }
 
     /// The store, for the people's pages and the health check.
-    pub fn store(&self) -> &Arc<dyn OAuthStore> {
+    pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
     }
 

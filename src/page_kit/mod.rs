@@ -12,8 +12,12 @@ mod shown_text;
 pub use page_error::PageError;
 pub use shown_text::visible_text;
 
+use std::sync::Arc;
+
 use askama::Template;
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 /// The pages' CSP: nothing but our own stylesheet and images; no script at
@@ -131,10 +135,30 @@ pub async fn no_favicon() -> Response {
         .into_response()
 }
 
-/// The Origin rule for form posts: absent, `null` (browsers send it from a
-/// `no-referrer` page) or our own origin pass; anything else is a cross-site
-/// post and is refused.
-pub fn form_origin_allowed(headers: &HeaderMap, own_origin: &str) -> bool {
+/// The pages' own origin (the issuer's), for [`check_origin`].
+#[derive(Debug, Clone)]
+pub struct PageOrigin(Arc<str>);
+
+impl PageOrigin {
+    pub fn new(issuer: &str) -> Self {
+        Self(Arc::from(issuer))
+    }
+}
+
+/// The one Origin rule of the pages (consent, `/authorize`, the callback,
+/// `/account`, `/confirm`, `/admin`), as a middleware in front of all of
+/// them: an `Origin` must be absent, `null` (browsers send it from our
+/// `no-referrer` pages) or the pages' own origin; anything else is a
+/// cross-site request and gets the cross-site page (403). The OAuth API
+/// routes do not get it: they answer with CORS instead.
+pub async fn check_origin(State(own): State<PageOrigin>, request: Request, next: Next) -> Response {
+    if !origin_allowed(request.headers(), &own.0) {
+        return PageError::CrossSite.into_response();
+    }
+    next.run(request).await
+}
+
+fn origin_allowed(headers: &HeaderMap, own_origin: &str) -> bool {
     match headers.get(header::ORIGIN).map(HeaderValue::to_str) {
         None => true,
         Some(Ok(origin)) => origin == "null" || origin.eq_ignore_ascii_case(own_origin),
@@ -181,16 +205,19 @@ mod tests {
     }
 
     #[test]
-    fn form_posts_from_null_or_our_origin_pass_and_others_do_not() {
+    fn requests_from_no_origin_null_or_our_origin_pass_and_others_do_not() {
         let own = "https://mcp.example.com";
         let with = |v: &'static str| {
             let mut h = HeaderMap::new();
             h.insert(header::ORIGIN, HeaderValue::from_static(v));
             h
         };
-        assert!(form_origin_allowed(&HeaderMap::new(), own));
-        assert!(form_origin_allowed(&with("null"), own));
-        assert!(form_origin_allowed(&with("https://mcp.example.com"), own));
-        assert!(!form_origin_allowed(&with("https://evil.example"), own));
+        assert!(origin_allowed(&HeaderMap::new(), own));
+        assert!(origin_allowed(&with("null"), own));
+        assert!(origin_allowed(&with("https://mcp.example.com"), own));
+        assert!(!origin_allowed(&with("https://evil.example"), own));
+        // Another name of this host is not the pages' origin: their
+        // cookies are the issuer's.
+        assert!(!origin_allowed(&with("https://other.mcp.example.com"), own));
     }
 }

@@ -92,7 +92,7 @@ impl PageError {
             Self::CrossSite => (
                 S::FORBIDDEN,
                 "Request refused",
-                "The form was posted from another site. Nothing was changed.".into(),
+                "The request came from another site. Nothing was changed.".into(),
             ),
             Self::BadToken => (
                 S::FORBIDDEN,

@@ -24,7 +24,7 @@ use crate::oauth::sign_in::{BINDING_COOKIE, UpstreamOutcome, UpstreamStart};
 use crate::oauth::tokens::PENDING_TTL;
 use crate::oauth::upstream::GiteaUser;
 use crate::page_kit::cookies::{clear_cookie, read_cookie, set_cookie};
-use crate::page_kit::{PageError, form_origin_allowed, with_page_headers};
+use crate::page_kit::{PageError, with_page_headers};
 use crate::random::random_value;
 use crate::store::{
     GiteaTokens, PageSession, PendingAuthorization, PendingSignIn, ReturnPage, hash_secret,
@@ -96,16 +96,15 @@ pub async fn signed_in(server: &OAuthServer, headers: &HeaderMap) -> Option<Sign
     }
 }
 
-/// Checks a page form post: same-origin (or `null`), a live session, and
-/// the session's CSRF token. Returns the person and the form fields.
+/// Checks a page form post: a live session and the session's CSRF token
+/// (its Origin was checked in front of every page,
+/// `crate::page_kit::check_origin`). Returns the person and the form
+/// fields.
 pub async fn check_form(
     server: &OAuthServer,
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<(SignedIn, OAuthParams), PageError> {
-    if !form_origin_allowed(headers, &server.config().issuer) {
-        return Err(PageError::CrossSite);
-    }
     let params = OAuthParams::parse(body).map_err(|_| {
         PageError::invalid(
             "Invalid form",

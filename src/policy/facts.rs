@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::{ClientFacts, Needs, PersonFacts};
 use crate::gitea::GiteaClient;
-use crate::store::OAuthStore;
+use crate::store::Store;
 
 /// How long facts are kept: a person removed from a team keeps its
 /// narrowing (or lack of it) for at most this long.
@@ -84,7 +84,7 @@ impl<T: Clone> FactMap<T> {
 /// The cached lookups.
 pub struct FactSource {
     gitea: GiteaClient,
-    store: Arc<dyn OAuthStore>,
+    store: Arc<dyn Store>,
     needs: Needs,
     people: FactMap<PersonFacts>,
     clients: FactMap<ClientFacts>,
@@ -99,7 +99,7 @@ impl std::fmt::Debug for FactSource {
 }
 
 impl FactSource {
-    pub fn new(gitea: GiteaClient, store: Arc<dyn OAuthStore>, needs: Needs) -> Self {
+    pub fn new(gitea: GiteaClient, store: Arc<dyn Store>, needs: Needs) -> Self {
         Self {
             gitea,
             store,

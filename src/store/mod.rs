@@ -1,6 +1,8 @@
-//! The OAuth store: clients, pending authorizations, our codes, grants, our
-//! tokens and the per-user consent registry, behind the [`OAuthStore`] trait
-//! so the OAuth logic never names a backend. SQLite (a file in `DATA_DIR`)
+//! The gateway's one database: the OAuth server's clients, pending
+//! authorizations, codes, grants, tokens and consents, and beside them the
+//! page sessions, confirmations, activity and shared rate-limit windows.
+//! One small trait per aggregate, all of them together the [`Store`]
+//! trait, so no caller names a backend. SQLite (a file in `DATA_DIR`)
 //! by default, PostgreSQL when `DATABASE_URL` names one; both through sqlx
 //! with versioned migrations applied at startup.
 //!
@@ -362,10 +364,10 @@ pub trait ActivityStore: Send + Sync {
     ) -> Result<Vec<ToolCount>, StoreError>;
 }
 
-/// The whole OAuth store: every aggregate's trait. Implemented once over
+/// The whole store: every aggregate's trait. Implemented once over
 /// sqlx for SQLite and PostgreSQL (`sql`), each aggregate's methods in the
 /// file that holds its SQL.
-pub trait OAuthStore:
+pub trait Store:
     StoreMaintenance
     + RateLimitStore
     + ClientStore
@@ -380,7 +382,7 @@ pub trait OAuthStore:
 {
 }
 
-impl<T> OAuthStore for T where
+impl<T> Store for T where
     T: StoreMaintenance
         + RateLimitStore
         + ClientStore

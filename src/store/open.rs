@@ -1,7 +1,7 @@
 //! Where the store lives and how it is opened: the SQLite file in
 //! `DATA_DIR` (created owner-only) or a PostgreSQL pool from
 //! `DATABASE_URL`, then the migrations. The caller runs
-//! [`OAuthStore::verify_decryptable`] afterwards.
+//! [`Store::verify_decryptable`] afterwards.
 
 use std::fs::{self, OpenOptions, Permissions};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
@@ -17,7 +17,7 @@ use sqlx::{Postgres, Sqlite};
 
 use super::cipher::TokenCipher;
 use super::sql::SqlStore;
-use super::{OAuthStore, StoreError, StoreLimits};
+use super::{Store, StoreError, StoreLimits};
 
 /// The SQLite database's name inside `DATA_DIR`.
 pub const SQLITE_FILE_NAME: &str = "aegis.db";
@@ -87,7 +87,7 @@ pub async fn open_store(
     location: &StoreLocation,
     cipher: TokenCipher,
     limits: StoreLimits,
-) -> Result<Arc<dyn OAuthStore>, StoreError> {
+) -> Result<Arc<dyn Store>, StoreError> {
     match location {
         StoreLocation::Sqlite(dir) => {
             let file = prepare_sqlite_file(dir)?;

@@ -448,7 +448,7 @@ pub enum RefreshOutcome {
     },
 }
 
-/// What [`OAuthStore::prune`] removed.
+/// What [`Store::prune`] removed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PruneCounts {
     pub clients: u64,

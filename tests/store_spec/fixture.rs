@@ -12,8 +12,8 @@ pub use aegis_gitea_mcp::store::cipher::TokenCipher;
 pub use aegis_gitea_mcp::store::{
     ActivityNote, ActivityOutcome, AuthCodeRecord, ClientAuthorization, ClientRecord,
     CodeRedemption, Confirmation, ConfirmationState, GiteaApp, GiteaTokens, GrantRecord, NewToken,
-    OAuthStore, PageSession, PendingAuthorization, PendingSignIn, PendingTake, PruneCounts,
-    RefreshOutcome, Registration, SecretHash, StoreError, StoreLimits, StoreLocation,
+    PageSession, PendingAuthorization, PendingSignIn, PendingTake, PruneCounts, RefreshOutcome,
+    Registration, SecretHash, Store, StoreError, StoreLimits, StoreLocation,
     TokenEndpointAuthMethod, TokenKind, UNUSED_REGISTRATION_TTL, UNUSED_REGISTRATIONS_PER_NETWORK,
     UpstreamKey, UpstreamLeg, hash_secret, open_store,
 };
@@ -78,19 +78,19 @@ impl Fixture {
         self.location.backend()
     }
 
-    pub async fn open(&self) -> Arc<dyn OAuthStore> {
+    pub async fn open(&self) -> Arc<dyn Store> {
         self.open_as(&[KEY_A], StoreLimits::default()).await
     }
 
-    pub async fn open_limited(&self, limits: StoreLimits) -> Arc<dyn OAuthStore> {
+    pub async fn open_limited(&self, limits: StoreLimits) -> Arc<dyn Store> {
         self.open_as(&[KEY_A], limits).await
     }
 
-    pub async fn open_with_keys(&self, keys: &[&str]) -> Arc<dyn OAuthStore> {
+    pub async fn open_with_keys(&self, keys: &[&str]) -> Arc<dyn Store> {
         self.open_as(keys, StoreLimits::default()).await
     }
 
-    async fn open_as(&self, keys: &[&str], limits: StoreLimits) -> Arc<dyn OAuthStore> {
+    async fn open_as(&self, keys: &[&str], limits: StoreLimits) -> Arc<dyn Store> {
         let keys: Vec<SecretString> = keys.iter().map(|k| SecretString::from(*k)).collect();
         let cipher = TokenCipher::new(&keys).expect("cipher");
         open_store(&self.location, cipher, limits)
@@ -337,7 +337,7 @@ pub fn pair_expiring(t: &str, expires_at: i64) -> Vec<NewToken> {
 /// A grant with a redeemed code and an issued token pair `access(t)` /
 /// `refresh(t)`: the state after a completed sign-in. Returns its id.
 pub async fn issued_grant(
-    store: &Arc<dyn OAuthStore>,
+    store: &Arc<dyn Store>,
     id: &str,
     login: &str,
     client: &str,
@@ -358,7 +358,7 @@ pub async fn issued_grant(
 }
 
 /// Rotates `from` into the pair `to`, which must succeed.
-pub async fn rotated(store: &Arc<dyn OAuthStore>, from: &str, to: &str, now: i64) {
+pub async fn rotated(store: &Arc<dyn Store>, from: &str, to: &str, now: i64) {
     let outcome = store
         .rotate_refresh_token(&refresh(from), "c1", &pair(to), now)
         .await

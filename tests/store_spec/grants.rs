@@ -168,7 +168,7 @@ pub async fn lists_show_activated_unrevoked_grants_newest_first(f: &Fixture) {
 }
 
 /// A store holding alice's grant `g1` of client `c1`.
-async fn with_grant_g1(f: &Fixture) -> Arc<dyn OAuthStore> {
+async fn with_grant_g1(f: &Fixture) -> Arc<dyn Store> {
     let store = f.open().await;
     store
         .insert_grant(&grant("g1", "alice", "c1"), NOW)

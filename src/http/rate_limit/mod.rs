@@ -54,7 +54,7 @@ impl KeyKind {
 /// Why a request was refused: which key set, and when to retry. Put into
 /// the 429 response's extensions, where the metrics layer counts it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Refusal {
+pub struct OverLimit {
     pub key_kind: KeyKind,
     pub retry_after: Duration,
 }
@@ -170,7 +170,7 @@ impl RateLimiter {
         authorization: Option<&[u8]>,
         path: &str,
         now: Instant,
-    ) -> Option<Refusal> {
+    ) -> Option<OverLimit> {
         self.check_digest(client, token_digest(authorization).as_ref(), path, now)
     }
 
@@ -181,7 +181,7 @@ impl RateLimiter {
         digest: Option<&[u8; 32]>,
         path: &str,
         now: Instant,
-    ) -> Option<Refusal> {
+    ) -> Option<OverLimit> {
         let key = address_key(client);
         let decision = lock(&self.per_ip).check(&key, now);
         if let Some(retry) = self.refusal(decision, KeyKind::Ip, || address_key_label(key), path) {
@@ -201,7 +201,7 @@ impl RateLimiter {
         client: IpAddr,
         digest: Option<&[u8; 32]>,
         path: &str,
-    ) -> Option<Refusal> {
+    ) -> Option<OverLimit> {
         let shared = self.shared.as_ref()?;
         let address = address_key_label(address_key(client));
         let token_key: Option<String> = digest.map(|d| hex(d));
@@ -229,11 +229,11 @@ impl RateLimiter {
 
     fn shared_refusal(
         &self,
-        refused: shared::SharedRefusal,
+        refused: shared::SharedOverLimit,
         key_kind: KeyKind,
         key: String,
         path: &str,
-    ) -> Option<Refusal> {
+    ) -> Option<OverLimit> {
         self.refusal(
             Decision::Limited {
                 retry_after: refused.retry_after,
@@ -252,7 +252,7 @@ impl RateLimiter {
         key_kind: KeyKind,
         key: impl FnOnce() -> String,
         path: &str,
-    ) -> Option<Refusal> {
+    ) -> Option<OverLimit> {
         let Decision::Limited {
             retry_after,
             report,
@@ -269,7 +269,7 @@ impl RateLimiter {
                 retry_after,
             });
         }
-        Some(Refusal {
+        Some(OverLimit {
             key_kind,
             retry_after,
         })
@@ -367,7 +367,7 @@ pub async fn limit(
     request: Request,
     next: Next,
 ) -> Response {
-    match admit(&limiter, request).await {
+    match count_request(&limiter, request).await {
         Ok(request) => next.run(request).await,
         Err(refusal) => refusal,
     }
@@ -375,7 +375,7 @@ pub async fn limit(
 
 /// The request with its client's address in its extensions, or the 429
 /// with `Retry-After` for a client over its limit.
-pub async fn admit(limiter: &RateLimiter, request: Request) -> Result<Request, Response> {
+pub async fn count_request(limiter: &RateLimiter, request: Request) -> Result<Request, Response> {
     let peer = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
@@ -404,7 +404,7 @@ pub async fn admit(limiter: &RateLimiter, request: Request) -> Result<Request, R
     }
 }
 
-fn too_many_requests(refusal: Refusal) -> Response {
+fn too_many_requests(refusal: OverLimit) -> Response {
     // Whole seconds, rounded up, at least 1.
     let retry_after = refusal.retry_after;
     let seconds = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);

@@ -45,7 +45,7 @@ pub struct SharedKey<'a> {
 
 /// A refusal by the shared window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SharedRefusal {
+pub struct SharedOverLimit {
     pub retry_after: Duration,
     /// First refusal of this key in this minute here: report it.
     pub report: bool,
@@ -65,7 +65,7 @@ impl SharedWindows {
     /// across every process on the store, in one round trip. Returns the
     /// first key (by index) whose window refuses it; then no key keeps the
     /// hit.
-    pub async fn check(&self, keys: &[SharedKey<'_>]) -> Option<(usize, SharedRefusal)> {
+    pub async fn check(&self, keys: &[SharedKey<'_>]) -> Option<(usize, SharedOverLimit)> {
         let limited: Vec<(usize, &SharedKey<'_>, String)> = keys
             .iter()
             .enumerate()
@@ -106,7 +106,7 @@ impl SharedWindows {
         }
         Some((
             index,
-            SharedRefusal {
+            SharedOverLimit {
                 retry_after,
                 report: self.first_refusal(key.clone(), minute),
             },

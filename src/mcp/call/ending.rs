@@ -8,7 +8,7 @@ use crate::gitea::ErrorKind;
 use crate::metrics::CallOutcome;
 use crate::store::ActivityOutcome;
 
-use super::{CallContext, ToolService};
+use super::{CallContext, CallServices};
 
 /// How a call ended, in the vocabulary of spans, metrics and activity.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,7 +70,7 @@ impl Ending {
 
 /// Tells how the call of `context` ended: its span, its metric and, for an
 /// OAuth connection, its activity note.
-pub(super) fn close(service: &ToolService, context: &CallContext<'_>, ending: &Ending) {
+pub(super) fn close(service: &CallServices, context: &CallContext<'_>, ending: &Ending) {
     crate::telemetry::spans::outcome(context.span, ending.span_outcome(), ending.error_kind());
     let (status, took) = match ending {
         Ending::Ran { status, took, .. } => (*status, *took),

@@ -18,6 +18,7 @@
 //! the span's outcome, the metric and the activity note.
 
 mod ending;
+pub mod services;
 pub mod session;
 #[cfg(test)]
 mod tests;
@@ -28,18 +29,18 @@ use rmcp::model::InputRequiredResult;
 use serde_json::{Map, Value};
 use tracing::Instrument;
 
-use super::ToolService;
 use super::call_events::{
     audit_unavailable, finished_event, refusal_kind, refused_event, tool_call_event,
 };
 use super::confirmation::{GateOutcome, GatedCall, Retry};
-use super::dispatcher::{Dispatcher, Refusal, Target, ToolOutcome};
+use super::dispatcher::{CallRefusal, Dispatcher, Target, ToolOutcome};
 use crate::gitea::{ErrorKind, ToolError};
 use crate::identity::{Connection, Identity, IdentityMode};
 use crate::mcp::caller::Caller;
 use crate::surface::Surface;
 use crate::telemetry::spans;
 use ending::{Ending, close};
+pub use services::CallServices;
 pub use session::{AskSession, SessionAnswer};
 
 /// A `tools/call` as the client sent it.
@@ -116,7 +117,7 @@ impl Executor for Dispatcher {
 
 /// Runs the call `request` in `context`, from admission to its ending.
 pub async fn run(
-    service: &ToolService,
+    service: &CallServices,
     executor: &impl Executor,
     context: &CallContext<'_>,
     request: CallRequest<'_>,
@@ -127,7 +128,7 @@ pub async fn run(
 }
 
 async fn steps(
-    service: &ToolService,
+    service: &CallServices,
     executor: &impl Executor,
     context: &CallContext<'_>,
     request: CallRequest<'_>,
@@ -222,10 +223,10 @@ async fn steps(
 
 /// A call [`Dispatcher::admit`] refused: its entry and its answer.
 async fn refuse(
-    service: &ToolService,
+    service: &CallServices,
     context: &CallContext<'_>,
     name: &str,
-    refusal: Refusal,
+    refusal: CallRefusal,
 ) -> (Ending, CallEnding) {
     let ending = Ending::Refused {
         kind: Some(refusal_kind(&refusal)),
@@ -244,9 +245,9 @@ async fn refuse(
         tracing::error!(error = %err, "the tool_call_refused entry could not be written");
     }
     let answer = match refusal {
-        Refusal::UnknownTool => CallEnding::UnknownTool,
-        Refusal::Error(err) => CallEnding::error(&err.to_json()),
-        Refusal::ReadOnlyGrant => CallEnding::error(
+        CallRefusal::UnknownTool => CallEnding::UnknownTool,
+        CallRefusal::Error(err) => CallEnding::error(&err.to_json()),
+        CallRefusal::ReadOnlyGrant => CallEnding::error(
             &ToolError::new(
                 ErrorKind::Forbidden,
                 "this connection may only read; the person must connect again and allow read and write",
@@ -269,7 +270,7 @@ enum Stopped {
 /// when it waits for its person (or the store cannot say), why not. Its
 /// audit entries are written here.
 async fn confirm(
-    service: &ToolService,
+    service: &CallServices,
     context: &CallContext<'_>,
     call: GatedCall<'_>,
 ) -> Result<Option<String>, Stopped> {

@@ -10,7 +10,7 @@ use std::pin::Pin;
 
 use serde_json::Value;
 
-use super::ToolService;
+use super::services::CallServices;
 use crate::audit::{Event, EventKind};
 use crate::gitea::{ErrorKind, ToolError};
 use crate::identity::Identity;
@@ -43,7 +43,7 @@ pub trait AskSession: Sync {
 /// asks for a person, `Ok(Some("elicitation"))` when they approved, else
 /// the refusal's JSON. Its audit entries are written here.
 pub(super) async fn confirm_admin_call(
-    service: &ToolService,
+    service: &CallServices,
     identity: &Identity,
     session: Option<&dyn AskSession>,
     call: &GatedCall<'_>,

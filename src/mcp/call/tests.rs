@@ -21,7 +21,7 @@ use crate::mcp::confirmation::{ConfirmationGate, ConfirmationRules, StateSeal};
 use crate::mcp::exposure::Exposure;
 use crate::metrics::Metrics;
 use crate::store::cipher::TokenCipher;
-use crate::store::{OAuthStore, StoreLimits, StoreLocation, open_store};
+use crate::store::{Store, StoreLimits, StoreLocation, open_store};
 
 const KEY: &str = "call-tests-key-0123456789abcdef0123456789";
 const DELETE_BRANCH: &str = "gitea_repo_delete_branch";
@@ -62,10 +62,10 @@ impl Executor for Recorder {
 }
 
 struct Harness {
-    service: ToolService,
+    service: CallServices,
     executor: Recorder,
     clock: Arc<ManualClock>,
-    store: Arc<dyn OAuthStore>,
+    store: Arc<dyn Store>,
     data_dir: std::path::PathBuf,
     _scratch: tempfile::TempDir,
 }
@@ -99,7 +99,7 @@ async fn harness(extra: &[(&str, &str)]) -> Harness {
     .unwrap();
     let clock = Arc::new(ManualClock::new());
     let rules = || ConfirmationRules::new(settings.confirm.clone());
-    let service = ToolService::new(dispatcher, audit, Arc::new(Metrics::new()), None)
+    let service = CallServices::new(dispatcher, audit, Arc::new(Metrics::new()), None)
         .with_confirmation_rules(rules())
         .with_confirmations(ConfirmationGate::new(
             rules(),
@@ -167,6 +167,15 @@ impl Who<'_> {
         }
     }
 
+    /// An OAuth connection whose client, on the 2026-07-28 wire, offers
+    /// `(form, url)` elicitation inside the call.
+    fn on_new_wire(grant: &str, offers: (bool, bool)) -> Self {
+        Self {
+            in_call: Some(offers),
+            ..Self::oauth(grant)
+        }
+    }
+
     fn admin() -> Self {
         Self {
             identity: identity(IdentityMode::Stdio, Access::ReadWrite),
@@ -177,8 +186,21 @@ impl Who<'_> {
     }
 }
 
+mod retry;
+
 impl Harness {
     async fn call(&self, caller: &Who<'_>, name: &str, args: Map<String, Value>) -> CallEnding {
+        self.call_retrying(caller, name, args, None).await
+    }
+
+    /// A call, or the retry of one asked inside it.
+    async fn call_retrying(
+        &self,
+        caller: &Who<'_>,
+        name: &str,
+        args: Map<String, Value>,
+        retry: Option<Retry<'_>>,
+    ) -> CallEnding {
         let surface = Surface::default();
         let span = tracing::Span::none();
         let label = if self.service.dispatcher().is_tool_name(name) {
@@ -195,11 +217,7 @@ impl Harness {
             tool_label: label,
             span: &span,
         };
-        let request = CallRequest {
-            name,
-            args,
-            retry: None,
-        };
+        let request = CallRequest { name, args, retry };
         run(&self.service, &self.executor, &context, request).await
     }
 
@@ -443,8 +461,7 @@ async fn another_connection_does_not_spend_an_approval() {
 #[tokio::test]
 async fn a_client_on_the_new_wire_is_asked_inside_the_call() {
     let h = harness(&[]).await;
-    let mut caller = Who::oauth("g1");
-    caller.in_call = Some((true, false));
+    let caller = Who::on_new_wire("g1", (true, false));
     let write = crate::mcp::discover::CALL_WRITE_TOOL_NAME;
     let asked = h.call(&caller, write, delete_branch()).await;
     assert!(matches!(asked, CallEnding::Ask(_)));

@@ -35,9 +35,11 @@ use crate::gitea::ErrorKind;
 use crate::identity::Connection;
 use crate::identity::{Identity, IdentityMode};
 use crate::random::random_value;
-use crate::store::{Confirmation, ConfirmationState, OAuthStore, StoreError};
+use crate::store::{Confirmation, ConfirmationState, Store, StoreError};
 use crate::surface::Surface;
 
+#[cfg(test)]
+pub use answer::CONFIRM_INPUT;
 pub use answer::Retry;
 pub use call::{
     call_digest, elicitation_approves, elicitation_form, inner_arguments, shown_arguments, summary,
@@ -164,7 +166,7 @@ pub struct Waiting {
 /// page is.
 pub struct ConfirmationGate {
     rules: ConfirmationRules,
-    store: Arc<dyn OAuthStore>,
+    store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     /// `PUBLIC_BASE_URL`, no trailing slash.
     base_url: String,
@@ -195,7 +197,7 @@ pub struct GatedCall<'a> {
 impl ConfirmationGate {
     pub fn new(
         rules: ConfirmationRules,
-        store: Arc<dyn OAuthStore>,
+        store: Arc<dyn Store>,
         clock: Arc<dyn Clock>,
         base_url: String,
         seal: StateSeal,

@@ -16,7 +16,7 @@ use super::discover::{
     describe_found, describe_operation,
 };
 use super::exposure::Exposure;
-use super::surface_tools::SurfaceTools;
+use super::tool_lists::ToolLists;
 use super::validation::ArgumentValidator;
 use crate::catalog::{Catalog, InputSchema, Operation, VIEW_PROPERTY, VIEWS};
 use crate::config::{Limits, Settings};
@@ -87,12 +87,12 @@ impl ToolOutcome {
 
 /// Why a call was refused before anything was written or sent.
 #[derive(Debug)]
-pub enum Refusal {
+pub enum CallRefusal {
     /// The URL's surface does not list the tool.
     UnknownTool,
-    /// The call writes and the caller's grant only reads. Over HTTP the
-    /// step-up challenge answers it before rmcp (`http::mcp_intake`); this
-    /// is the same rule again, for any path that gets here.
+    /// The call writes and the caller's grant only reads
+    /// ([`Dispatcher::lacks_write_scope`]). Over HTTP the step-up challenge
+    /// answers it before rmcp; stdio, and any other path, gets it here.
     ReadOnlyGrant,
     /// Refused with this tool error as the call's result: arguments that
     /// do not fit, an operation this URL does not expose, a raw route that
@@ -106,7 +106,7 @@ pub enum Refusal {
 pub struct UnknownTool;
 
 pub struct Dispatcher {
-    tools: SurfaceTools,
+    tools: ToolLists,
     /// Which operation a raw path reaches.
     routes: RouteIndex,
     validator: ArgumentValidator,
@@ -149,7 +149,7 @@ impl Dispatcher {
         settings: &Settings,
     ) -> Self {
         let limits = settings.limits;
-        let tools = SurfaceTools::new(catalog, exposure);
+        let tools = ToolLists::new(catalog, exposure);
         // Every schema a call may be validated against: every operation
         // (reachable through the call tools) and the fixed tools.
         let fixed = [
@@ -293,11 +293,25 @@ impl Dispatcher {
         }
     }
 
+    /// The write-scope rule, decided here alone: a call that would change
+    /// something on Gitea, from a caller whose grant only reads. Admission
+    /// applies it to every call; the HTTP intake applies it before rmcp, to
+    /// answer with the step-up challenge (the HTTP layer's `mcp_intake`).
+    pub fn lacks_write_scope(
+        &self,
+        surface: &Surface,
+        access: Access,
+        name: &str,
+        args: &Map<String, Value>,
+    ) -> bool {
+        !access.may_write() && self.call_writes(surface, name, args)
+    }
+
     /// Whether a call of `name` with `args` at `surface` would change
     /// something on Gitea: a listed write operation, the write call tool,
     /// or the raw tool with a method other than GET and HEAD. A tool the
     /// surface does not list writes nothing (it is refused as unknown).
-    pub fn call_writes(&self, surface: &Surface, name: &str, args: &Map<String, Value>) -> bool {
+    fn call_writes(&self, surface: &Surface, name: &str, args: &Map<String, Value>) -> bool {
         if !self.lists(surface, name) {
             return false;
         }
@@ -322,12 +336,12 @@ impl Dispatcher {
         (caller, access): (Caller, Access),
         name: &str,
         args: &Map<String, Value>,
-    ) -> Result<Target<'_>, Refusal> {
+    ) -> Result<Target<'_>, CallRefusal> {
         if !self.lists(surface, name) {
-            return Err(Refusal::UnknownTool);
+            return Err(CallRefusal::UnknownTool);
         }
-        if !access.may_write() && self.call_writes(surface, name, args) {
-            return Err(Refusal::ReadOnlyGrant);
+        if self.lacks_write_scope(surface, access, name, args) {
+            return Err(CallRefusal::ReadOnlyGrant);
         }
         self.validator
             .validate(name, args, caller.may_sudo())
@@ -338,10 +352,10 @@ impl Dispatcher {
                         op.input_schema.object().as_ref().clone(),
                     ));
                 }
-                Refusal::Error(error)
+                CallRefusal::Error(error)
             })?;
         self.target(surface, caller, name, args)
-            .map_err(Refusal::Error)
+            .map_err(CallRefusal::Error)
     }
 
     /// Runs what [`Dispatcher::admit`] admitted.

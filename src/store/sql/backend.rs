@@ -59,7 +59,7 @@ impl<'a> From<Option<&'a str>> for Param<'a> {
 
 /// What the store needs from a driver.
 pub(crate) trait Backend: Database {
-    /// `sqlite` or `postgres`, as [`crate::store::OAuthStore::backend`].
+    /// `sqlite` or `postgres`, as [`crate::store::Store::backend`].
     const LABEL: &'static str;
     /// Opens a transaction that will read, then write. SQLite must take the
     /// write lock up front (`BEGIN IMMEDIATE`): a deferred transaction that

@@ -1,4 +1,4 @@
-//! The one implementation of [`OAuthStore`], over sqlx, for SQLite and
+//! The one implementation of [`Store`], over sqlx, for SQLite and
 //! PostgreSQL alike: [`SqlStore<DB>`] is generic over a [`Backend`] and
 //! every statement is written once. One file per aggregate, each holding
 //! its SQL and its trait's impl (`ClientStore` in `clients.rs`, …); this

@@ -43,7 +43,7 @@ enum Listing {
 }
 
 /// The tool definitions and the rules that pick them per surface.
-pub struct SurfaceTools {
+pub struct ToolLists {
     catalog: Catalog,
     exposure: Exposure,
     search: Tool,
@@ -56,21 +56,21 @@ pub struct SurfaceTools {
     /// are only parsed for a list someone reads (`/mcp/all` lists them all).
     fixed_lists: HashMap<Surface, OnceLock<Arc<Vec<Tool>>>>,
     /// The toolsets with an exposed operation, and those with an exposed
-    /// read: what [`SurfaceTools::check`] asks on every toolset URL request,
+    /// read: what [`ToolLists::check`] asks on every toolset URL request,
     /// worked out once.
     served_toolsets: HashSet<String>,
     served_read_toolsets: HashSet<String>,
 }
 
-impl std::fmt::Debug for SurfaceTools {
+impl std::fmt::Debug for ToolLists {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SurfaceTools")
+        f.debug_struct("ToolLists")
             .field("operations", &self.catalog.len())
             .finish_non_exhaustive()
     }
 }
 
-impl SurfaceTools {
+impl ToolLists {
     pub fn new(catalog: Catalog, exposure: Exposure) -> Self {
         let server_read_only = exposure.settings().read_only;
         let raw_effect = if server_read_only {
@@ -338,13 +338,13 @@ mod tests {
     use crate::config::ExposureSettings;
     use crate::surface::catalog_toolsets;
 
-    fn tools_with(f: impl FnOnce(&mut ExposureSettings)) -> SurfaceTools {
+    fn tools_with(f: impl FnOnce(&mut ExposureSettings)) -> ToolLists {
         let mut settings = ExposureSettings {
             raw_api_enabled: true,
             ..ExposureSettings::default()
         };
         f(&mut settings);
-        SurfaceTools::new(Catalog::bundled(), Exposure::new(settings))
+        ToolLists::new(Catalog::bundled(), Exposure::new(settings))
     }
 
     fn surface(path: &str) -> Surface {
@@ -352,7 +352,7 @@ mod tests {
         Surface::parse(path, catalog_toolsets(&catalog)).unwrap()
     }
 
-    fn names(tools: &SurfaceTools, path: &str) -> Vec<String> {
+    fn names(tools: &ToolLists, path: &str) -> Vec<String> {
         tools
             .tools(&surface(path))
             .iter()
@@ -382,7 +382,7 @@ mod tests {
         // A catalog of its own: the shared bundled one is read by other tests.
         let doc = serde_json::from_str(crate::catalog::BUNDLED_OPENAPI).unwrap();
         let catalog = Catalog::from_openapi(&doc).unwrap();
-        let tools = SurfaceTools::new(catalog.clone(), Exposure::new(ExposureSettings::default()));
+        let tools = ToolLists::new(catalog.clone(), Exposure::new(ExposureSettings::default()));
         let parsed = || {
             catalog
                 .operations()

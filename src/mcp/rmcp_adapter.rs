@@ -17,7 +17,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tracing::Instrument;
 
-use super::ToolService;
+use super::CallServices;
 use super::call::{self, AskSession, CallContext, CallEnding, CallRequest, SessionAnswer};
 use super::confirmation::Retry;
 use crate::identity::{Connection, Identity, IdentityMode};
@@ -37,13 +37,13 @@ pub enum Transport {
 }
 
 #[derive(Clone)]
-pub struct GatewayServer {
-    service: Arc<ToolService>,
+pub struct RmcpAdapter {
+    service: Arc<CallServices>,
     transport: Transport,
 }
 
-impl GatewayServer {
-    pub fn new(service: Arc<ToolService>, transport: Transport) -> Self {
+impl RmcpAdapter {
+    pub fn new(service: Arc<CallServices>, transport: Transport) -> Self {
         Self { service, transport }
     }
 
@@ -91,7 +91,7 @@ impl GatewayServer {
     }
 }
 
-impl ServerHandler for GatewayServer {
+impl ServerHandler for RmcpAdapter {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new(
@@ -153,7 +153,7 @@ impl ServerHandler for GatewayServer {
     }
 }
 
-impl GatewayServer {
+impl RmcpAdapter {
     /// `tools/call`, within its trace span: the request and what surrounds
     /// it translated for [`call::run`], and its ending back to rmcp.
     async fn run_call(

@@ -1,22 +1,23 @@
-//! The tool service: everything one MCP tool call needs, and nothing else.
-//! The dispatcher (tools and their rules), the audit log (the write-ahead
-//! entry and the result entry), the metrics, and the admin account (the
-//! identity of stdio and of the static bearer), and with OAuth the
-//! confirmation gate (`confirmation`). The SDK adapter
-//! (`server`) is handed this, not the whole application.
+//! What a call runs with: everything one MCP tool call needs, and nothing
+//! else. The dispatcher (tools and their rules), the audit log (the
+//! write-ahead entry and the result entry), the metrics, and the admin
+//! account (the identity of stdio and of the static bearer), and with
+//! OAuth the confirmation gate (`crate::mcp::confirmation`). The rmcp
+//! adapter (`crate::mcp::rmcp_adapter`) is handed this, not the whole
+//! application.
 
 use std::sync::Arc;
 
-use super::Dispatcher;
-use super::activity::ActivityRecorder;
-use super::confirmation::{ConfirmationGate, ConfirmationRules};
 use crate::audit::AuditLog;
 use crate::gitea::admin::AdminAccount;
 use crate::identity::{Identity, IdentityMode};
+use crate::mcp::Dispatcher;
+use crate::mcp::activity::ActivityRecorder;
+use crate::mcp::confirmation::{ConfirmationGate, ConfirmationRules};
 use crate::metrics::Metrics;
 
 #[derive(Debug)]
-pub struct ToolService {
+pub struct CallServices {
     dispatcher: Dispatcher,
     audit: AuditLog,
     metrics: Arc<Metrics>,
@@ -29,7 +30,7 @@ pub struct ToolService {
     activity: Option<Arc<ActivityRecorder>>,
 }
 
-impl ToolService {
+impl CallServices {
     pub fn new(
         dispatcher: Dispatcher,
         audit: AuditLog,
