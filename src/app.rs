@@ -32,7 +32,7 @@ const PRUNE_INTERVAL: Duration = Duration::from_secs(300);
 #[derive(Debug)]
 pub struct App {
     settings: Settings,
-    tools: Arc<CallServices>,
+    call_services: Arc<CallServices>,
     oauth: Option<Arc<OAuthServer>>,
     /// `POLICY_FILE`'s rules and the facts they ask about.
     policy: Option<Arc<ActivePolicy>>,
@@ -65,7 +65,7 @@ pub enum BuildError {
     Config(#[from] ConfigError),
     #[error("the HTTP client could not be built")]
     HttpClient,
-    #[error("the OAuth store: {0}")]
+    #[error("the store: {0}")]
     Store(#[from] StoreError),
     #[error("TOKEN_ENCRYPTION_KEY: {0}")]
     Cipher(#[from] crate::store::cipher::CipherError),
@@ -119,25 +119,26 @@ impl App {
             ),
         };
         let policy = load_active_policy(&settings, &dispatcher, oauth.as_deref())?;
-        let mut tools = CallServices::new(dispatcher, audit.clone(), metrics.clone(), admin)
-            .with_confirmation_rules(ConfirmationRules::new(settings.confirm.clone()));
+        let mut call_services =
+            CallServices::new(dispatcher, audit.clone(), metrics.clone(), admin)
+                .with_confirmation_rules(ConfirmationRules::new(settings.confirm.clone()));
         if let Some(server) = &oauth {
-            tools = tools.with_confirmations(ConfirmationGate::new(
+            call_services = call_services.with_confirmations(ConfirmationGate::new(
                 ConfirmationRules::new(settings.confirm.clone()),
                 server.store().clone(),
                 server.clock().clone(),
                 server.config().issuer.clone(),
                 StateSeal::from_key_material(&settings.token_encryption_keys)?,
             ));
-            tools = tools.with_activity(ActivityRecorder::spawn(
+            call_services = call_services.with_activity(ActivityRecorder::spawn(
                 server.store().clone(),
                 server.clock().clone(),
             ));
         }
-        let tools = Arc::new(tools);
+        let call_services = Arc::new(call_services);
         Ok(Arc::new(Self {
             settings,
-            tools,
+            call_services,
             oauth,
             policy,
             audit,
@@ -161,12 +162,12 @@ impl App {
     }
 
     pub fn dispatcher(&self) -> &Dispatcher {
-        self.tools.dispatcher()
+        self.call_services.dispatcher()
     }
 
     /// What the MCP transports are handed.
-    pub fn tools(&self) -> &Arc<CallServices> {
-        &self.tools
+    pub fn call_services(&self) -> &Arc<CallServices> {
+        &self.call_services
     }
 
     /// The audit log (`DATA_DIR/audit.log`).
@@ -187,12 +188,12 @@ impl App {
     /// The admin-token identity for a caller authenticated by `mode`, when
     /// `GITEA_TOKEN` is configured.
     pub async fn admin_identity(&self, mode: IdentityMode) -> Option<Identity> {
-        self.tools.admin_identity(mode).await
+        self.call_services.admin_identity(mode).await
     }
 
     /// What `GITEA_TOKEN`'s last check said, when one is configured.
     pub fn admin_token_state(&self) -> Option<AdminTokenState> {
-        self.tools.admin().map(AdminAccount::state)
+        self.call_services.admin().map(AdminAccount::state)
     }
 
     /// At startup: asks Gitea whether it answers, which version it is and
@@ -229,7 +230,7 @@ impl App {
                 "Gitea does not answer GET /api/v1/version: every tool call fails until it does (check GITEA_URL)"
             ),
         }
-        if let Some(admin) = self.tools.admin() {
+        if let Some(admin) = self.call_services.admin() {
             match admin.check(client).await {
                 Ok(login) => tracing::info!(gitea_url, login, "GITEA_TOKEN is accepted"),
                 Err(UpstreamError::Answered {
@@ -376,14 +377,14 @@ async fn build_oauth(
     tracing::info!(
         backend = store.backend(),
         encrypted_values = checked,
-        "OAuth store opened"
+        "store opened"
     );
     if store.backend() == "sqlite" && !crate::config::is_loopback_url(&settings.public_base_url) {
         // One process cannot see whether others serve the same URL; say
         // what breaks if they do (docs/replicas.md).
         tracing::warn!(
             public_base_url = %settings.public_base_url,
-            "the OAuth store is SQLite in DATA_DIR, which one process uses: several replicas behind one URL need DATABASE_URL on PostgreSQL, or their clients get random 401s and invalid_client"
+            "the store is SQLite in DATA_DIR, which one process uses: several replicas behind one URL need DATABASE_URL on PostgreSQL, or their clients get random 401s and invalid_client"
         );
     }
     let server = Arc::new(OAuthServer::new(
@@ -407,8 +408,8 @@ fn spawn_pruning(server: Weak<OAuthServer>) {
                 return;
             };
             match server.store().prune(server.now()).await {
-                Ok(counts) => tracing::debug!(?counts, "OAuth store pruned"),
-                Err(err) => tracing::warn!(error = %err, "OAuth store pruning failed"),
+                Ok(counts) => tracing::debug!(?counts, "store pruned"),
+                Err(err) => tracing::warn!(error = %err, "store pruning failed"),
             }
         }
     });

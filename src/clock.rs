@@ -6,7 +6,9 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::store::UnixTime;
+/// Unix seconds: the store's `UnixTime`, named here again so that the
+/// clock imports nothing of ours.
+pub type UnixTime = i64;
 
 /// A source of the current time in unix seconds.
 pub trait Clock: Send + Sync + std::fmt::Debug {

@@ -1,4 +1,4 @@
-//! The OAuth store's specification, one behaviour per test.
+//! The store's specification, one behaviour per test.
 //!
 //! Every behaviour is written once, as an async fn over a `Fixture`
 //! (`store_spec/`, one file per table group), and run twice by `spec!`: as

@@ -25,7 +25,7 @@ pub(super) struct Tail {
 }
 
 /// Room the log must have before a closed file is reopened: several
-/// calls' entries (the largest, with 64 argument names, is about 5 KB).
+/// calls' entries, the largest (with 64 argument names) included.
 const REOPEN_HEADROOM: u64 = 64 * 1024;
 
 /// Why the log at `path` cannot take [`REOPEN_HEADROOM`] more bytes: this

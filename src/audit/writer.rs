@@ -40,8 +40,8 @@ use super::lock::{LogLock, lock_log};
 use super::log_file::{open_append, read_tail, sync_dir, take_over_empty, too_little_room};
 use super::watch::PathWatch;
 
-/// Room reserved per entry of a group: a tool call's two lines are about
-/// 280 and 360 bytes, so the buffer rarely grows while it is written.
+/// Room reserved per entry of a group: more than a tool call's usual
+/// line, so the buffer rarely grows while it is written.
 const LINE_BYTES_HINT: usize = 512;
 
 /// Answers once an fsync covers the entry (or failed to).

@@ -82,6 +82,7 @@ impl InputSchema {
     }
 
     /// The object has been parsed (for tests of what is parsed when).
+    #[cfg(test)]
     pub fn is_parsed(&self) -> bool {
         self.0.parsed.get().is_some()
     }

@@ -415,6 +415,7 @@ impl Catalog {
     }
 
     /// The operations left out, and why.
+    #[cfg(test)]
     pub fn skipped_operations(&self) -> &[SkippedOperation] {
         &self.inner.skipped
     }

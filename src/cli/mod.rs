@@ -47,7 +47,7 @@ enum Command {
     /// Write a first env file: check Gitea, create the OAuth2 application,
     /// generate the secrets, print how to connect clients.
     Setup(Box<crate::setup::SetupArgs>),
-    /// Maintenance of the OAuth store.
+    /// Maintenance of the store.
     Store {
         #[command(subcommand)]
         command: StoreCommand,
@@ -308,7 +308,7 @@ async fn run_command(cli: Cli, settings: Option<Settings>) -> Result<(), CliErro
             let app = App::build(settings).await?;
             app.check_gitea().await;
             allocator::release_free_memory();
-            let served = crate::mcp::transport::serve_stdio(app.tools().clone()).await;
+            let served = crate::mcp::transport::serve_stdio(app.call_services().clone()).await;
             app.audit().flush().await;
             served.map_err(CliError::Other)
         }

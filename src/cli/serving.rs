@@ -65,7 +65,7 @@ pub(super) async fn serve_http(
     listener::serve(listener, router, limits, stopping, shutdown_signal()).await?;
     // The activity figures of the last seconds, then, under
     // AUDIT_SYNC=interval, the last audit entries: on disk before exit.
-    if let Some(activity) = app.tools().activity() {
+    if let Some(activity) = app.call_services().activity() {
         activity.flush().await;
     }
     app.audit().flush().await;

@@ -253,7 +253,7 @@ mod tests {
 
     /// Issue 44: what every compact answer pays besides `data`, for a
     /// typical call (a login of 11 characters, a path of 31), is at most
-    /// 200 bytes; it was 420.
+    /// 200 bytes.
     #[test]
     fn the_compact_shell_costs_at_most_200_bytes() {
         let identity = Identity {

@@ -86,8 +86,8 @@ pub struct GiteaClient {
     http: reqwest::Client,
     api_base: String,
     /// `api_base` parsed once: each call's URL is it with the call's path,
-    /// so the host is not parsed again per call (about 9,000 of a call's
-    /// instructions, `docs/benchmarks.md`).
+    /// so the host is not parsed again per call (what that saved is in
+    /// `docs/benchmarks.md`).
     api_base_url: url::Url,
     max_binary_bytes: usize,
 }

@@ -1,5 +1,5 @@
 //! Authentication of `/mcp` requests, and the identity each one acts as:
-//! - an `agm_` token: resolved through the OAuth store to that user's own
+//! - an `agm_` token: resolved through the store to that user's own
 //!   Gitea session (never the admin token);
 //! - the static bearer (`MCP_BEARER_TOKEN`): the admin token;
 //! - no credentials, on a loopback bind with neither a bearer nor OAuth

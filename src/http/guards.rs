@@ -2,10 +2,9 @@
 //! `Host` allowlist on every route (421 otherwise); on `/mcp` the `Origin`
 //! check (403 for a foreign origin, the DNS-rebinding defence the MCP
 //! specification asks for), `application/json` for `POST` (415) and the
-//! declared body size (413); on the pages the same-origin rule (`null` and
-//! our own origin pass, a foreign one is 403). They run first so a
-//! rebinding attempt never reaches the token check or the admin login
-//! lookup.
+//! declared body size (413). They run first so a rebinding attempt never
+//! reaches the token check or the admin login lookup. The pages have their
+//! own Origin rule (`crate::page_kit::check_origin`).
 
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 //! configuration.
 //! `/health` is for container health checks and monitors: the process
 //! answers, the audit log takes entries (a closed one is tried again
-//! here), the OAuth store (when configured) answers a ping, and Gitea
+//! here), the store (when configured) answers a ping, and Gitea
 //! answers `GET /api/v1/version` (probed at most every 10 seconds, so a
 //! flood of health checks does not become a flood at Gitea). Both answer
 //! 503 `draining` once the process is stopping. `/` names the

@@ -33,7 +33,9 @@ use tracing::Instrument;
 
 use super::auth::insufficient_scope;
 use crate::app::App;
-use crate::identity::Identity;
+use crate::identity::{Connection, Identity};
+use crate::mcp::call::{self, CallContext};
+use crate::mcp::dispatcher::CallRefusal;
 use crate::mcp::intake::{IntakeRefusal, RefusalKind, check_message};
 use crate::surface::Surface;
 use crate::telemetry::spans;
@@ -147,16 +149,24 @@ async fn read_and_check(
             .dispatcher()
             .lacks_write_scope(surface, identity.access, &call.name, &args)
         {
+            let service = app.call_services();
+            let context = CallContext {
+                identity,
+                surface,
+                connection: parts.extensions.get::<Connection>(),
+                in_call_elicitation: None,
+                session: None,
+                tool_label: call::tool_label(service, &call.name),
+                span,
+            };
             // Boxed: inline, this refusal's entry would make every MCP
             // request's future that much bigger.
-            Box::pin(
-                app.audit()
-                    .record_best_effort(crate::mcp::call_events::refused_event(
-                        identity,
-                        &call.name,
-                        &crate::mcp::dispatcher::CallRefusal::ReadOnlyGrant,
-                    )),
-            )
+            Box::pin(call::refused_before_run(
+                service,
+                &context,
+                &call.name,
+                CallRefusal::ReadOnlyGrant,
+            ))
             .await;
             return Err(insufficient_scope(
                 app.oauth().map(Arc::as_ref),

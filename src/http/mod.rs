@@ -236,7 +236,7 @@ pub fn router_with_limiters(
 
     // rmcp checks Host too; it gets the same list as a second line.
     let mcp = streamable_http_service(
-        app.tools().clone(),
+        app.call_services().clone(),
         policy.hosts().to_vec(),
         settings.limits.mcp_max_body_bytes,
     );

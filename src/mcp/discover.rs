@@ -34,9 +34,9 @@ pub fn call_tool_for(op: &Operation) -> &'static str {
     }
 }
 
-/// Results a search gives unless asked for more: the right one is first or
-/// in the top three for nine searches in ten on the evaluation set
-/// (`docs/benchmarks.md`), and each result costs a model's context.
+/// Results a search gives unless asked for more: the right one is nearly
+/// always among the first few (the recall on the evaluation sets is in
+/// `docs/benchmarks.md`), and each result costs a model's context.
 pub const DEFAULT_SEARCH_LIMIT: usize = 5;
 
 pub fn search_tool_schema() -> Value {

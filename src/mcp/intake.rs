@@ -104,9 +104,10 @@ pub struct ReadMessage {
 /// gateway needs of it.
 ///
 /// A well-formed `tools/call` request, the hot path, is read once, into
-/// rmcp's own types ([`well_formed_tool_call`]). Every other message is
-/// parsed as rmcp's own type, so what passes is what rmcp accepts; only a
-/// refusal pays for the second look that names why.
+/// rmcp's own types ([`well_formed_tool_call`]). Every other message fails
+/// that read (most at its first field that differs) and is then parsed as
+/// rmcp's own type, so what passes is what rmcp accepts; a refusal also
+/// pays for a look at the JSON that names why.
 ///
 /// `header_version` is the request's `MCP-Protocol-Version` header: with
 /// the body's `_meta` it says which wire the request is on, and so which

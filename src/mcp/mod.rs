@@ -3,9 +3,9 @@
 //! types for both transports; [`call`] is one `tools/call` with no
 //! transport inside, run with [`CallServices`] (the audit log, metrics,
 //! confirmations, activity, the admin account); the [`Dispatcher`] admits
-//! a call and runs it against Gitea; [`ToolLists`](tool_lists::ToolLists)
-//! says which tools each MCP URL lists (exposure, surfaces, validation and
-//! the discovery tools beside them).
+//! a call (with the argument `validation`) and runs it against Gitea;
+//! [`ToolLists`](tool_lists::ToolLists) says which tools each MCP URL lists
+//! (with `exposure` and the `discover` tools beside it).
 
 pub(crate) mod activity;
 pub(crate) mod call;
@@ -22,7 +22,7 @@ pub(crate) mod tools;
 pub(crate) mod transport;
 pub mod validation;
 
-pub use dispatcher::{Dispatcher, ToolOutcome, UnknownTool};
+pub use dispatcher::Dispatcher;
 
 /// The tools that are no catalog operation: the discovery tools and the
 /// raw tool.

@@ -21,7 +21,6 @@ use super::CallServices;
 use super::call::{self, AskSession, CallContext, CallEnding, CallRequest, SessionAnswer};
 use super::confirmation::Retry;
 use crate::identity::{Connection, Identity, IdentityMode};
-use crate::metrics::UNKNOWN_TOOL;
 use crate::surface::Surface;
 use crate::telemetry::context::Carrier;
 use crate::telemetry::spans;
@@ -121,12 +120,7 @@ impl ServerHandler for RmcpAdapter {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        // A label only for names the catalog defines: clients cannot add any.
-        let tool_label = if self.service.dispatcher().is_tool_name(&request.name) {
-            request.name.to_string()
-        } else {
-            UNKNOWN_TOOL.to_owned()
-        };
+        let tool_label = call::tool_label(&self.service, &request.name).to_owned();
         let version = context.protocol_version();
         let span = spans::tool_call(
             &tool_label,

@@ -226,8 +226,8 @@ fn gitea_token_expired(grant: &GrantRecord, now: i64) -> bool {
 /// How long before `expires_at` a session is renewed: [`EXPIRY_SKEW_SECS`],
 /// but at most half the tokens' lifetime. A lead longer than the lifetime
 /// would count every token as expired from the moment it was issued, and
-/// every call would renew the session (a Gitea issuing 20-second tokens
-/// renewed 1,606 times for 1,606 calls, one at a time per grant).
+/// every call would renew the session (with short-lived Gitea tokens,
+/// one renewal per call, one at a time per grant).
 fn renewal_lead(issued_at: Option<i64>, expires_at: i64) -> i64 {
     match issued_at {
         Some(issued) => EXPIRY_SKEW_SECS.min(expires_at.saturating_sub(issued).max(0) / 2),

@@ -140,8 +140,14 @@ pub async fn no_favicon() -> Response {
 pub struct PageOrigin(Arc<str>);
 
 impl PageOrigin {
+    /// The origin of `issuer` (scheme, host and a port that is not the
+    /// scheme's own), as a browser writes it in `Origin`: an issuer with a
+    /// path has its pages at that origin still.
     pub fn new(issuer: &str) -> Self {
-        Self(Arc::from(issuer))
+        let origin = url::Url::parse(issuer)
+            .map(|url| url.origin().ascii_serialization())
+            .unwrap_or_else(|_| issuer.to_owned());
+        Self(Arc::from(origin))
     }
 }
 
@@ -219,5 +225,15 @@ mod tests {
         // Another name of this host is not the pages' origin: their
         // cookies are the issuer's.
         assert!(!origin_allowed(&with("https://other.mcp.example.com"), own));
+    }
+
+    #[test]
+    fn the_pages_origin_is_the_issuer_s_origin_whatever_its_path() {
+        let own = PageOrigin::new("https://mcp.example.com/gateway/");
+        assert_eq!(&*own.0, "https://mcp.example.com");
+        let own = PageOrigin::new("http://127.0.0.1:8080");
+        assert_eq!(&*own.0, "http://127.0.0.1:8080");
+        let own = PageOrigin::new("https://mcp.example.com:443");
+        assert_eq!(&*own.0, "https://mcp.example.com");
     }
 }

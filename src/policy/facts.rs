@@ -1,7 +1,7 @@
 //! The facts a policy asks about, looked up once and kept for
 //! [`FACTS_TTL`]: about a person, at Gitea with their own session
 //! (`/user`, `/user/orgs`, `/user/teams`; only what some rule asks); about
-//! a client, from the OAuth store. So a policy costs no Gitea round trip
+//! a client, from the store. So a policy costs no Gitea round trip
 //! per call. A lookup that fails fails the call (the caller hears 503),
 //! never the policy: a rule is not skipped because Gitea was slow.
 

@@ -398,7 +398,7 @@ impl Summary<'_> {
         ));
         if self.oauth {
             line(
-                "  (the OAuth store is created in ./data, or DATA_DIR, of the directory it runs in)"
+                "  (the store is created in ./data, or DATA_DIR, of the directory it runs in)"
                     .to_owned(),
             );
         }

@@ -129,8 +129,8 @@ pub fn failed(span: &Span, error_type: &str) {
     span.record("otel.status_code", "error");
 }
 
-/// Whether the call may run: the URL lists the tool, the arguments fit
-/// its schema, the grant may write.
+/// Whether the call may run (`aegis.outcome`: `ok`, `refused`): the URL
+/// lists the tool, the arguments fit its schema, the grant may write.
 pub fn admit() -> Span {
     tracing::info_span!(target: TARGET, "admit", aegis.outcome = Empty)
 }

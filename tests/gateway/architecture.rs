@@ -131,7 +131,7 @@ fn leaves_stay_leaves() {
     let allowed: &[(&str, &[&str])] = &[
         ("catalog", &[]),
         ("store", &[]),
-        ("clock", &["store"]),
+        ("clock", &[]),
         ("random", &[]),
         ("identity", &[]),
         ("masking", &[]),

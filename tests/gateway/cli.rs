@@ -276,7 +276,7 @@ fn a_sqlite_store_behind_a_public_url_is_warned_about() {
         "{public}"
     );
     let loopback = started_with("http://127.0.0.1:8080");
-    assert!(loopback.contains("OAuth store opened"), "{loopback}");
+    assert!(loopback.contains("store opened"), "{loopback}");
     assert!(!loopback.contains("several replicas"), "{loopback}");
 }
 

@@ -28,7 +28,7 @@ impl Drop for Running {
 }
 
 /// The access-log lines (`finished processing request`) for `REQUESTS`
-/// `/health` requests, each of which pings the OAuth store, with `filter`
+/// `/health` requests, each of which pings the store, with `filter`
 /// as `RUST_LOG`.
 async fn access_lines(filter: &str, database_url: Option<&str>) -> usize {
     let fake = FakeGitea::start().await;

@@ -352,7 +352,7 @@ async fn writes_a_valid_0600_file_and_creates_the_confidential_app() {
     assert_no_secret_printed(&out, &values);
 
     // The gateway itself accepts the file (`catalog` validates it and
-    // builds the application, opening the OAuth store in ./data).
+    // builds the application, opening the store in ./data).
     let work = tempfile::tempdir().unwrap();
     let catalog = run(
         &[

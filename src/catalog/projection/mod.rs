@@ -149,7 +149,7 @@ impl Shapes {
 }
 
 /// The link a person opens, kept on one item and left out of a list's
-/// items (it was a quarter of a folder listing, issue 44): every item of a
+/// items (a large share of a folder listing, issue 44): every item of a
 /// list has an identifier of its own (a number, name, sha or id). Objects
 /// inside an item keep theirs: a notification's subject has no other.
 const PERSON_LINK: &str = "html_url";

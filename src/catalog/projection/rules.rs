@@ -92,9 +92,9 @@ pub const DETAIL_FIELDS: &[(&str, &[&str])] = &[
 ];
 
 /// Fields that matter when one item is read, and are left out of a list
-/// of them (issue 44: a commit list paid about 710 bytes a commit where
-/// its sha, first line, author and date take 100). Reading the item alone
-/// (or `view: "full"`) gives them.
+/// of them (issue 44: a commit list paid for each commit's files, stats
+/// and tree many times what its sha, first line, author and date take).
+/// Reading the item alone (or `view: "full"`) gives them.
 pub const LIST_DETAIL_FIELDS: &[(&str, &[&str])] = &[
     // The committer usually repeats the author; the tree, parents, files
     // and stats are one commit's detail.

@@ -114,9 +114,9 @@ impl RedactorBuilder {
         let patterns = || self.base.iter().chain(self.secrets.iter());
         // A contiguous NFA, not the DFA the builder would pick for this
         // many patterns: a redactor is kept per caller (redactor_cache.rs),
-        // and the DFA of some 70 patterns (each secret brings ten encoded
-        // forms) takes tens of times the memory; building it also cost
-        // more than the rest of a call (docs/benchmarks.md, "Issue 15").
+        // and a DFA of a caller's patterns (each secret brings ten encoded
+        // forms) takes many times the memory; building it also cost more
+        // than the rest of a call (docs/benchmarks.md, "Issue 15").
         // Building only fails beyond automaton size limits that the 16 MiB
         // request body cannot reach; if it ever did, refusing to redact
         // would leak, so fall back to the (slower) noncontiguous NFA.

@@ -4,7 +4,7 @@
 //! caller's Gitea tokens (the same for every call of one session until it
 //! is refreshed), and the secret fields of the request body (rare: a write
 //! that sets a secret). Building the Aho-Corasick automaton over all of
-//! them, each with its ten encoded forms, took about a fifth of a small
+//! them, each with its ten encoded forms, was a large share of a small
 //! call's CPU (docs/benchmarks.md, "Issue 17"). So:
 //!
 //! - the gateway's own secrets are encoded once ([`RedactorBuilder::prepare`]);
@@ -27,9 +27,10 @@ use sha2::{Digest, Sha256};
 use super::redaction::{Redactor, RedactorBuilder};
 use super::secrets::BodySecrets;
 
-/// Callers whose automaton is kept. One is about 65 KB (the contiguous
-/// NFA of some 90 patterns), so the cache stays under 10 MB full; a caller
-/// beyond it costs one build per call, as before the cache.
+/// Callers whose automaton is kept (a contiguous NFA of a caller's
+/// patterns each; their size is in `docs/benchmarks.md`), so the cache
+/// stays small when full; a caller beyond it costs one build per call, as
+/// before the cache.
 pub const CACHED_CALLERS: NonZeroUsize = NonZeroUsize::new(128).unwrap();
 
 pub struct RedactorCache {

@@ -56,6 +56,7 @@ pub const CREDENTIAL_ISSUING_OPERATIONS: &[&str] = &[
 
 /// Names on the ADR's credential-issuing list that Gitea 1.27 has no
 /// operation for. Kept so the docs and a test can say so explicitly.
+#[cfg(test)]
 pub const ADR_CREDENTIAL_OPERATIONS_WITHOUT_GITEA_OPERATION: &[&str] = &["repoCreateDeployToken"];
 
 /// Gitea 1.27 operations that return a webhook (`Hook`) with its stored

@@ -45,8 +45,8 @@ const MAX_PASSED_KEY_BYTES: usize = 64;
 
 /// The keys of one document that the text passes leave unchanged. Gitea's
 /// lists repeat a few dozen keys in every item, and running the redactor
-/// and the masker over each of them again was a fifth of the full view's
-/// hygiene of a 300-issue list (`docs/benchmarks.md`, issue 30). A key's
+/// and the masker over each of them again was a large share of a long
+/// list's hygiene (`docs/benchmarks.md`, issue 30). A key's
 /// check depends on its text and the passes only, and one document has one
 /// set of passes.
 ///

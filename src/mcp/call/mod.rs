@@ -1,6 +1,6 @@
 //! One tool call, with no transport inside: what `tools/call` does from a
 //! parsed request to its ending, for whichever adapter carries it (rmcp
-//! over Streamable HTTP or stdio, `super::server`), in this order:
+//! over Streamable HTTP or stdio, `super::rmcp_adapter`), in this order:
 //!
 //! 1. **admit** ([`Dispatcher::admit`]): the tool, the URL's surface, the
 //!    grant's scope, the arguments and what the call runs (its
@@ -37,6 +37,7 @@ use super::dispatcher::{CallRefusal, Dispatcher, Target, ToolOutcome};
 use crate::gitea::{ErrorKind, ToolError};
 use crate::identity::{Connection, Identity, IdentityMode};
 use crate::mcp::caller::Caller;
+use crate::metrics::UNKNOWN_TOOL;
 use crate::surface::Surface;
 use crate::telemetry::spans;
 use ending::{Ending, close};
@@ -115,6 +116,29 @@ impl Executor for Dispatcher {
     }
 }
 
+/// The tool's name as metrics and spans may carry it: a name the catalog
+/// defines, else `unknown` (clients cannot add label values).
+pub fn tool_label<'a>(service: &CallServices, name: &'a str) -> &'a str {
+    if service.dispatcher().is_tool_name(name) {
+        name
+    } else {
+        UNKNOWN_TOOL
+    }
+}
+
+/// A call refused before it reached [`run`] (over HTTP, the step-up
+/// challenge answers a write from a read-only grant before rmcp): the same
+/// entry and the same ending as `run` writes for that refusal.
+pub async fn refused_before_run(
+    service: &CallServices,
+    context: &CallContext<'_>,
+    name: &str,
+    refusal: CallRefusal,
+) {
+    let (ending, _) = refuse(service, context, name, refusal).await;
+    close(service, context, &ending);
+}
+
 /// Runs the call `request` in `context`, from admission to its ending.
 pub async fn run(
     service: &CallServices,
@@ -137,7 +161,8 @@ async fn steps(
     let identity = context.identity;
     // Checked before anything is written: a refused call gets one small
     // entry, whatever it carried.
-    let admitted = spans::admit().in_scope(|| {
+    let admission = spans::admit();
+    let admitted = admission.in_scope(|| {
         service.dispatcher().admit(
             context.surface,
             (Caller::of(identity.mode), identity.access),
@@ -145,6 +170,11 @@ async fn steps(
             &args,
         )
     });
+    spans::outcome(
+        &admission,
+        if admitted.is_ok() { "ok" } else { "refused" },
+        None,
+    );
     let target = match admitted {
         Ok(target) => target,
         Err(refusal) => return refuse(service, context, name, refusal).await,
@@ -156,14 +186,25 @@ async fn steps(
         surface: context.surface,
         retry,
     };
-    let confirmation = match confirm(service, context, call)
-        .instrument(spans::confirmation())
-        .await
-    {
+    let confirming = spans::confirmation();
+    let confirmed = confirm(service, context, call)
+        .instrument(confirming.clone())
+        .await;
+    let confirmation_outcome = match &confirmed {
+        Ok(_) => "proceed",
+        Err(Stopped::Refused(..)) => "stopped",
+        Err(Stopped::Waiting(_) | Stopped::Ask(_)) => "waiting",
+    };
+    spans::outcome(&confirming, confirmation_outcome, None);
+    let confirmation = match confirmed {
         Ok(confirmation) => confirmation,
-        Err(Stopped::Result(json)) => {
-            return (Ending::Refused { kind: None }, CallEnding::error(&json));
+        Err(Stopped::Refused(kind, json)) => {
+            let ending = Ending::Refused {
+                kind: Some(kind.as_str()),
+            };
+            return (ending, CallEnding::error(&json));
         }
+        Err(Stopped::Waiting(json)) => return (Ending::Waiting, CallEnding::error(&json)),
         Err(Stopped::Ask(ask)) => return (Ending::Waiting, CallEnding::Ask(ask)),
     };
     // Write-ahead: durable before anything goes upstream.
@@ -260,8 +301,11 @@ async fn refuse(
 
 /// Why a call does not run yet.
 enum Stopped {
-    /// An `isError` result's JSON.
-    Result(Value),
+    /// Refused for this kind: the `isError` result's JSON.
+    Refused(ErrorKind, Value),
+    /// It waits for its person on the page: the `isError` result that
+    /// says where.
+    Waiting(Value),
     /// The person is asked in the call.
     Ask(Box<InputRequiredResult>),
 }
@@ -278,7 +322,7 @@ async fn confirm(
     if identity.mode != IdentityMode::Oauth {
         return session::confirm_admin_call(service, identity, context.session, &call)
             .await
-            .map_err(Stopped::Result);
+            .map_err(|(kind, json)| Stopped::Refused(kind, json));
     }
     let Some(gate) = service.confirmations() else {
         return Ok(None);
@@ -297,12 +341,17 @@ async fn confirm(
             }
             Ok(confirmation)
         }
-        Ok(GateOutcome::Stop { result, event }) => {
+        Ok(GateOutcome::Stop {
+            kind,
+            result,
+            event,
+        }) => {
             if let Some(event) = event {
                 audit.record_best_effort(*event).await;
             }
-            Err(Stopped::Result(result))
+            Err(Stopped::Refused(kind, result))
         }
+        Ok(GateOutcome::Undecided { result }) => Err(Stopped::Waiting(result)),
         Ok(GateOutcome::Waiting(mut waiting)) => {
             if let Some(event) = waiting.event.take() {
                 audit.record_best_effort(*event).await;
@@ -312,14 +361,15 @@ async fn confirm(
                 .and_then(|(form, url)| gate.ask_mode(form, url));
             Err(match mode {
                 Some(mode) => Stopped::Ask(Box::new(gate.input_required(&waiting, mode))),
-                None => Stopped::Result(waiting.result),
+                None => Stopped::Waiting(waiting.result),
             })
         }
         Err(err) => {
             // Fail closed: without the store, nothing that needs a person
             // runs.
             tracing::error!(error = %err, "the confirmation store is unavailable");
-            Err(Stopped::Result(
+            Err(Stopped::Refused(
+                ErrorKind::InternalError,
                 ToolError::new(
                     ErrorKind::InternalError,
                     "the call could not be checked for confirmation; nothing was sent to Gitea, try again later",

@@ -41,13 +41,13 @@ pub trait AskSession: Sync {
 
 /// Whether `call` may run for the admin token: `Ok(None)` when no rule
 /// asks for a person, `Ok(Some("elicitation"))` when they approved, else
-/// the refusal's JSON. Its audit entries are written here.
+/// the refusal's kind and JSON. Its audit entries are written here.
 pub(super) async fn confirm_admin_call(
     service: &CallServices,
     identity: &Identity,
     session: Option<&dyn AskSession>,
     call: &GatedCall<'_>,
-) -> Result<Option<String>, Value> {
+) -> Result<Option<String>, (ErrorKind, Value)> {
     let (operation, raw_method) = (call.target.operation(), call.target.raw_method());
     if !service
         .confirmation_rules()
@@ -55,7 +55,7 @@ pub(super) async fn confirm_admin_call(
     {
         return Ok(None);
     }
-    let refusal = |kind: ErrorKind, message: &str| ToolError::new(kind, message).to_json();
+    let refusal = |kind: ErrorKind, message: &str| (kind, ToolError::new(kind, message).to_json());
     let Some(session) = session else {
         return Err(refusal(
             ErrorKind::ConfirmationRequired,

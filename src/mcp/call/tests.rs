@@ -203,11 +203,7 @@ impl Harness {
     ) -> CallEnding {
         let surface = Surface::default();
         let span = tracing::Span::none();
-        let label = if self.service.dispatcher().is_tool_name(name) {
-            name
-        } else {
-            crate::metrics::UNKNOWN_TOOL
-        };
+        let label = tool_label(&self.service, name);
         let context = CallContext {
             identity: &caller.identity,
             surface: &surface,
@@ -359,6 +355,28 @@ async fn a_read_grant_may_not_write() {
     assert_eq!(error_kind(&ending).as_deref(), Some("forbidden"));
     assert!(h.executor.reached().is_empty());
     assert!(h.counted("gitea_issue_create_issue", "refused"));
+}
+
+#[tokio::test]
+async fn a_write_refused_before_the_call_ends_as_any_refused_call() {
+    let h = harness(&[]).await;
+    let mut caller = Who::oauth("g1");
+    caller.identity.access = Access::Read;
+    let surface = Surface::default();
+    let span = tracing::Span::none();
+    let tool = "gitea_issue_create_issue";
+    let context = CallContext {
+        identity: &caller.identity,
+        surface: &surface,
+        connection: caller.connection.as_ref(),
+        in_call_elicitation: None,
+        session: None,
+        tool_label: tool_label(&h.service, tool),
+        span: &span,
+    };
+    refused_before_run(&h.service, &context, tool, CallRefusal::ReadOnlyGrant).await;
+    assert_eq!(h.entries().await, ["tool_call_refused"]);
+    assert!(h.counted(tool, "refused"));
 }
 
 #[tokio::test]

@@ -163,6 +163,7 @@ impl ConfirmationGate {
         if stored.expires_at <= now {
             self.store.delete_confirmation(&stored.id).await?;
             return Ok(GateOutcome::Stop {
+                kind: ErrorKind::ConfirmationExpired,
                 result: self.result(
                     ErrorKind::ConfirmationExpired,
                     "This call's confirmation expired before it was answered. Call again without requestState to ask the person again.",
@@ -186,9 +187,8 @@ impl ConfirmationGate {
                 })));
             }
             if ask.mode == AskMode::Url && accepted {
-                return Ok(GateOutcome::Stop {
+                return Ok(GateOutcome::Undecided {
                     result: self.pending_result(&stored.id),
-                    event: None,
                 });
             }
             let use_by = now + APPROVAL_WINDOW;
@@ -278,6 +278,7 @@ impl ConfirmationGate {
     /// or on the page.
     fn denied(&self, event: Option<Event>) -> GateOutcome {
         GateOutcome::Stop {
+            kind: ErrorKind::ConfirmationDenied,
             result: self.result(
                 ErrorKind::ConfirmationDenied,
                 "The person did not approve this call (declined, cancelled, or the typed name did not match). Nothing was sent to Gitea. Do not retry it unless they ask you to.",
@@ -295,6 +296,7 @@ impl ConfirmationGate {
         event.outcome = Some(Outcome::Error);
         event.error_kind = Some(ErrorKind::ConfirmationInvalid.as_str().to_owned());
         GateOutcome::Stop {
+            kind: ErrorKind::ConfirmationInvalid,
             result: self.result(
                 ErrorKind::ConfirmationInvalid,
                 "This requestState does not fit this call: it was altered, belongs to other arguments or another connection, expired, or was already used. Nothing was sent to Gitea. Call again without requestState to ask the person again.",

@@ -126,11 +126,16 @@ pub enum GateOutcome {
         confirmation: Option<String>,
         event: Option<Box<Event>>,
     },
-    /// Do not run it: the `isError` result's JSON, and an audit entry.
+    /// Do not run it, for `kind`: the `isError` result's JSON, and an
+    /// audit entry.
     Stop {
+        kind: ErrorKind,
         result: Value,
         event: Option<Box<Event>>,
     },
+    /// Asked by URL, the person has not decided on the page yet: the
+    /// `isError` result that says so. Nothing new to ask.
+    Undecided { result: Value },
     /// It waits for its person: a new request (with its audit entry) or
     /// one still pending. The page flow answers `result`; a client that
     /// can be asked in the call gets an input-required result instead.
@@ -276,6 +281,7 @@ impl ConfirmationGate {
             (ConfirmationState::Denied, _) => {
                 self.store.delete_confirmation(&open.id).await?;
                 GateOutcome::Stop {
+                    kind: ErrorKind::ConfirmationDenied,
                     result: self.result(
                         ErrorKind::ConfirmationDenied,
                         "The person denied this call. Do not retry it unless they ask you to.",
@@ -287,6 +293,7 @@ impl ConfirmationGate {
             (_, true) => {
                 self.store.delete_confirmation(&open.id).await?;
                 GateOutcome::Stop {
+                    kind: ErrorKind::ConfirmationExpired,
                     result: self.result(
                         ErrorKind::ConfirmationExpired,
                         "This call's confirmation expired before it ran: the person did not decide in time, or the approved call was not retried within 10 minutes. Retrying asks the person again.",
@@ -343,6 +350,7 @@ impl ConfirmationGate {
             Ok(()) => {}
             Err(StoreError::Full { .. }) => {
                 return Ok(GateOutcome::Stop {
+                    kind: ErrorKind::ConfirmationPending,
                     result: self.result(
                         ErrorKind::ConfirmationPending,
                         "Too many calls of this connection wait for the person. Ask them to decide those first (their account page lists them).",

@@ -1,5 +1,7 @@
-//! The one dispatcher every transport calls: `tools/list` and `tools/call`.
-//! A call goes: exposure lookup → JSON Schema validation → request building
+//! The dispatcher: the tools each URL lists (`tools/list`), a call's
+//! admission, and the run of an admitted call against Gitea, asked by the
+//! call operation (`super::call`). A call goes: exposure lookup → JSON
+//! Schema validation → what it runs (`target`) → request building
 //! (encoding rules) → executor → result pipeline (envelope, redaction,
 //! masking, bounds). Whatever fails becomes an `isError` result; only an
 //! unknown (or hidden) tool is a protocol error.
@@ -99,11 +101,6 @@ pub enum CallRefusal {
     /// is disabled, sensitive or denied.
     Error(ToolError),
 }
-
-/// The tool name is unknown, or hidden by the exposure settings.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown tool")]
-pub struct UnknownTool;
 
 pub struct Dispatcher {
     tools: ToolLists,

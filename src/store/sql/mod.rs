@@ -51,7 +51,7 @@ use super::{StoreError, StoreLimits, UnixTime};
 const LOST_CONNECTION_RETRIES: usize = 3;
 const LOST_CONNECTION_PAUSE: std::time::Duration = std::time::Duration::from_millis(20);
 
-/// The OAuth store over one sqlx pool.
+/// The store over one sqlx pool.
 pub(crate) struct SqlStore<DB: Backend> {
     pool: Pool<DB>,
     cipher: TokenCipher,

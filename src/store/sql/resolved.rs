@@ -1,6 +1,7 @@
 //! The access tokens this process resolved in the last second, so that a
 //! connection's calls do not each look its grant up and decrypt its Gitea
-//! session (issue 46: an OAuth call cost 1.6 times the bearer's).
+//! session (issue 46: that lookup made an OAuth call dearer than the
+//! bearer's; `docs/benchmarks.md` has by how much).
 //!
 //! What keeps it as strict as no cache:
 //! - an entry is used for at most [`FRESH_FOR`], so a grant revoked by
