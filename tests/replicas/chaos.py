@@ -96,7 +96,8 @@ from loadkit import (  # noqa: E402
     cpu_seconds,
     free_port,
     port_open,
-    raise_open_files,
+    gateway_binary,
+    preflight as tools_preflight,
     request_bytes,
     stepper,
     tree_cpu_seconds,
@@ -109,9 +110,6 @@ FAULTS = ("kill", "postgres", "drain", "gitea")
 CLIENT_CALLBACK = "http://127.0.0.1:53682/callback"
 step = stepper("chaos")
 
-
-def binary():
-    return os.path.abspath(os.environ.get("AEGIS_BIN", os.path.join(ROOT, "target", "release", "aegis-gitea-mcp")))
 
 
 def arguments():
@@ -510,16 +508,13 @@ def preflight(args):
         raise AssertionError("no Gitea fixture (tests/e2e/gitea.sh start; AEGIS_E2E_DIR): %s" % err)
     gateway = fixture["gateway_url"].rstrip("/")
     public_port = urllib.parse.urlparse(gateway).port
-    for tool in ["psql"] + args.balancers + ["nginx"]:
-        check(shutil.which(tool), "%s is not on PATH (apt-get install -y %s)" % (tool, {"psql": "postgresql-client"}.get(tool, tool)))
-    check(os.access(binary(), os.X_OK), "no gateway binary at %s (set AEGIS_BIN)" % binary())
+    open_files = tools_preflight(["psql"] + args.balancers + ["nginx"])
     check(not port_open(public_port), "something already listens on %s (the public balancer's port): stop it" % gateway)
     try:
         with urllib.request.urlopen(fixture["api_url"].rstrip("/") + "/version", timeout=5) as response:
             check(response.status == 200, "Gitea: %s" % response.status)
     except (urllib.error.URLError, OSError) as err:
         raise AssertionError("Gitea does not answer at %s (tests/e2e/gitea.sh start): %s" % (fixture["gitea_url"], err))
-    open_files = raise_open_files()
     check(open_files > args.clients + 512, "RLIMIT_NOFILE %d is too low for %d clients" % (open_files, args.clients))
     planned = Faults(args, None, None, None).plan(args.seconds)
     check(set(f for _, f, _ in planned) == set(args.faults),
@@ -560,12 +555,12 @@ def main():
         step("FAIL before starting: %s" % err)
         sys.exit(1)
     host = "127.0.0.1:%d" % public_port
-    os.environ["AEGIS_BIN"] = binary()  # for gateway.audit_verify
+    os.environ["AEGIS_BIN"] = gateway_binary()  # for gateway.audit_verify
 
     run_dir = tempfile.mkdtemp(prefix="aegis-chaos.")
     os.chmod(run_dir, 0o755)  # nginx workers and the cluster's owner read in it
     step("run dir %s; binary %s; %d clients for %.0f s (a call every %s s each) behind %s; faults %s, %.0f s apart" % (
-        run_dir, binary(), args.clients, args.seconds, args.interval or "0 (back to back)", " and ".join(args.balancers),
+        run_dir, gateway_binary(), args.clients, args.seconds, args.interval or "0 (back to back)", " and ".join(args.balancers),
         ", ".join(args.faults), args.quiet))
     processes = Processes()
     results = []
@@ -620,7 +615,7 @@ def run(args, fixture, gateway, public_port, host, run_dir, processes):
         "RATE_LIMIT_PER_TOKEN": "1000000",
     }
     ports = {name: free_port() for name in REPLICAS}
-    replicas = [Replica(processes, name, binary(), os.path.join(run_dir, name), ports[name], env) for name in REPLICAS]
+    replicas = [Replica(processes, name, gateway_binary(), os.path.join(run_dir, name), ports[name], env) for name in REPLICAS]
     for replica in replicas:
         replica.start()
 

@@ -51,7 +51,6 @@ import math
 import os
 import random
 import re
-import shutil
 import signal
 import statistics
 import subprocess
@@ -70,14 +69,13 @@ from loadkit import (  # noqa: E402
     NoAnswer,
     Processes,
     Replica,
-    check,
     free_port,
-    raise_open_files,
+    gateway_binary,
+    preflight,
     request_bytes,
     stepper,
 )
 
-ROOT = os.path.dirname(os.path.dirname(HERE))
 BEARER = "drain-" + os.urandom(16).hex()
 PING = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
 REPLICAS = ("r1", "r2", "r3")
@@ -102,9 +100,6 @@ HAPROXY_ANSWERED = re.compile(r'\] \S+ \S+ [-\d/]+ 200 \d+ \S+ \S+ ---- ')
 
 step = stepper("drain")
 
-
-def binary():
-    return os.path.abspath(os.environ.get("AEGIS_BIN", os.path.join(ROOT, "target", "release", "aegis-gitea-mcp")))
 
 
 def log_lines(path):
@@ -237,14 +232,12 @@ def main():
     parser.add_argument("--down", type=float, default=0.0, help="seconds between a replica's exit and its restart (default 0)")
     parser.add_argument("--exit-timeout", type=int, default=60, help="seconds a replica gets to exit after SIGTERM (default 60)")
     args = parser.parse_args()
-    check(shutil.which(args.balancer), "%s is not on PATH (apt-get install -y %s)" % (args.balancer, args.balancer))
-    check(os.access(binary(), os.X_OK), "no gateway binary at %s (set AEGIS_BIN)" % binary())
-    raise_open_files()
+    preflight([args.balancer])
     started = time.monotonic()
     run_dir = tempfile.mkdtemp(prefix="aegis-drain.")
     os.chmod(run_dir, 0o755)
     version = os.popen("nginx -v 2>&1" if args.balancer == "nginx" else "haproxy -v 2>&1 | head -1").read().strip()
-    step("run dir %s; binary %s; %s" % (run_dir, binary(), version))
+    step("run dir %s; binary %s; %s" % (run_dir, gateway_binary(), version))
     processes = Processes()
     ports = {r: free_port() for r in REPLICAS}
     env = {
@@ -256,7 +249,7 @@ def main():
         "RATE_LIMIT_PER_IP": "0",
         "RATE_LIMIT_PER_TOKEN": "0",
     }
-    replicas = [Replica(processes, r, binary(), os.path.join(run_dir, r), ports[r], env, ready="/health/live") for r in REPLICAS]
+    replicas = [Replica(processes, r, gateway_binary(), os.path.join(run_dir, r), ports[r], env, ready="/health/live") for r in REPLICAS]
     port = free_port()
     if args.balancer == "nginx":
         balancer = Nginx(processes, os.path.join(run_dir, "nginx"), port, ["127.0.0.1:%d" % ports[r] for r in REPLICAS])

@@ -47,7 +47,6 @@ import asyncio
 import json
 import os
 import re
-import shutil
 import sys
 import tempfile
 import time
@@ -64,14 +63,13 @@ from loadkit import (  # noqa: E402
     Nginx,
     Processes,
     Replica,
-    check,
     free_port,
-    raise_open_files,
+    gateway_binary,
+    preflight,
     request_bytes,
     stepper,
 )
 
-ROOT = os.path.dirname(os.path.dirname(HERE))
 BEARER = "keepalive-" + os.urandom(16).hex()
 PING = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
 REPLICAS = ("r1", "r2", "r3")
@@ -82,9 +80,6 @@ UPSTREAM_ERROR = re.compile(r"prematurely closed|reset by peer|no live upstreams
 
 step = stepper("keepalive")
 
-
-def binary():
-    return os.path.abspath(os.environ.get("AEGIS_BIN", os.path.join(ROOT, "target", "release", "aegis-gitea-mcp")))
 
 
 def established(ports):
@@ -124,7 +119,7 @@ class Scenario:
             "RATE_LIMIT_PER_TOKEN": "0",
             **settings,
         }
-        self.replicas = [Replica(processes, r, binary(), os.path.join(self.dir, r), self.ports[r], env,
+        self.replicas = [Replica(processes, r, gateway_binary(), os.path.join(self.dir, r), self.ports[r], env,
                                  ready="/health/live") for r in REPLICAS]
         self.nginx_port = free_port()
         self.nginx = Nginx(processes, os.path.join(self.dir, "nginx"), self.nginx_port,
@@ -219,14 +214,12 @@ def main():
     parser.add_argument("--no-control", action="store_true", help="skip the control scenario")
     parser.add_argument("--report-only", action="store_true", help="report the control's failures, but do not fail the run without any")
     args = parser.parse_args()
-    check(shutil.which("nginx"), "nginx is not on PATH (apt-get install -y nginx)")
-    check(os.access(binary(), os.X_OK), "no gateway binary at %s (set AEGIS_BIN)" % binary())
-    raise_open_files()
+    preflight(["nginx"])
     started = time.monotonic()
     run_dir = tempfile.mkdtemp(prefix="aegis-keepalive.")
     os.chmod(run_dir, 0o755)
     nginx_version = os.popen("nginx -v 2>&1").read().strip()
-    step("run dir %s; binary %s; %s" % (run_dir, binary(), nginx_version))
+    step("run dir %s; binary %s; %s" % (run_dir, gateway_binary(), nginx_version))
     processes = Processes()
     shipped = Scenario(processes, run_dir, "shipped", {},
                        [9.9, 9.97, 9.99, 10.0, 10.01, 10.03, 10.1, 10.2, args.near_60], args.width)

@@ -30,6 +30,7 @@ import atexit
 import json
 import os
 import resource
+import shutil
 import signal
 import socket
 import string
@@ -41,6 +42,26 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KEEPALIVE_EXPIRY = 5.0
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# Debian packages of the tools a scenario needs, where the name differs.
+PACKAGES = {"psql": "postgresql-client"}
+
+
+def gateway_binary():
+    """The release binary the scenarios run: $AEGIS_BIN, else the build's."""
+    return os.path.abspath(os.environ.get("AEGIS_BIN", os.path.join(ROOT, "target", "release", "aegis-gitea-mcp")))
+
+
+def preflight(tools):
+    """What every scenario needs before anything starts: each of `tools` on
+    PATH, the gateway binary, and room for many open files (the limit)."""
+    for tool in tools:
+        check(shutil.which(tool), "%s is not on PATH (apt-get install -y %s)" % (tool, PACKAGES.get(tool, tool)))
+    check(os.access(gateway_binary(), os.X_OK), "no gateway binary at %s (set AEGIS_BIN)" % gateway_binary())
+    return raise_open_files()
 
 
 def free_port():
