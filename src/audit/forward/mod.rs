@@ -59,7 +59,6 @@ pub struct ForwardState {
     pub sink: String,
     max_lag: Option<Duration>,
     forwarded: AtomicU64,
-    waiting: AtomicU64,
     lag_seconds: AtomicU64,
     up: AtomicBool,
     blocked: AtomicBool,
@@ -71,8 +70,8 @@ pub struct ForwardState {
     waiting_since: Mutex<Option<Instant>>,
     /// Where the log ends now, so that `/health` counts the backlog when
     /// asked, not when the forwarder last looked (it sleeps up to 30 s
-    /// between tries while the sink is down). `None` in unit tests.
-    written: Option<WrittenSeq>,
+    /// between tries while the sink is down).
+    written: WrittenSeq,
 }
 
 /// What `/health` shows of forwarding.
@@ -98,18 +97,17 @@ impl std::fmt::Debug for ForwardState {
 }
 
 impl ForwardState {
-    fn new(sink: String, max_lag: Option<Duration>, forwarded: u64) -> Self {
+    fn new(sink: String, max_lag: Option<Duration>, forwarded: u64, written: WrittenSeq) -> Self {
         Self {
             sink,
             max_lag,
             forwarded: AtomicU64::new(forwarded),
-            waiting: AtomicU64::new(0),
             lag_seconds: AtomicU64::new(0),
             up: AtomicBool::new(true),
             blocked: AtomicBool::new(false),
             missing: AtomicU64::new(0),
             waiting_since: Mutex::new(None),
-            written: None,
+            written,
         }
     }
 
@@ -125,13 +123,9 @@ impl ForwardState {
 
     pub fn status(&self) -> ForwardStatus {
         let forwarded = self.forwarded.load(Ordering::Relaxed);
-        let waiting = self.waiting.load(Ordering::Relaxed);
         ForwardStatus {
             forwarded_seq: forwarded,
-            lag_entries: self
-                .written
-                .as_ref()
-                .map_or(waiting, |written| written().saturating_sub(forwarded)),
+            lag_entries: (self.written)().saturating_sub(forwarded),
             lag_seconds: self.lag_seconds.load(Ordering::Relaxed),
             sink_up: self.up.load(Ordering::Relaxed),
             blocked: self.blocked(),
@@ -139,16 +133,14 @@ impl ForwardState {
         }
     }
 
-    /// The log has entries up to `written`; `oldest_age` is how long the
-    /// oldest entry not yet taken by the sink has waited, when it has been
-    /// read. How many wait, for how long, and whether that is past the
+    /// Looks at the log's end; `oldest_age` is how long the oldest entry
+    /// not yet taken by the sink has waited, when it has been read. How many wait, for how long, and whether that is past the
     /// bound: the lag is that entry's age (the red team's F2: counting from
     /// when the backlog was last empty blocked calls under steady traffic
     /// to a healthy sink that never let the backlog empty).
-    fn observe(&self, written: u64, oldest_age: Option<Duration>, now: Instant) {
+    fn observe(&self, oldest_age: Option<Duration>, now: Instant) {
         let forwarded = self.forwarded.load(Ordering::Relaxed);
-        let waiting = written.saturating_sub(forwarded);
-        self.waiting.store(waiting, Ordering::Relaxed);
+        let waiting = (self.written)().saturating_sub(forwarded);
         let mut since = self.waiting_since.lock().unwrap_or_else(|p| p.into_inner());
         let lag = match (waiting, oldest_age, *since) {
             (0, _, _) => {
@@ -243,16 +235,13 @@ pub fn spawn(
         }
     };
     let label = format!("{}://{host}:{port}", settings.url.scheme());
-    let mut state = ForwardState::new(label, settings.max_lag, after);
-    state.written = Some(written.clone());
-    let state = Arc::new(state);
+    let state = Arc::new(ForwardState::new(label, settings.max_lag, after, written));
     let task = Forwarder {
         state: state.clone(),
         data_dir: data_dir.to_path_buf(),
         follower: Some(Follower::new(data_dir, after)),
         cursor,
         sink,
-        written,
         metrics,
     };
     tokio::spawn(task.run());
@@ -266,7 +255,6 @@ struct Forwarder {
     follower: Option<Follower>,
     cursor: Cursor,
     sink: Sink,
-    written: WrittenSeq,
     metrics: Option<Arc<Metrics>>,
 }
 
@@ -357,8 +345,7 @@ impl Forwarder {
             .first()
             .and_then(|line| line.written_at)
             .map(|at| (chrono::Utc::now() - at).to_std().unwrap_or(Duration::ZERO));
-        self.state
-            .observe((self.written)(), oldest_age, Instant::now());
+        self.state.observe(oldest_age, Instant::now());
         if let Some(metrics) = &self.metrics {
             let status = self.state.status();
             metrics.set_audit_forward(
@@ -414,50 +401,72 @@ fn tls_config(
 mod tests {
     use super::*;
 
+    /// A state over a log whose end the test moves.
+    fn state_over(max_lag: Option<Duration>, forwarded: u64) -> (ForwardState, Arc<AtomicU64>) {
+        let end = Arc::new(AtomicU64::new(forwarded));
+        let read = end.clone();
+        let written: WrittenSeq = Arc::new(move || read.load(Ordering::Relaxed));
+        (
+            ForwardState::new("x".into(), max_lag, forwarded, written),
+            end,
+        )
+    }
+
+    /// The log has entries up to `written`; the state looks at it.
+    fn observe(
+        (state, end): &(ForwardState, Arc<AtomicU64>),
+        written: u64,
+        oldest_age: Option<Duration>,
+        now: Instant,
+    ) {
+        end.store(written, Ordering::Relaxed);
+        state.observe(oldest_age, now);
+    }
+
     /// The red team's replay of F1 saw `lag_entries: 0` while a down sink
     /// had dozens of entries to take: the count was the forwarder's, from
     /// before it went to sleep between tries.
     #[test]
     fn the_backlog_is_counted_when_asked() {
-        let end = Arc::new(AtomicU64::new(10));
-        let mut state = ForwardState::new("x".into(), None, 10);
-        let read = end.clone();
-        state.written = Some(Arc::new(move || read.load(Ordering::Relaxed)));
-        state.observe(10, None, Instant::now());
-        end.store(70, Ordering::Relaxed);
-        assert_eq!(state.status().lag_entries, 60);
+        let log = state_over(None, 10);
+        observe(&log, 10, None, Instant::now());
+        log.1.store(70, Ordering::Relaxed);
+        assert_eq!(log.0.status().lag_entries, 60);
     }
 
     #[test]
     fn nothing_waiting_is_no_lag() {
-        let state = ForwardState::new("x".into(), Some(Duration::from_secs(60)), 10);
-        state.observe(10, None, Instant::now());
+        let log = state_over(Some(Duration::from_secs(60)), 10);
+        let state = &log.0;
+        observe(&log, 10, None, Instant::now());
         assert_eq!(state.status().lag_entries, 0);
         assert!(!state.blocked());
     }
 
     #[test]
     fn the_lag_is_counted_from_when_an_entry_first_waited() {
-        let state = ForwardState::new("x".into(), Some(Duration::from_secs(60)), 10);
+        let log = state_over(Some(Duration::from_secs(60)), 10);
+        let state = &log.0;
         let start = Instant::now();
-        state.observe(12, None, start);
-        state.observe(13, None, start + Duration::from_secs(30));
+        observe(&log, 12, None, start);
+        observe(&log, 13, None, start + Duration::from_secs(30));
         let status = state.status();
         assert_eq!((status.lag_entries, status.lag_seconds), (3, 30));
         assert!(!status.blocked);
-        state.observe(13, None, start + Duration::from_secs(61));
+        observe(&log, 13, None, start + Duration::from_secs(61));
         assert!(state.blocked());
     }
 
     #[test]
     fn catching_up_unblocks_at_once() {
-        let state = ForwardState::new("x".into(), Some(Duration::from_secs(60)), 10);
+        let log = state_over(Some(Duration::from_secs(60)), 10);
+        let state = &log.0;
         let start = Instant::now();
-        state.observe(12, None, start);
-        state.observe(12, None, start + Duration::from_secs(120));
+        observe(&log, 12, None, start);
+        observe(&log, 12, None, start + Duration::from_secs(120));
         assert!(state.blocked());
         state.forwarded.store(12, Ordering::Relaxed);
-        state.observe(12, None, start + Duration::from_secs(121));
+        observe(&log, 12, None, start + Duration::from_secs(121));
         assert!(!state.blocked());
         assert_eq!(state.status().lag_seconds, 0);
     }
@@ -466,12 +475,14 @@ mod tests {
     /// but no entry waits long; the lag is the oldest waiting entry's age.
     #[test]
     fn the_lag_is_the_oldest_waiting_entrys_age() {
-        let state = ForwardState::new("x".into(), Some(Duration::from_secs(60)), 10);
+        let log = state_over(Some(Duration::from_secs(60)), 10);
+        let state = &log.0;
         let start = Instant::now();
         for second in 0..300 {
             // A new entry every second, each taken 1.5 s after it was written.
             state.forwarded.store(10 + second, Ordering::Relaxed);
-            state.observe(
+            observe(
+                &log,
                 12 + second,
                 Some(Duration::from_millis(1500)),
                 start + Duration::from_secs(second),
@@ -479,7 +490,8 @@ mod tests {
             assert!(!state.blocked(), "blocked after {second} s");
         }
         assert_eq!(state.status().lag_seconds, 1);
-        state.observe(
+        observe(
+            &log,
             400,
             Some(Duration::from_secs(61)),
             start + Duration::from_secs(301),
@@ -489,10 +501,11 @@ mod tests {
 
     #[test]
     fn without_a_bound_nothing_is_ever_refused() {
-        let state = ForwardState::new("x".into(), None, 0);
+        let log = state_over(None, 0);
+        let state = &log.0;
         let start = Instant::now();
-        state.observe(5, None, start);
-        state.observe(5, None, start + Duration::from_secs(86_400));
+        observe(&log, 5, None, start);
+        observe(&log, 5, None, start + Duration::from_secs(86_400));
         assert!(!state.blocked());
         assert_eq!(state.status().lag_seconds, 86_400);
     }

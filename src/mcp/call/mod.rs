@@ -198,11 +198,11 @@ async fn steps(
     spans::outcome(&confirming, confirmation_outcome, None);
     let confirmation = match confirmed {
         Ok(confirmation) => confirmation,
-        Err(Stopped::Refused(kind, json)) => {
+        Err(Stopped::Refused(error)) => {
             let ending = Ending::Refused {
-                kind: Some(kind.as_str()),
+                kind: Some(error.kind.as_str()),
             };
-            return (ending, CallEnding::error(&json));
+            return (ending, CallEnding::error(&error.to_json()));
         }
         Err(Stopped::Waiting(json)) => return (Ending::Waiting, CallEnding::error(&json)),
         Err(Stopped::Ask(ask)) => return (Ending::Waiting, CallEnding::Ask(ask)),
@@ -301,8 +301,8 @@ async fn refuse(
 
 /// Why a call does not run yet.
 enum Stopped {
-    /// Refused for this kind: the `isError` result's JSON.
-    Refused(ErrorKind, Value),
+    /// Refused: the error the `isError` result carries.
+    Refused(ToolError),
     /// It waits for its person on the page: the `isError` result that
     /// says where.
     Waiting(Value),
@@ -322,7 +322,7 @@ async fn confirm(
     if identity.mode != IdentityMode::Oauth {
         return session::confirm_admin_call(service, identity, context.session, &call)
             .await
-            .map_err(|(kind, json)| Stopped::Refused(kind, json));
+            .map_err(Stopped::Refused);
     }
     let Some(gate) = service.confirmations() else {
         return Ok(None);
@@ -341,15 +341,11 @@ async fn confirm(
             }
             Ok(confirmation)
         }
-        Ok(GateOutcome::Stop {
-            kind,
-            result,
-            event,
-        }) => {
+        Ok(GateOutcome::Stop { error, event }) => {
             if let Some(event) = event {
                 audit.record_best_effort(*event).await;
             }
-            Err(Stopped::Refused(kind, result))
+            Err(Stopped::Refused(error))
         }
         Ok(GateOutcome::Undecided { result }) => Err(Stopped::Waiting(result)),
         Ok(GateOutcome::Waiting(mut waiting)) => {
@@ -368,14 +364,10 @@ async fn confirm(
             // Fail closed: without the store, nothing that needs a person
             // runs.
             tracing::error!(error = %err, "the confirmation store is unavailable");
-            Err(Stopped::Refused(
+            Err(Stopped::Refused(ToolError::new(
                 ErrorKind::InternalError,
-                ToolError::new(
-                    ErrorKind::InternalError,
-                    "the call could not be checked for confirmation; nothing was sent to Gitea, try again later",
-                )
-                .to_json(),
-            ))
+                "the call could not be checked for confirmation; nothing was sent to Gitea, try again later",
+            )))
         }
     }
 }

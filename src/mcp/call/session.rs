@@ -41,13 +41,13 @@ pub trait AskSession: Sync {
 
 /// Whether `call` may run for the admin token: `Ok(None)` when no rule
 /// asks for a person, `Ok(Some("elicitation"))` when they approved, else
-/// the refusal's kind and JSON. Its audit entries are written here.
+/// the refusal. Its audit entries are written here.
 pub(super) async fn confirm_admin_call(
     service: &CallServices,
     identity: &Identity,
     session: Option<&dyn AskSession>,
     call: &GatedCall<'_>,
-) -> Result<Option<String>, (ErrorKind, Value)> {
+) -> Result<Option<String>, ToolError> {
     let (operation, raw_method) = (call.target.operation(), call.target.raw_method());
     if !service
         .confirmation_rules()
@@ -55,9 +55,8 @@ pub(super) async fn confirm_admin_call(
     {
         return Ok(None);
     }
-    let refusal = |kind: ErrorKind, message: &str| (kind, ToolError::new(kind, message).to_json());
     let Some(session) = session else {
-        return Err(refusal(
+        return Err(ToolError::new(
             ErrorKind::ConfirmationRequired,
             "This call needs a person's confirmation (CONFIRM_ADMIN), and this client cannot be asked: over stdio a client must support elicitation; over HTTP the admin token cannot be confirmed. Nothing was sent to Gitea.",
         ));
@@ -96,14 +95,14 @@ pub(super) async fn confirm_admin_call(
             audit
                 .record_best_effort(event(EventKind::ConfirmationDenied))
                 .await;
-            Err(refusal(
+            Err(ToolError::new(
                 ErrorKind::ConfirmationDenied,
                 "The person did not approve this call (declined, cancelled, or the typed name did not match). Nothing was sent to Gitea.",
             ))
         }
         Err(err) => {
             tracing::warn!(error = %err, "the elicitation could not be sent");
-            Err(refusal(
+            Err(ToolError::new(
                 ErrorKind::ConfirmationRequired,
                 "The person could not be asked to confirm this call. Nothing was sent to Gitea.",
             ))

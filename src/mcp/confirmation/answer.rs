@@ -22,7 +22,7 @@ use super::{
 use crate::audit::{Event, EventKind, Outcome};
 use crate::catalog::Operation;
 use crate::config::ConfirmElicitation;
-use crate::gitea::ErrorKind;
+use crate::gitea::{ErrorKind, ToolError};
 use crate::identity::Connection;
 use crate::identity::Identity;
 use crate::store::{Confirmation, ConfirmationState, StoreError};
@@ -163,11 +163,9 @@ impl ConfirmationGate {
         if stored.expires_at <= now {
             self.store.delete_confirmation(&stored.id).await?;
             return Ok(GateOutcome::Stop {
-                kind: ErrorKind::ConfirmationExpired,
-                result: self.result(
+                error: ToolError::new(
                     ErrorKind::ConfirmationExpired,
                     "This call's confirmation expired before it was answered. Call again without requestState to ask the person again.",
-                    None,
                 ),
                 event: Some(Box::new(entry(EventKind::ConfirmationExpired, &stored.id))),
             });
@@ -278,11 +276,9 @@ impl ConfirmationGate {
     /// or on the page.
     fn denied(&self, event: Option<Event>) -> GateOutcome {
         GateOutcome::Stop {
-            kind: ErrorKind::ConfirmationDenied,
-            result: self.result(
+            error: ToolError::new(
                 ErrorKind::ConfirmationDenied,
                 "The person did not approve this call (declined, cancelled, or the typed name did not match). Nothing was sent to Gitea. Do not retry it unless they ask you to.",
-                None,
             ),
             event: event.map(Box::new),
         }
@@ -296,11 +292,9 @@ impl ConfirmationGate {
         event.outcome = Some(Outcome::Error);
         event.error_kind = Some(ErrorKind::ConfirmationInvalid.as_str().to_owned());
         GateOutcome::Stop {
-            kind: ErrorKind::ConfirmationInvalid,
-            result: self.result(
+            error: ToolError::new(
                 ErrorKind::ConfirmationInvalid,
                 "This requestState does not fit this call: it was altered, belongs to other arguments or another connection, expired, or was already used. Nothing was sent to Gitea. Call again without requestState to ask the person again.",
-                None,
             ),
             event: Some(Box::new(event)),
         }

@@ -31,7 +31,7 @@ use crate::audit::{Event, EventKind};
 use crate::catalog::Operation;
 use crate::clock::Clock;
 use crate::config::{ConfirmMode, ConfirmSettings};
-use crate::gitea::ErrorKind;
+use crate::gitea::{ErrorKind, ToolError};
 use crate::identity::Connection;
 use crate::identity::{Identity, IdentityMode};
 use crate::random::random_value;
@@ -126,11 +126,10 @@ pub enum GateOutcome {
         confirmation: Option<String>,
         event: Option<Box<Event>>,
     },
-    /// Do not run it, for `kind`: the `isError` result's JSON, and an
+    /// Do not run it: the error the `isError` result carries, and an
     /// audit entry.
     Stop {
-        kind: ErrorKind,
-        result: Value,
+        error: ToolError,
         event: Option<Box<Event>>,
     },
     /// Asked by URL, the person has not decided on the page yet: the
@@ -281,11 +280,9 @@ impl ConfirmationGate {
             (ConfirmationState::Denied, _) => {
                 self.store.delete_confirmation(&open.id).await?;
                 GateOutcome::Stop {
-                    kind: ErrorKind::ConfirmationDenied,
-                    result: self.result(
+                    error: ToolError::new(
                         ErrorKind::ConfirmationDenied,
                         "The person denied this call. Do not retry it unless they ask you to.",
-                        None,
                     ),
                     event: None,
                 }
@@ -293,11 +290,9 @@ impl ConfirmationGate {
             (_, true) => {
                 self.store.delete_confirmation(&open.id).await?;
                 GateOutcome::Stop {
-                    kind: ErrorKind::ConfirmationExpired,
-                    result: self.result(
+                    error: ToolError::new(
                         ErrorKind::ConfirmationExpired,
                         "This call's confirmation expired before it ran: the person did not decide in time, or the approved call was not retried within 10 minutes. Retrying asks the person again.",
-                        None,
                     ),
                     event: Some(Box::new(
                         Event::new(EventKind::ConfirmationExpired)
@@ -350,11 +345,9 @@ impl ConfirmationGate {
             Ok(()) => {}
             Err(StoreError::Full { .. }) => {
                 return Ok(GateOutcome::Stop {
-                    kind: ErrorKind::ConfirmationPending,
-                    result: self.result(
+                    error: ToolError::new(
                         ErrorKind::ConfirmationPending,
                         "Too many calls of this connection wait for the person. Ask them to decide those first (their account page lists them).",
-                        None,
                     ),
                     event: None,
                 });
