@@ -45,8 +45,9 @@ const MAX_RECORDED_TOOL_NAME: usize = 128;
 
 /// `tool_call_refused`: identity, the tool name (cut to
 /// [`MAX_RECORDED_TOOL_NAME`] characters), and why (`unknown_tool`,
-/// `invalid_arguments`). No argument names: they did not fit the schema.
-pub(crate) fn refused_event(identity: &Identity, name: &str, refusal: &CallRefusal) -> Event {
+/// `invalid_arguments`, `confirmation_required`, …: [`refusal_kind`] or an
+/// error's kind). No argument names: they may not fit the schema.
+pub(crate) fn refused_event(identity: &Identity, name: &str, kind: &str) -> Event {
     let shown: String = if name.chars().count() > MAX_RECORDED_TOOL_NAME {
         name.chars()
             .take(MAX_RECORDED_TOOL_NAME)
@@ -59,7 +60,7 @@ pub(crate) fn refused_event(identity: &Identity, name: &str, refusal: &CallRefus
         .identity(identity)
         .tool(&shown);
     event.outcome = Some(Outcome::Error);
-    event.error_kind = Some(refusal_kind(refusal).to_owned());
+    event.error_kind = Some(kind.to_owned());
     event
 }
 

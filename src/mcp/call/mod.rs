@@ -269,10 +269,9 @@ async fn refuse(
     name: &str,
     refusal: CallRefusal,
 ) -> (Ending, CallEnding) {
-    let ending = Ending::Refused {
-        kind: Some(refusal_kind(&refusal)),
-    };
-    let mut event = refused_event(context.identity, name, &refusal);
+    let kind = refusal_kind(&refusal);
+    let ending = Ending::Refused { kind: Some(kind) };
+    let mut event = refused_event(context.identity, name, kind);
     if let Some(rules) = service.dispatcher().hidden_by_policy(context.surface, name) {
         // Rule ids, never argument values.
         event = event.detail("policy_rules", rules.join(","));

@@ -522,6 +522,8 @@ async fn the_admin_token_without_a_session_to_ask_is_refused() {
         Some("confirmation_required")
     );
     assert!(h.executor.reached().is_empty());
+    // The log holds the call, refused.
+    assert_eq!(h.entries().await, ["tool_call_refused"]);
 }
 
 #[tokio::test]
