@@ -23,7 +23,8 @@ use crate::oauth::upstream::{GiteaOAuth, UpstreamAuthError};
 use crate::oauth::{OAuthConfig, OAuthServer};
 use crate::policy::{ActivePolicy, FactSource, PolicyError};
 use crate::store::cipher::TokenCipher;
-use crate::store::{StoreError, StoreLimits, StoreLocation, open_store};
+use crate::store::schema::{MigrateMode, StoreOpening};
+use crate::store::{StoreError, StoreLimits, StoreLocation, open_store_with};
 
 /// How often expired OAuth rows are pruned.
 const PRUNE_INTERVAL: Duration = Duration::from_secs(300);
@@ -352,6 +353,20 @@ pub fn store_location(settings: &Settings) -> StoreLocation {
     StoreLocation::from_parts(&settings.data_dir, settings.database_url.as_ref())
 }
 
+/// How this binary opens the store: `STORE_MIGRATE`, `STORE_BACKUPS_KEEP`,
+/// its version.
+pub fn store_opening(settings: &Settings, now: crate::store::UnixTime) -> StoreOpening {
+    StoreOpening {
+        migrate: match settings.store.migrate {
+            crate::config::StoreMigrate::Auto => MigrateMode::Auto,
+            crate::config::StoreMigrate::Never => MigrateMode::Never,
+        },
+        keep_backups: settings.store.keep_backups,
+        binary_version: crate::build_info::VERSION.to_owned(),
+        now,
+    }
+}
+
 /// Opens the store (migrations applied), checks that every encrypted value
 /// still decrypts (a store no key opens stops startup; nothing is wiped),
 /// and starts the pruning task.
@@ -372,11 +387,33 @@ async fn build_oauth(
         max_clients: settings.oauth_max_clients,
         ..StoreLimits::default()
     };
-    let store = open_store(&store_location(settings), cipher, limits).await?;
+    let opening = store_opening(settings, clock.now());
+    let (store, report) =
+        open_store_with(&store_location(settings), cipher, limits, &opening).await?;
     let checked = store.verify_decryptable().await?;
+    for migration in &report.applied {
+        tracing::info!(
+            migration = %migration.level,
+            description = migration.description,
+            "store migration applied"
+        );
+    }
+    if let Some(backup) = &report.backup {
+        tracing::info!(backup = %backup.display(), "the store was backed up before migrating");
+    }
+    if report.serving_newer {
+        tracing::warn!(
+            store_schema = %report.status.store,
+            binary_schema = %report.status.binary,
+            "the store's schema is newer than this binary's; its newer migrations let this binary serve (docs/operations.md#rolling-back)"
+        );
+    }
     tracing::info!(
         backend = store.backend(),
         encrypted_values = checked,
+        version = crate::build_info::VERSION,
+        store_schema = %report.status.store,
+        binary_schema = %report.status.binary,
         "store opened"
     );
     if store.backend() == "sqlite" && !crate::config::is_loopback_url(&settings.public_base_url) {

@@ -38,6 +38,11 @@ impl ManualClock {
         Self(AtomicI64::new(SystemClock.now()))
     }
 
+    /// Starts at `now` (a replay of something written at that time).
+    pub fn starting_at(now: UnixTime) -> Self {
+        Self(AtomicI64::new(now))
+    }
+
     pub fn advance(&self, seconds: i64) {
         self.0.fetch_add(seconds, Ordering::SeqCst);
     }

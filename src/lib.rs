@@ -16,7 +16,9 @@
 
 pub mod app;
 pub mod audit;
+pub mod backup;
 pub(crate) mod bounded_body;
+pub mod build_info;
 pub mod catalog;
 pub mod cli;
 pub(crate) mod client_address;

@@ -54,6 +54,12 @@ struct StatusLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BuildLabels {
+    version: &'static str,
+    schema: i64,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct KeyKindLabels {
     key_kind: String,
 }
@@ -211,6 +217,18 @@ impl Metrics {
             "Time for an audit entry to be written and fsynced, as its caller waits",
             audit_write.clone(),
         );
+        let build_info = Family::<BuildLabels, Gauge>::default();
+        registry.register(
+            "build_info",
+            "Always 1: the build (version and commit) and the store schema level it carries; a set of replicas with more than one series is mixed",
+            build_info.clone(),
+        );
+        build_info
+            .get_or_create(&BuildLabels {
+                version: crate::build_info::VERSION,
+                schema: crate::store::schema::binary_level().0,
+            })
+            .set(1);
         Self {
             registry,
             requests,

@@ -2,7 +2,8 @@
 //! Format and chain in `entry` and `chain`, the writer (rotation, fault
 //! handling) in `writer`, what tells it its path changed in `watch`, when
 //! entries are fsynced (`AUDIT_SYNC`) in `sync`, `audit verify` in
-//! `verify`, shipping it off the host in `forward`.
+//! `verify`, shipping it off the host in `forward`, a copy for a backup
+//! in `snapshot`.
 //! See `docs/audit.md`. Knows no MCP: callers build [`Event`]s.
 //!
 //! Tool calls are strict (a call whose `tool_call_started` entry cannot be
@@ -14,6 +15,7 @@ pub(crate) mod entry;
 pub mod forward;
 mod lock;
 mod log_file;
+pub mod snapshot;
 mod sync;
 pub mod verify;
 mod watch;

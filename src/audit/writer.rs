@@ -131,7 +131,7 @@ impl Writer {
                     "sha256"
                 },
             )
-            .detail("version", env!("CARGO_PKG_VERSION"));
+            .detail("version", crate::build_info::VERSION);
         group.events.push(opened);
         writer.commit(group).map_err(AuditError::open)?;
         // `log_opened` is durable before the first call is served.

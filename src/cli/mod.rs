@@ -1,8 +1,9 @@
 //! The command line: `serve` (HTTP), `stdio`, `catalog` and `policy
 //! check` (`catalog_listing`), `setup` (in `crate::setup`), `store rekey`,
-//! `audit verify`. Builds the application from settings
-//! exactly as the tests do. Configuration errors exit with code 2 and name
-//! the setting, never its value.
+//! `migrate`, `backup` and `restore` (`store_commands`), `audit verify`.
+//! Builds the application from settings exactly as the tests do.
+//! Configuration errors exit with code 2 and name the setting, never its
+//! value; a store whose schema this binary will not serve on exits 3.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -11,6 +12,7 @@ use std::process::ExitCode;
 mod allocator;
 mod catalog_listing;
 mod serving;
+mod store_commands;
 use catalog_listing::{configured_catalog, print_catalog};
 use serving::{bind, serve_http};
 
@@ -96,6 +98,28 @@ enum StoreCommand {
     /// Re-encrypt every stored secret under the newest (first)
     /// TOKEN_ENCRYPTION_KEY; older keys may then be removed.
     Rekey,
+    /// Apply pending schema migrations (after a backup, on SQLite), as a
+    /// step before a rollout of replicas that do not migrate themselves
+    /// (STORE_MIGRATE=never). Exits 3 when this binary will not serve on
+    /// the store's schema.
+    Migrate {
+        /// Change nothing: print the store's schema, what is pending, and
+        /// whether the binaries serving now can live with it.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Copy the SQLite store and the audit log into PATH (a new or empty
+    /// folder) while the gateway serves, with a manifest of every file.
+    Backup { path: PathBuf },
+    /// Put the backup in PATH back into DATA_DIR (the gateway stopped),
+    /// after checking it and that TOKEN_ENCRYPTION_KEY opens it. An audit
+    /// log in DATA_DIR is kept; a store there needs --force, which moves it
+    /// aside.
+    Restore {
+        path: PathBuf,
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 /// Runs the CLI and returns the process exit code.
@@ -178,6 +202,10 @@ fn run_in_runtime(cli: Cli, settings: Option<Settings>) -> ExitCode {
             eprintln!("policy error: {err}");
             ExitCode::from(2)
         }
+        Err(CliError::Schema(err)) => {
+            eprintln!("store schema: {err}");
+            ExitCode::from(SCHEMA_EXIT_CODE)
+        }
         Err(CliError::Other(err)) => {
             eprintln!("error: {}", error_text(err.as_ref()));
             ExitCode::FAILURE
@@ -201,8 +229,17 @@ fn error_text(err: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
+/// The exit code of a binary that will not serve on the store's schema
+/// (too new for it, migrations pending under `STORE_MIGRATE=never`, a
+/// migration that failed part-way): retrying cannot help, another binary
+/// or a restore can.
+pub const SCHEMA_EXIT_CODE: u8 = 3;
+
 enum CliError {
     Config(ConfigError),
+    /// The store's schema does not fit this binary: exit 3, naming both
+    /// levels and the way back.
+    Schema(crate::store::schema::SchemaRefusal),
     /// A listener could not be bound (the port is taken, the address is
     /// not this host's): exit 2, naming the address and its setting.
     Bind(BindError),
@@ -232,6 +269,7 @@ impl From<BuildError> for CliError {
             BuildError::Config(c) => Self::Config(c),
             BuildError::Policy(p) => Self::Policy(p),
             BuildError::Audit(err @ crate::audit::AuditError::Locked { .. }) => Self::InUse(err),
+            BuildError::Store(crate::store::StoreError::Schema(refusal)) => Self::Schema(refusal),
             other => Self::Other(other.into()),
         }
     }
@@ -316,14 +354,19 @@ async fn run_command(cli: Cli, settings: Option<Settings>) -> Result<(), CliErro
             crate::setup::SetupError::Config(c) => CliError::Config(c),
             other => CliError::other(other),
         }),
-        Command::Store {
-            command: StoreCommand::Rekey,
-        } => {
+        Command::Store { command } => {
             let (settings, ignored) = load_settings(cli.env_file.as_deref())?;
             if let Some(why) = ignored {
                 tracing::warn!("{why}");
             }
-            rekey_store(&settings).await
+            match command {
+                StoreCommand::Rekey => store_commands::rekey(&settings).await,
+                StoreCommand::Migrate { check } => store_commands::migrate(&settings, check).await,
+                StoreCommand::Backup { path } => store_commands::backup(&settings, &path).await,
+                StoreCommand::Restore { path, force } => {
+                    store_commands::restore(&settings, &path, force).await
+                }
+            }
         }
         Command::Audit {
             command: AuditCommand::Verify { paths },
@@ -423,36 +466,6 @@ fn verify_audit(env_file: Option<&std::path::Path>, paths: Vec<PathBuf>) -> Resu
             "audit verification failed"
         )))
     }
-}
-
-/// `store rekey`: rewrites every encrypted value under the newest key,
-/// then proves the store opens with that key alone.
-async fn rekey_store(settings: &Settings) -> Result<(), CliError> {
-    use crate::store::cipher::TokenCipher;
-    use crate::store::{StoreLimits, open_store};
-
-    let Some(newest) = settings.token_encryption_keys.first() else {
-        return Err(
-            ConfigError::new("TOKEN_ENCRYPTION_KEY", "is required for `store rekey`").into(),
-        );
-    };
-    let location = crate::app::store_location(settings);
-    let cipher = TokenCipher::new(&settings.token_encryption_keys).map_err(CliError::other)?;
-    let store = open_store(&location, cipher, StoreLimits::default())
-        .await
-        .map_err(CliError::other)?;
-    let rewritten = store.rekey().await.map_err(CliError::other)?;
-    let newest_only = TokenCipher::new(std::slice::from_ref(newest)).map_err(CliError::other)?;
-    let checked = open_store(&location, newest_only, StoreLimits::default())
-        .await
-        .map_err(CliError::other)?
-        .verify_decryptable()
-        .await
-        .map_err(CliError::other)?;
-    println!(
-        "re-encrypted {rewritten} values under the newest key; {checked} values verified with it alone"
-    );
-    Ok(())
 }
 
 #[cfg(test)]

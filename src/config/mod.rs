@@ -84,6 +84,28 @@ pub enum ConfirmMode {
 }
 
 /// The words of `CONFIRM` and `CONFIRM_ADMIN`.
+/// Whether startup applies pending store migrations (`STORE_MIGRATE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreMigrate {
+    /// At startup, after a backup on SQLite (the default).
+    Auto,
+    /// Never: `aegis-gitea-mcp store migrate` runs them before a rollout,
+    /// and a replica refuses a store with pending ones.
+    Never,
+}
+
+/// The store's upkeep at startup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreSettings {
+    pub migrate: StoreMigrate,
+    /// `STORE_BACKUPS_KEEP`: backups taken before migrations that are kept
+    /// in `DATA_DIR/backups` (SQLite); 0 takes none.
+    pub keep_backups: usize,
+}
+
+/// Backups before migrations kept by default.
+pub const DEFAULT_STORE_BACKUPS_KEEP: usize = 3;
+
 const CONFIRM_MODES: [(&str, ConfirmMode); 3] = [
     ("off", ConfirmMode::Off),
     ("destructive", ConfirmMode::Destructive),
@@ -309,6 +331,8 @@ pub struct Settings {
     pub shutdown_drain: std::time::Duration,
     /// `OAUTH_MAX_CLIENTS`: registered clients the store holds at most.
     pub oauth_max_clients: u64,
+    /// `STORE_MIGRATE`, `STORE_BACKUPS_KEEP`.
+    pub store: StoreSettings,
     pub rate_limits: RateLimits,
     pub audit_hmac_key: Option<SecretString>,
     /// `AUDIT_MAX_BYTES`: size at which `audit.log` is rotated.
@@ -409,6 +433,7 @@ impl Settings {
             idle_connection_timeout,
             shutdown_drain,
             oauth_max_clients,
+            store: sections::store(&get)?,
             rate_limits,
             audit_hmac_key,
             audit_max_bytes,

@@ -1,6 +1,7 @@
 //! The settings that come in groups, each read by one function:
 //! binds, the static bearer, OAuth, exposure, the catalog source and
-//! masking, result bounds, trusted proxies, rate limits, the audit log.
+//! masking, result bounds, trusted proxies, rate limits, the audit log,
+//! the store's upkeep.
 
 use std::net::IpAddr;
 use std::time::Duration;
@@ -14,8 +15,9 @@ use super::parse::{
 use super::{
     AuditSync, ConfigError, DEFAULT_AUDIT_MAX_BYTES, DEFAULT_IDLE_CONNECTION_TIMEOUT,
     DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_IP, DEFAULT_OAUTH_SCOPES,
-    DEFAULT_SHUTDOWN_DRAIN, DEFAULT_SYNC_INTERVAL, ExposureSettings, Limits, MIN_BEARER_LEN,
-    OpenApiSource, RateLimits, SecretDetectionMode, ToolMode,
+    DEFAULT_SHUTDOWN_DRAIN, DEFAULT_STORE_BACKUPS_KEEP, DEFAULT_SYNC_INTERVAL, ExposureSettings,
+    Limits, MIN_BEARER_LEN, OpenApiSource, RateLimits, SecretDetectionMode, StoreMigrate,
+    StoreSettings, ToolMode,
 };
 
 /// `READ_ONLY`, `TOOLSETS`, `DISABLED_TOOLS`, the raw tool's switches,
@@ -430,4 +432,24 @@ pub(super) fn capacity<'a>(
         1..=1_000_000,
     )? as u64;
     Ok((max_connections, max_per_ip, max_clients))
+}
+
+/// `STORE_MIGRATE` and `STORE_BACKUPS_KEEP`.
+pub(super) fn store<'a>(
+    get: &impl Fn(&str) -> Option<&'a str>,
+) -> Result<StoreSettings, ConfigError> {
+    Ok(StoreSettings {
+        migrate: parse_choice(
+            "STORE_MIGRATE",
+            get("STORE_MIGRATE"),
+            &[("auto", StoreMigrate::Auto), ("never", StoreMigrate::Never)],
+            StoreMigrate::Auto,
+        )?,
+        keep_backups: parse_usize(
+            "STORE_BACKUPS_KEEP",
+            get("STORE_BACKUPS_KEEP"),
+            DEFAULT_STORE_BACKUPS_KEEP,
+            0..=100,
+        )?,
+    })
 }

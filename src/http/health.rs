@@ -69,13 +69,14 @@ fn draining() -> Response {
 async fn root(State(health): State<Arc<Health>>) -> Json<serde_json::Value> {
     Json(json!({
         "name": env!("CARGO_PKG_NAME"),
-        "version": env!("CARGO_PKG_VERSION"),
+        "version": crate::build_info::VERSION,
         "tools": health.app.dispatcher().tools(&crate::surface::Surface::default()).len(),
         "mcp": "/mcp",
     }))
 }
 
-/// 200 when every check passes, else 503; each check says `ok`,
+/// 200 when every check passes, else 503; it names the build and, with a
+/// store, the store's schema level and this binary's; each check says `ok`,
 /// `unavailable` or `not_configured` (the admin token: `ok`, `rejected`,
 /// `unknown` until Gitea has been asked, or `not_configured`; the audit
 /// log: `ok` or `unwritable`; forwarding: `ok`, `behind`, `down`,
@@ -85,13 +86,15 @@ async fn health(State(health): State<Arc<Health>>) -> Response {
     if health.app.draining().is_draining() {
         return draining();
     }
-    let store = match health.app.oauth() {
-        None => "not_configured",
-        Some(server) => match server.store().ping().await {
-            Ok(()) => "ok",
+    // The store's schema is read now, not at start: another replica may
+    // have migrated it, and a mixed set shows here (docs/operations.md).
+    let (store, schema) = match health.app.oauth() {
+        None => ("not_configured", None),
+        Some(server) => match server.store().schema_status().await {
+            Ok(status) => ("ok", Some(status)),
             Err(err) => {
                 tracing::warn!(error = %err, "health: the store does not answer");
-                "unavailable"
+                ("unavailable", None)
             }
         },
     };
@@ -146,7 +149,8 @@ async fn health(State(health): State<Arc<Health>>) -> Response {
         status,
         Json(json!({
             "status": if healthy { "ok" } else { "degraded" },
-            "version": env!("CARGO_PKG_VERSION"),
+            "version": crate::build_info::VERSION,
+            "schema": schema.map(|s| json!({"store": s.store.0, "binary": s.binary.0})),
             "tools": health.app.dispatcher().tools(&crate::surface::Surface::default()).len(),
             "checks": {
                 "store": store,

@@ -17,6 +17,12 @@ pub enum StoreError {
     Open(String),
     #[error("a stored value is malformed ({0})")]
     Corrupt(&'static str),
+    /// This binary will not serve on the store's schema; the message says
+    /// why and the way back (the CLI exits 3).
+    #[error("{0}")]
+    Schema(#[from] crate::store::schema::SchemaRefusal),
+    #[error("not on this backend: {0}")]
+    Unsupported(&'static str),
 }
 
 impl From<sqlx::Error> for StoreError {

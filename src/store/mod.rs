@@ -24,21 +24,26 @@
 
 mod activity;
 pub mod cipher;
+mod copy;
 mod error;
 mod limits;
 mod open;
 mod records;
+pub mod schema;
 mod sql;
 
 use async_trait::async_trait;
 
 pub use activity::*;
+pub use copy::{check_sqlite_copy, copy_sqlite_store};
 pub use error::StoreError;
 pub use limits::{
     PREVIOUS_REFRESH_GRACE_SECS, StoreLimits, UNUSED_REGISTRATION_TTL,
     UNUSED_REGISTRATIONS_PER_NETWORK,
 };
-pub use open::{StoreLocation, open_store};
+pub use open::{
+    SQLITE_FILE_NAME, SchemaInspection, StoreLocation, inspect_store, open_store, open_store_with,
+};
 pub use records::*;
 
 /// What keeps the store itself: its backend, health, pruning and keys.
@@ -58,6 +63,13 @@ pub trait StoreMaintenance: Send + Sync {
     /// Re-encrypts every encrypted value under the newest key, in one
     /// transaction. Returns how many values were rewritten.
     async fn rekey(&self) -> Result<u64, StoreError>;
+    /// The schema level this binary carries, and the store's as it is now
+    /// (another replica may have migrated it since this one opened).
+    async fn schema_status(&self) -> Result<schema::SchemaStatus, StoreError>;
+    /// Writes a consistent copy of the live database to `file`, which must
+    /// not exist (SQLite's `VACUUM INTO`); [`StoreError::Unsupported`] on
+    /// PostgreSQL, whose copy is `pg_dump`'s.
+    async fn copy_into(&self, file: &std::path::Path) -> Result<(), StoreError>;
 }
 
 /// Rate-limit windows kept in the store, so that N processes on one store

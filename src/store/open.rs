@@ -1,6 +1,7 @@
 //! Where the store lives and how it is opened: the SQLite file in
 //! `DATA_DIR` (created owner-only) or a PostgreSQL pool from
-//! `DATABASE_URL`, then the migrations. The caller runs
+//! `DATABASE_URL`, then its schema brought to this binary's level (or
+//! served as it is, or refused: `schema`). The caller runs
 //! [`Store::verify_decryptable`] afterwards.
 
 use std::fs::{self, OpenOptions, Permissions};
@@ -16,7 +17,12 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{Postgres, Sqlite};
 
 use super::cipher::TokenCipher;
+use super::schema::{
+    MIGRATIONS, MigrateMode, OpenReport, RecordedMigration, SchemaLevel, SchemaPlan, StoreOpening,
+    plan,
+};
 use super::sql::SqlStore;
+use super::sql::schema::read_state;
 use super::{Store, StoreError, StoreLimits};
 
 /// The SQLite database's name inside `DATA_DIR`.
@@ -82,12 +88,25 @@ fn is_postgres_url(url: &str) -> bool {
         .is_some_and(|s| s.eq_ignore_ascii_case("postgres") || s.eq_ignore_ascii_case("postgresql"))
 }
 
-/// Opens the store and applies pending migrations.
+/// Opens the store and applies pending migrations (backing a SQLite store
+/// up first), as a binary of unknown version: for tools and tests. The
+/// gateway opens with [`open_store_with`].
 pub async fn open_store(
     location: &StoreLocation,
     cipher: TokenCipher,
     limits: StoreLimits,
 ) -> Result<Arc<dyn Store>, StoreError> {
+    let opening = StoreOpening::auto("unknown", 0);
+    Ok(open_store_with(location, cipher, limits, &opening).await?.0)
+}
+
+/// Opens the store as `opening` says, and what opening did.
+pub async fn open_store_with(
+    location: &StoreLocation,
+    cipher: TokenCipher,
+    limits: StoreLimits,
+    opening: &StoreOpening,
+) -> Result<(Arc<dyn Store>, OpenReport), StoreError> {
     match location {
         StoreLocation::Sqlite(dir) => {
             let file = prepare_sqlite_file(dir)?;
@@ -105,7 +124,8 @@ pub async fn open_store(
                 .map_err(|err| {
                     StoreError::Open(format!("cannot open {}: {err}", file.display()))
                 })?;
-            let store = SqlStore::<Sqlite>::migrate(pool, cipher, limits).await?;
+            let (store, report) =
+                SqlStore::<Sqlite>::open(pool, cipher, limits, opening, Some(dir)).await?;
             // The WAL and shared-memory files exist now; SQLite gives them
             // the database file's mode, but make sure.
             for suffix in ["-wal", "-shm"] {
@@ -113,23 +133,91 @@ pub async fn open_store(
                 sidecar.push(suffix);
                 restrict_existing(Path::new(&sidecar))?;
             }
-            Ok(Arc::new(store))
+            Ok((Arc::new(store), report))
         }
         StoreLocation::Postgres(url) => {
-            // sqlx's parse error may quote the URL: replace it wholesale.
-            let options = PgConnectOptions::from_str(url.expose_secret()).map_err(|_| {
-                StoreError::Open("DATABASE_URL is not a valid PostgreSQL URL".to_owned())
-            })?;
-            let pool = PgPoolOptions::new()
-                .max_connections(POSTGRES_MAX_CONNECTIONS)
-                .acquire_timeout(POSTGRES_ACQUIRE_TIMEOUT)
-                .connect_with(options)
-                .await
-                .map_err(|err| StoreError::Open(format!("cannot connect to PostgreSQL: {err}")))?;
-            let store = SqlStore::<Postgres>::migrate(pool, cipher, limits).await?;
-            Ok(Arc::new(store))
+            let pool = postgres_pool(url, POSTGRES_MAX_CONNECTIONS).await?;
+            let (store, report) =
+                SqlStore::<Postgres>::open(pool, cipher, limits, opening, None).await?;
+            Ok((Arc::new(store), report))
         }
     }
+}
+
+/// A pool on the PostgreSQL database `url` names.
+async fn postgres_pool(
+    url: &SecretString,
+    connections: u32,
+) -> Result<sqlx::Pool<Postgres>, StoreError> {
+    // sqlx's parse error may quote the URL: replace it wholesale.
+    let options = PgConnectOptions::from_str(url.expose_secret())
+        .map_err(|_| StoreError::Open("DATABASE_URL is not a valid PostgreSQL URL".to_owned()))?;
+    PgPoolOptions::new()
+        .max_connections(connections)
+        .acquire_timeout(POSTGRES_ACQUIRE_TIMEOUT)
+        .connect_with(options)
+        .await
+        .map_err(|err| StoreError::Open(format!("cannot connect to PostgreSQL: {err}")))
+}
+
+/// What a store holds and what this binary would do with it, read without
+/// changing anything (`store migrate --check`). `None`: there is no store
+/// yet (a SQLite file that does not exist).
+pub async fn inspect_store(
+    location: &StoreLocation,
+    binary_version: &str,
+) -> Result<Option<SchemaInspection>, StoreError> {
+    let state = match location {
+        StoreLocation::Sqlite(dir) => {
+            let file = dir.join(SQLITE_FILE_NAME);
+            if !file.exists() {
+                return Ok(None);
+            }
+            let options = SqliteConnectOptions::new()
+                .filename(&file)
+                .create_if_missing(false)
+                .busy_timeout(SQLITE_BUSY_TIMEOUT);
+            let pool = SqlitePoolOptions::new()
+                .max_connections(1)
+                .connect_with(options)
+                .await
+                .map_err(|err| {
+                    StoreError::Open(format!("cannot open {}: {err}", file.display()))
+                })?;
+            read_state::<Sqlite>(&pool).await?
+        }
+        StoreLocation::Postgres(url) => {
+            read_state::<Postgres>(&postgres_pool(url, 1).await?).await?
+        }
+    };
+    let plan = plan(
+        MIGRATIONS,
+        &state.applied,
+        &state.recorded,
+        MigrateMode::Auto,
+        binary_version,
+    );
+    Ok(Some(SchemaInspection {
+        store: state
+            .applied
+            .iter()
+            .map(|a| a.level)
+            .max()
+            .unwrap_or(SchemaLevel(0)),
+        recorded: state.recorded,
+        plan,
+    }))
+}
+
+/// A store's schema as `store migrate --check` reports it.
+#[derive(Debug, Clone)]
+pub struct SchemaInspection {
+    /// The newest migration the store holds.
+    pub store: SchemaLevel,
+    /// Its history, as far as it was kept.
+    pub recorded: Vec<RecordedMigration>,
+    /// What this binary would do with it when migrating at start.
+    pub plan: SchemaPlan,
 }
 
 /// Creates the data directory (0700) if missing and the database file

@@ -166,7 +166,7 @@ fn provider(
         .filter(|(key, _)| key != "service.name")
         .map(|(key, value)| KeyValue::new(key.clone(), value.clone()))
         .collect();
-    attributes.push(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")));
+    attributes.push(KeyValue::new("service.version", crate::build_info::VERSION));
     if !settings
         .resource
         .iter()

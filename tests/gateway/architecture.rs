@@ -132,6 +132,7 @@ fn leaves_stay_leaves() {
         ("catalog", &[]),
         ("store", &[]),
         ("clock", &[]),
+        ("build_info", &[]),
         ("random", &[]),
         ("identity", &[]),
         ("masking", &[]),
@@ -140,7 +141,7 @@ fn leaves_stay_leaves() {
         ("connector_snippets", &[]),
         ("client_address", &[]),
         ("logging", &["telemetry"]),
-        ("telemetry", &["config", "tls"]),
+        ("telemetry", &["build_info", "config", "tls"]),
         ("surface", &["catalog"]),
         (
             "gitea",
@@ -157,7 +158,14 @@ fn leaves_stay_leaves() {
         ),
         (
             "audit",
-            &["config", "identity", "masking", "metrics", "tls"],
+            &[
+                "build_info",
+                "config",
+                "identity",
+                "masking",
+                "metrics",
+                "tls",
+            ],
         ),
         ("config", &[]),
     ];

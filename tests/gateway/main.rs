@@ -28,5 +28,6 @@ mod request_guards;
 mod result_hygiene;
 mod setup;
 mod stdio;
+mod store_cli;
 mod surfaces;
 mod telemetry;

@@ -30,6 +30,7 @@ mod resolver;
 mod revoke;
 mod rotation;
 mod step_up;
+mod store_fixtures;
 mod store_keys;
 mod token;
 

@@ -8,9 +8,15 @@ use std::collections::BTreeSet;
 
 use super::fixture::*;
 
-/// One line per column, index and foreign key, in dialect-neutral words.
+/// One line per column, index and foreign key, in dialect-neutral words,
+/// of the store after opening it.
 async fn schema_of(fixture: &Fixture) -> BTreeSet<String> {
     fixture.open().await;
+    schema_lines(fixture).await
+}
+
+/// One line per column, index and foreign key of the database as it is.
+pub async fn schema_lines(fixture: &Fixture) -> BTreeSet<String> {
     let queries: &[&str] = match fixture.location() {
         StoreLocation::Sqlite(_) => &[
             // Columns: a primary key column is NOT NULL in PostgreSQL.

@@ -127,6 +127,105 @@ impl Fixture {
         }
     }
 
+    /// Runs statements directly on the database, bypassing the store (one
+    /// connection, in order; `;`-separated SQL as a migration file holds).
+    pub async fn raw_execute(&self, sql: &str) {
+        let sql = sqlx::AssertSqlSafe(sql.to_owned());
+        match &self.location {
+            StoreLocation::Sqlite(_) => {
+                let file = self.location.sqlite_file().expect("sqlite file");
+                std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+                let options = sqlx::sqlite::SqliteConnectOptions::new()
+                    .filename(&file)
+                    .create_if_missing(true);
+                let mut conn = sqlx::SqliteConnection::connect_with(&options)
+                    .await
+                    .expect("open the SQLite file");
+                sqlx::raw_sql(sql)
+                    .execute(&mut conn)
+                    .await
+                    .expect("raw SQL");
+            }
+            StoreLocation::Postgres(url) => {
+                let mut conn = sqlx::PgConnection::connect(url.expose_secret())
+                    .await
+                    .expect("connect");
+                sqlx::raw_sql(sql)
+                    .execute(&mut conn)
+                    .await
+                    .expect("raw SQL");
+            }
+        }
+    }
+
+    /// Applies this backend's migration files up to `level`, as the binary
+    /// of that level did (sqlx's table included), without the store.
+    pub async fn apply_migrations_up_to(&self, level: i64) {
+        let folder = match self.location {
+            StoreLocation::Sqlite(_) => "migrations/sqlite",
+            StoreLocation::Postgres(_) => "migrations/postgres",
+        };
+        let mut files: Vec<_> = std::fs::read_dir(folder)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
+        let migrations: Vec<sqlx::migrate::Migration> = files
+            .iter()
+            .take(level as usize)
+            .enumerate()
+            .map(|(i, path)| {
+                sqlx::migrate::Migration::new(
+                    i as i64 + 1,
+                    std::borrow::Cow::Owned(format!("file {}", i + 1)),
+                    sqlx::migrate::MigrationType::Simple,
+                    sqlx::SqlSafeStr::into_sql_str(sqlx::AssertSqlSafe(
+                        std::fs::read_to_string(path).unwrap(),
+                    )),
+                    false,
+                )
+            })
+            .collect();
+        let migrator = sqlx::migrate::Migrator::with_migrations(migrations);
+        match &self.location {
+            StoreLocation::Sqlite(_) => {
+                let file = self.location.sqlite_file().expect("sqlite file");
+                std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+                let options = sqlx::sqlite::SqliteConnectOptions::new()
+                    .filename(&file)
+                    .create_if_missing(true);
+                let mut conn = sqlx::SqliteConnection::connect_with(&options)
+                    .await
+                    .expect("open the SQLite file");
+                migrator.run(&mut conn).await.expect("migrate");
+            }
+            StoreLocation::Postgres(url) => {
+                let mut conn = sqlx::PgConnection::connect(url.expose_secret())
+                    .await
+                    .expect("connect");
+                migrator.run(&mut conn).await.expect("migrate");
+            }
+        }
+    }
+
+    /// Makes the store look as a newer binary left it: migration `level`
+    /// applied (it changes nothing here) and recorded in the history with
+    /// its oldest reader, its applier and the backup taken before it.
+    pub async fn pretend_newer_migration(&self, level: i64, oldest_reader: i64, backup: &str) {
+        let checksum = match self.location {
+            StoreLocation::Sqlite(_) => "X'00'",
+            StoreLocation::Postgres(_) => "'\\x00'::bytea",
+        };
+        self.raw_execute(&format!(
+            "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+             VALUES ({level}, 'from the future', TRUE, {checksum}, 0); \
+             INSERT INTO aegis_schema_history \
+             (version, description, oldest_reader, applied_by, backup, recorded_at) \
+             VALUES ({level}, 'future step {level}', {oldest_reader}, '9.9.9 (future)', '{backup}', {NOW})"
+        ))
+        .await;
+    }
+
     /// `(token hash, state)` of every refresh token of a grant, sorted.
     pub async fn refresh_states(&self, grant_id: &str) -> Vec<(String, String)> {
         let sql = format!(

@@ -44,6 +44,14 @@ pub struct OAuthGateway {
     pub settings: Vec<(String, String)>,
 }
 
+/// What a gateway is started from, when the test chooses it.
+pub struct GatewayParts {
+    pub fake: FakeGitea,
+    pub listener: tokio::net::TcpListener,
+    pub data_dir: tempfile::TempDir,
+    pub clock: Arc<ManualClock>,
+}
+
 /// A registered client as the tests hold it.
 #[derive(Debug, Clone)]
 pub struct TestClient {
@@ -185,11 +193,32 @@ impl OAuthGateway {
     /// SQLite for `None`.
     pub async fn start_on(database_url: Option<String>, extra: &[(&str, &str)]) -> Self {
         aegis_gitea_mcp::tls::install_crypto_provider();
-        let fake = FakeGitea::start().await;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let parts = GatewayParts {
+            fake: FakeGitea::start().await,
+            listener: tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
+            data_dir: tempfile::tempdir().unwrap(),
+            clock: Arc::new(ManualClock::new()),
+        };
+        Self::start_from(parts, database_url, extra).await
+    }
+
+    /// As [`Self::start_on`], from parts the test chose: a listener on a
+    /// port of its choice, a data dir it filled, a clock set to its time,
+    /// a fake Gitea it prepared (a store fixture's replay).
+    pub async fn start_from(
+        parts: GatewayParts,
+        database_url: Option<String>,
+        extra: &[(&str, &str)],
+    ) -> Self {
+        aegis_gitea_mcp::tls::install_crypto_provider();
+        let GatewayParts {
+            fake,
+            listener,
+            data_dir,
+            clock,
+        } = parts;
         let url = format!("http://{}", listener.local_addr().unwrap());
         fake.set_oauth_redirect_uri(&format!("{url}/oauth/callback"));
-        let data_dir = tempfile::tempdir().unwrap();
         let mut settings: Vec<(String, String)> = vec![
             ("GITEA_URL".into(), fake.url.clone()),
             ("GITEA_TOKEN".into(), ADMIN_TOKEN.into()),
@@ -223,7 +252,6 @@ impl OAuthGateway {
                 settings.push(((*k).into(), (*v).into()));
             }
         }
-        let clock = Arc::new(ManualClock::new());
         serve(listener, &settings, clock.clone()).await;
         Self {
             url,

@@ -74,8 +74,16 @@ pub(crate) trait Backend: Database {
     /// a transaction (`$1` the grant id), held until it ends; `None` where
     /// the store serves one process (SQLite).
     const UPSTREAM_REFRESH_LOCK: Option<&'static str>;
-    /// The versioned migrations, `(version, description, sql)`.
-    const MIGRATIONS: &'static [(i64, &'static str, &'static str)];
+    /// The versioned migrations' SQL, `(version, sql)`; their descriptions
+    /// and compatibility are `store::schema::MIGRATIONS`.
+    const MIGRATIONS: &'static [(i64, &'static str)];
+    /// Counts the tables named `$1` (as `n`).
+    const TABLE_EXISTS: &'static str;
+    /// Creates the schema history if it is missing (`sql/schema.rs`).
+    const CREATE_SCHEMA_HISTORY: &'static str;
+    /// Copies the live database into the file `$1`, consistently; `None`
+    /// where the backend's own tools do it (PostgreSQL's `pg_dump`).
+    const COPY_INTO: Option<&'static str>;
 
     fn bind(query: Query<Self>, param: Param<'_>) -> Query<Self>;
     /// Runs a statement; the number of rows it affected.
@@ -97,21 +105,27 @@ pub(crate) trait Backend: Database {
     ) -> BoxFuture<'p, Result<(), MigrateError>>;
 }
 
-/// The migrator of one backend, from the SQL embedded at build time.
-pub(crate) fn migrator<DB: Backend>() -> Migrator {
+/// The migrator of one backend, from the SQL embedded at build time;
+/// `ignore_newer`: applied migrations it does not carry are no error (a
+/// newer store this binary may serve on, `store::schema::plan`).
+pub(crate) fn migrator<DB: Backend>(ignore_newer: bool) -> Migrator {
     let migrations = DB::MIGRATIONS
         .iter()
-        .map(|&(version, description, sql)| {
+        .zip(crate::store::schema::MIGRATIONS)
+        .map(|(&(version, sql), known)| {
+            debug_assert_eq!(version, known.level.0);
             Migration::new(
                 version,
-                Cow::Borrowed(description),
+                Cow::Borrowed(known.description),
                 MigrationType::Simple,
                 sql.into_sql_str(),
                 false,
             )
         })
         .collect();
-    Migrator::with_migrations(migrations)
+    let mut migrator = Migrator::with_migrations(migrations);
+    migrator.set_ignore_missing(ignore_newer);
+    migrator
 }
 
 /// A statement being built: `stmt("…").bind(a).bind(b).execute(conn)`.
@@ -171,21 +185,25 @@ impl<DB: Backend> SqlRow<DB> {
 /// The driver side of [`Backend`]: identical bodies, which compile only
 /// against a concrete driver, hence the macro.
 macro_rules! impl_backend {
-    ($db:ty, $label:literal, $begin:literal, $shared:literal, $refresh_lock:expr, $folder:literal) => {
+    (
+        $db:ty, $label:literal, $begin:literal, $shared:literal, $refresh_lock:expr, $folder:literal,
+        $table_exists:literal, $history:literal, $copy_into:expr
+    ) => {
         impl Backend for $db {
             const LABEL: &'static str = $label;
             const SHARED_BY_PROCESSES: bool = $shared;
             const BEGIN_WRITE: &'static str = $begin;
             const UPSTREAM_REFRESH_LOCK: Option<&'static str> = $refresh_lock;
-            const MIGRATIONS: &'static [(i64, &'static str, &'static str)] = &[
+            const TABLE_EXISTS: &'static str = $table_exists;
+            const CREATE_SCHEMA_HISTORY: &'static str = $history;
+            const COPY_INTO: Option<&'static str> = $copy_into;
+            const MIGRATIONS: &'static [(i64, &'static str)] = &[
                 (
                     1,
-                    "init",
                     include_str!(concat!("../../../migrations/", $folder, "/0001_init.sql")),
                 ),
                 (
                     2,
-                    "page sessions",
                     include_str!(concat!(
                         "../../../migrations/",
                         $folder,
@@ -194,7 +212,6 @@ macro_rules! impl_backend {
                 ),
                 (
                     3,
-                    "security review",
                     include_str!(concat!(
                         "../../../migrations/",
                         $folder,
@@ -203,7 +220,6 @@ macro_rules! impl_backend {
                 ),
                 (
                     4,
-                    "replicas",
                     include_str!(concat!(
                         "../../../migrations/",
                         $folder,
@@ -212,7 +228,6 @@ macro_rules! impl_backend {
                 ),
                 (
                     5,
-                    "gitea token lifetime",
                     include_str!(concat!(
                         "../../../migrations/",
                         $folder,
@@ -221,7 +236,6 @@ macro_rules! impl_backend {
                 ),
                 (
                     6,
-                    "gitea apps",
                     include_str!(concat!(
                         "../../../migrations/",
                         $folder,
@@ -230,7 +244,6 @@ macro_rules! impl_backend {
                 ),
                 (
                     7,
-                    "confirmations",
                     include_str!(concat!(
                         "../../../migrations/",
                         $folder,
@@ -239,7 +252,6 @@ macro_rules! impl_backend {
                 ),
                 (
                     8,
-                    "activity",
                     include_str!(concat!(
                         "../../../migrations/",
                         $folder,
@@ -248,7 +260,6 @@ macro_rules! impl_backend {
                 ),
                 (
                     9,
-                    "grant redirect uri",
                     include_str!(concat!(
                         "../../../migrations/",
                         $folder,
@@ -257,7 +268,6 @@ macro_rules! impl_backend {
                 ),
                 (
                     10,
-                    "confirmation summary sealed",
                     include_str!(concat!(
                         "../../../migrations/",
                         $folder,
@@ -312,7 +322,20 @@ macro_rules! impl_backend {
     };
 }
 
-impl_backend!(Sqlite, "sqlite", "BEGIN IMMEDIATE", false, None, "sqlite");
+impl_backend!(
+    Sqlite,
+    "sqlite",
+    "BEGIN IMMEDIATE",
+    false,
+    None,
+    "sqlite",
+    "SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = $1",
+    "CREATE TABLE IF NOT EXISTS aegis_schema_history (\
+         version INTEGER PRIMARY KEY, description TEXT NOT NULL, \
+         oldest_reader INTEGER NOT NULL, applied_by TEXT, backup TEXT, \
+         recorded_at INTEGER NOT NULL) STRICT",
+    Some("VACUUM INTO $1")
+);
 // A transaction-scoped advisory lock on a 64-bit hash of the grant id: it
 // blocks nothing but other refreshes of that grant (a row lock would also
 // hold up every touch and revocation of the grant while Gitea answers).
@@ -322,5 +345,12 @@ impl_backend!(
     "BEGIN",
     true,
     Some("SELECT pg_advisory_xact_lock(hashtextextended('aegis upstream refresh ' || $1, 0))"),
-    "postgres"
+    "postgres",
+    "SELECT COUNT(*) AS n FROM information_schema.tables \
+     WHERE table_schema = current_schema() AND table_name = $1",
+    "CREATE TABLE IF NOT EXISTS aegis_schema_history (\
+         version BIGINT PRIMARY KEY, description TEXT NOT NULL, \
+         oldest_reader BIGINT NOT NULL, applied_by TEXT, backup TEXT, \
+         recorded_at BIGINT NOT NULL)",
+    None
 );

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use super::backend::stmt;
 use super::{Backend, SqlStore, confirmations, grants, page_sessions, pending};
 use crate::store::StoreMaintenance;
+use crate::store::schema::SchemaStatus;
 use crate::store::{PruneCounts, StoreError, UnixTime};
 
 /// Revoked grants are kept this long (for `grant_of_token` on a late
@@ -157,6 +158,18 @@ impl<DB: Backend> StoreMaintenance for SqlStore<DB> {
         let mut conn = self.conn().await?;
         stmt::<DB>("SELECT 1").fetch_optional(&mut conn).await?;
         Ok(())
+    }
+
+    async fn schema_status(&self) -> Result<SchemaStatus, StoreError> {
+        let store = super::schema::store_level(&self.pool).await?;
+        Ok(SchemaStatus {
+            store,
+            binary: self.schema.binary,
+        })
+    }
+
+    async fn copy_into(&self, file: &std::path::Path) -> Result<(), StoreError> {
+        super::schema::vacuum_into(&self.pool, file).await
     }
 
     /// Each statement stands alone (no long write lock); the grant rule

@@ -33,6 +33,7 @@ mod page_sessions;
 mod pending;
 mod rate_limits;
 mod resolved;
+pub(super) mod schema;
 mod tokens;
 
 use secrecy::{ExposeSecret, SecretString};
@@ -40,7 +41,7 @@ use sqlx::pool::PoolConnection;
 use sqlx::{Pool, Transaction};
 
 pub(crate) use backend::Backend;
-use backend::{migrator, stmt};
+use backend::stmt;
 
 use super::cipher::TokenCipher;
 use super::{StoreError, StoreLimits, UnixTime};
@@ -58,6 +59,8 @@ pub(crate) struct SqlStore<DB: Backend> {
     limits: StoreLimits,
     /// Access tokens resolved within the last second.
     resolved: resolved::ResolvedCache,
+    /// The schema level this binary carries, and the store's at opening.
+    schema: crate::store::schema::SchemaStatus,
 }
 
 impl<DB: Backend> std::fmt::Debug for SqlStore<DB> {
@@ -71,21 +74,26 @@ impl<DB: Backend> std::fmt::Debug for SqlStore<DB> {
 }
 
 impl<DB: Backend> SqlStore<DB> {
-    /// Applies the migrations, then wraps the pool.
-    pub(crate) async fn migrate(
+    /// Brings the schema to this binary's level, or serves on a newer one
+    /// it may, or refuses ([`crate::store::schema::plan`]); then wraps the
+    /// pool. `sqlite_dir`: the data directory of a SQLite store, where its
+    /// backups before migrations go.
+    pub(crate) async fn open(
         pool: Pool<DB>,
         cipher: TokenCipher,
         limits: StoreLimits,
-    ) -> Result<Self, StoreError> {
-        DB::run_migrations(&pool, &migrator::<DB>())
-            .await
-            .map_err(StoreError::Migration)?;
-        Ok(Self {
+        opening: &crate::store::schema::StoreOpening,
+        sqlite_dir: Option<&std::path::Path>,
+    ) -> Result<(Self, crate::store::schema::OpenReport), StoreError> {
+        let opened = Self::open_schema(&pool, opening, sqlite_dir).await?;
+        let store = Self {
             pool,
             cipher,
             limits,
             resolved: resolved::ResolvedCache::default(),
-        })
+            schema: opened.status,
+        };
+        Ok((store, opened))
     }
 
     /// A connection for single statements (each its own transaction).

@@ -61,6 +61,7 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
+mod carry_over;
 mod controls;
 pub mod oidc;
 
