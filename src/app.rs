@@ -385,6 +385,7 @@ async fn build_oauth(
     let cipher = TokenCipher::new(&settings.token_encryption_keys)?;
     let limits = StoreLimits {
         max_clients: settings.oauth_max_clients,
+        max_new_clients_per_login: settings.oauth_max_new_clients_per_login,
         ..StoreLimits::default()
     };
     let opening = store_opening(settings, clock.now());

@@ -60,6 +60,31 @@ struct BuildLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OAuthFailureLabels {
+    /// `register`, `authorize`, `token`, `revoke` or `callback`.
+    endpoint: &'static str,
+    /// An OAuth error code of RFC 6749/7591, or `server_error`.
+    error: &'static str,
+}
+
+/// The `error` values `aegis_oauth_failures_total` takes; anything else
+/// counts as `server_error`.
+const OAUTH_ERRORS: [&str; 12] = [
+    "invalid_request",
+    "invalid_client",
+    "invalid_grant",
+    "unauthorized_client",
+    "unsupported_grant_type",
+    "invalid_scope",
+    "access_denied",
+    "invalid_redirect_uri",
+    "invalid_client_metadata",
+    "invalid_target",
+    "temporarily_unavailable",
+    "server_error",
+];
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct KeyKindLabels {
     key_kind: String,
 }
@@ -112,6 +137,12 @@ pub struct Metrics {
     audit_forward_up: Gauge,
     audit_forward_missing: Gauge,
     audit_forwarded: Counter,
+    connections_open: Gauge,
+    connections_max: Gauge,
+    oauth_clients: Gauge,
+    oauth_clients_max: Gauge,
+    oauth_failures: Family<OAuthFailureLabels, Counter>,
+    gitea_up: Gauge,
 }
 
 impl Default for Metrics {
@@ -217,6 +248,43 @@ impl Metrics {
             "Time for an audit entry to be written and fsynced, as its caller waits",
             audit_write.clone(),
         );
+        let gauge = |registry: &mut Registry, name: &str, help: &str| {
+            let gauge = Gauge::default();
+            registry.register(name, help, gauge.clone());
+            gauge
+        };
+        let connections_open = gauge(
+            &mut registry,
+            "connections_open",
+            "Client connections open on the public listener",
+        );
+        let connections_max = gauge(
+            &mut registry,
+            "connections_max",
+            "MAX_CONNECTIONS in force (lowered to fit the descriptor limit)",
+        );
+        let oauth_clients = gauge(
+            &mut registry,
+            "oauth_clients",
+            "Registered OAuth clients (read from the store at scrape time)",
+        );
+        let oauth_clients_max = gauge(
+            &mut registry,
+            "oauth_clients_max",
+            "OAUTH_MAX_CLIENTS: registered clients the store holds at most",
+        );
+        let oauth_failures = Family::<OAuthFailureLabels, Counter>::default();
+        registry.register(
+            "oauth_failures",
+            "OAuth requests refused, by endpoint and OAuth error code",
+            oauth_failures.clone(),
+        );
+        let gitea_up = gauge(
+            &mut registry,
+            "gitea_up",
+            "1 while Gitea answered the latest tool call or health probe; 0 after it could not be reached",
+        );
+        gitea_up.set(1);
         let build_info = Family::<BuildLabels, Gauge>::default();
         registry.register(
             "build_info",
@@ -246,7 +314,48 @@ impl Metrics {
             audit_forward_up,
             audit_forward_missing,
             audit_forwarded,
+            connections_open,
+            connections_max,
+            oauth_clients,
+            oauth_clients_max,
+            oauth_failures,
+            gitea_up,
         }
+    }
+
+    /// The gauge the listener counts its open connections into.
+    pub fn connections_open(&self) -> Gauge {
+        self.connections_open.clone()
+    }
+
+    pub fn set_connections_max(&self, max: usize) {
+        self.connections_max
+            .set(i64::try_from(max).unwrap_or(i64::MAX));
+    }
+
+    /// Registered clients, and the cap.
+    pub fn set_oauth_clients(&self, count: u64, max: u64) {
+        let gauge = |value: u64| i64::try_from(value).unwrap_or(i64::MAX);
+        self.oauth_clients.set(gauge(count));
+        self.oauth_clients_max.set(gauge(max));
+    }
+
+    /// One OAuth request refused at `endpoint` (`register`, `authorize`,
+    /// `token`, `revoke`, `callback`) with `error`.
+    pub fn count_oauth_failure(&self, endpoint: &'static str, error: &str) {
+        let error = OAUTH_ERRORS
+            .iter()
+            .find(|known| **known == error)
+            .copied()
+            .unwrap_or("server_error");
+        self.oauth_failures
+            .get_or_create(&OAuthFailureLabels { endpoint, error })
+            .inc();
+    }
+
+    /// Whether Gitea answered (a health probe, or a call that reached it).
+    pub fn set_gitea_up(&self, up: bool) {
+        self.gitea_up.set(i64::from(up));
     }
 
     /// One answered HTTP request. `route` is a route template or

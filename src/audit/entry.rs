@@ -71,6 +71,9 @@ pub enum EventKind {
     ConfirmationDenied,
     /// Nobody decided, or the approved call was not retried, in time.
     ConfirmationExpired,
+    /// A sign-in refused because its login connected too many new clients
+    /// within the hour (the red team's F1, issue 53).
+    RegistrationLimited,
 }
 
 impl EventKind {
@@ -101,6 +104,7 @@ impl EventKind {
             Self::ConfirmationApproved => "confirmation_approved",
             Self::ConfirmationDenied => "confirmation_denied",
             Self::ConfirmationExpired => "confirmation_expired",
+            Self::RegistrationLimited => "registration_limited",
         }
     }
 }

@@ -38,7 +38,7 @@ pub enum BackupFailure {
         "{0} holds a store: `store restore --force` moves it aside (into DATA_DIR/replaced-…) and puts the backup in its place"
     )]
     HasStore(PathBuf),
-    #[error("a gateway is running on this DATA_DIR ({0}): stop it first")]
+    #[error("a gateway is running on this DATA_DIR: stop it first")]
     InUse(AuditError),
     #[error("TOKEN_ENCRYPTION_KEY is required to check that the backup's secrets open")]
     NoKey,

@@ -145,7 +145,18 @@ impl Builder<'_> {
             produces,
             consumes,
             deprecated,
+            judged_as: None,
         })
+    }
+}
+
+/// Sets each deprecated operation's [`Operation::judged_as`] to its twin's
+/// tool name, when the document has the twin.
+pub(super) fn link_twins(operations: &mut [Operation], index: &HashMap<String, usize>) {
+    for op in operations.iter_mut().filter(|op| op.deprecated) {
+        op.judged_as = twins::twin_of(&op.operation_id)
+            .map(tool_name_for_operation_id)
+            .filter(|name| index.contains_key(name));
     }
 }
 

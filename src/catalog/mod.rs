@@ -44,9 +44,10 @@ pub mod search;
 #[cfg(test)]
 mod tests;
 pub(crate) mod toolsets;
+pub mod twins;
 pub(crate) mod wording;
 
-use build::{Builder, string_list, warn_of_oversized_toolsets};
+use build::{Builder, link_twins, string_list, warn_of_oversized_toolsets};
 pub use effects::Effect;
 pub use input_schema::{InputSchema, SchemaObject};
 pub use naming::tool_name_for_operation_id;
@@ -129,9 +130,20 @@ pub struct Operation {
     pub consumes: Vec<String>,
     /// The OpenAPI document marks the operation deprecated (its description says so too).
     pub deprecated: bool,
+    /// For a deprecated operation, its current twin's tool name
+    /// ([`twins`]): every rule by name judges it as that twin too.
+    pub judged_as: Option<String>,
 }
 
 impl Operation {
+    /// The names every rule by name (`DISABLED_TOOLS`, `CONFIRM_TOOLS`,
+    /// `CONFIRM_SKIP_TOOLS`, the policy's `deny_tools` and
+    /// `confirm_tools`) judges this operation by: its own, and a deprecated
+    /// operation's current twin's ([`twins`]).
+    pub fn rule_names(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.tool_name.as_str()).chain(self.judged_as.as_deref())
+    }
+
     /// GET and HEAD operations read only.
     pub fn is_read_only(&self) -> bool {
         self.method == http::Method::GET || self.method == http::Method::HEAD
@@ -350,6 +362,7 @@ impl Catalog {
             });
         }
         warn_of_oversized_toolsets(&builder.operations);
+        link_twins(&mut builder.operations, &builder.index);
         Ok(Catalog {
             inner: Arc::new(Inner {
                 toolsets: toolsets_of(&builder.operations),

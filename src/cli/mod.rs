@@ -22,7 +22,11 @@ use crate::app::{App, BuildError};
 use crate::config::{ConfigError, EnvFileChoice, Settings, SettingsSource, select_env_file};
 
 #[derive(Debug, Parser)]
-#[command(name = "aegis-gitea-mcp", version, about = "An MCP gateway to Gitea")]
+#[command(
+    name = "aegis-gitea-mcp",
+    version = crate::build_info::VERSION,
+    about = "An MCP gateway to Gitea"
+)]
 pub struct Cli {
     /// Read settings from this env file (the environment still wins).
     #[arg(long, global = true, env = "AEGIS_ENV_FILE")]

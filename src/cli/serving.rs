@@ -53,8 +53,17 @@ pub(super) async fn serve_http(
         max_per_ip = limits.max_per_ip,
         header_read_timeout_secs = HEADER_READ_TIMEOUT.as_secs(),
         idle_timeout_secs = limits.idle_timeout.as_secs(),
-        "connection limits"
+        client_idle_timeout_secs = HEADER_READ_TIMEOUT.as_secs(),
+        send_timeout_secs = crate::http::listener::SEND_TIMEOUT.as_secs(),
+        "connection limits (idle_timeout_secs for FORWARDED_ALLOW_IPS, client_idle_timeout_secs for every other peer)"
     );
+    if settings.forwarded_allow_ips.is_empty() && settings.public_base_url.scheme() == "https" {
+        // The gateway serves plain HTTP: an https public URL means a proxy
+        // in front, which should be named (docs/replicas.md).
+        tracing::warn!(
+            "PUBLIC_BASE_URL is https but FORWARDED_ALLOW_IPS names no proxy: the proxy in front gets a client's 10 s idle timeout (not IDLE_CONNECTION_TIMEOUT_SECONDS) and may lose requests to the keep-alive race, and every caller counts as its address; list it in FORWARDED_ALLOW_IPS"
+        );
+    }
     let router = crate::http::router(app.clone());
     let stopping = Stopping {
         draining: app.draining().clone(),
@@ -62,7 +71,9 @@ pub(super) async fn serve_http(
         // A call may wait GITEA_TIMEOUT_SECONDS for Gitea, then answer.
         grace: settings.limits.gitea_timeout + Duration::from_secs(5),
     };
-    listener::serve(listener, router, limits, stopping, shutdown_signal()).await?;
+    app.metrics().set_connections_max(limits.max_connections);
+    let open = app.metrics().connections_open();
+    listener::serve_with_gauge(listener, router, limits, stopping, shutdown_signal(), open).await?;
     // The activity figures of the last seconds, then, under
     // AUDIT_SYNC=interval, the last audit entries: on disk before exit.
     if let Some(activity) = app.call_services().activity() {

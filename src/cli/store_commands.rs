@@ -159,10 +159,10 @@ pub(super) async fn backup(settings: &Settings, path: &Path) -> Result<(), CliEr
         .map_err(CliError::other)?;
     let bytes: u64 = taken.manifest.files.iter().map(|f| f.bytes).sum();
     println!(
-        "backup written to {}: store at schema {}, {} files, {bytes} bytes",
+        "backup written to {}: store at schema {}, {} files of {bytes} bytes and their manifest",
         taken.folder.display(),
         SchemaLevel(taken.manifest.schema),
-        taken.manifest.files.len() + 1,
+        taken.manifest.files.len(),
     );
     match &taken.audit {
         Some(report) => println!("audit log copied: {report}"),

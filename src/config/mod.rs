@@ -331,6 +331,9 @@ pub struct Settings {
     pub shutdown_drain: std::time::Duration,
     /// `OAUTH_MAX_CLIENTS`: registered clients the store holds at most.
     pub oauth_max_clients: u64,
+    /// `OAUTH_MAX_NEW_CLIENTS_PER_LOGIN`: clients one login may connect for
+    /// the first time within an hour.
+    pub oauth_max_new_clients_per_login: u64,
     /// `STORE_MIGRATE`, `STORE_BACKUPS_KEEP`.
     pub store: StoreSettings,
     pub rate_limits: RateLimits,
@@ -433,6 +436,7 @@ impl Settings {
             idle_connection_timeout,
             shutdown_drain,
             oauth_max_clients,
+            oauth_max_new_clients_per_login: sections::new_clients_per_login(&get)?,
             store: sections::store(&get)?,
             rate_limits,
             audit_hmac_key,

@@ -453,3 +453,16 @@ pub(super) fn store<'a>(
         )?,
     })
 }
+
+/// `OAUTH_MAX_NEW_CLIENTS_PER_LOGIN`: clients one login may connect for
+/// the first time within an hour.
+pub(super) fn new_clients_per_login<'a>(
+    get: &impl Fn(&str) -> Option<&'a str>,
+) -> Result<u64, ConfigError> {
+    Ok(parse_usize(
+        "OAUTH_MAX_NEW_CLIENTS_PER_LOGIN",
+        get("OAUTH_MAX_NEW_CLIENTS_PER_LOGIN"),
+        10,
+        1..=100_000,
+    )? as u64)
+}

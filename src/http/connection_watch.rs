@@ -1,16 +1,25 @@
-//! The two clocks of one client connection (issue 43), kept apart:
+//! The clocks of one client connection (issue 43), kept apart:
 //!
 //! - the **header-read timeout** ([`HEADER_READ_TIMEOUT`]), from the first
 //!   byte of a request to the end of its head: a client that dribbles a
 //!   head (slowloris) is closed, and so is a new connection that sends no
 //!   request at all;
-//! - the **idle timeout** (`IDLE_CONNECTION_TIMEOUT_SECONDS`), between the
-//!   end of one answer and the first byte of the next request on a
-//!   kept-alive connection: longer than a load balancer keeps its idle
-//!   connections to us, so that the balancer closes them, not we. When the
-//!   server closes first, the balancer can send a request on the
-//!   connection at that very moment and report an error to its client
-//!   (nginx: "upstream prematurely closed connection").
+//! - the **idle timeout**, between the end of one answer and the first byte
+//!   of the next request on a kept-alive connection: for a trusted proxy
+//!   (`FORWARDED_ALLOW_IPS`), `IDLE_CONNECTION_TIMEOUT_SECONDS`, longer than
+//!   a load balancer keeps its idle connections to us, so that the balancer
+//!   closes them, not we (when the server closes first, the balancer can
+//!   send a request on the connection at that very moment and report an
+//!   error to its client: nginx's "upstream prematurely closed
+//!   connection"); for anyone else the header-read timeout, so an idle
+//!   connection is cheap to hold for no one (the red team's F2, issue 53);
+//! - the **send timeout** ([`SEND_TIMEOUT`]): an answer the client does not
+//!   read, so that no byte leaves for that long, closes the connection,
+//!   request in flight or not (F2: four clients that never read held their
+//!   slots with no timer at all).
+//!
+//! The listener may also **evict** a connection that sits idle, to give its
+//! slot to a new one when every slot is taken (`occupancy`).
 //!
 //! hyper has one timer for both (its HTTP/1 header-read timeout starts as
 //! soon as a connection goes idle), so the listener turns it off and a
@@ -35,6 +44,10 @@ use tokio::time::Instant;
 /// how long a new connection has to send its first request.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long an answer may make no progress at all (the client reads
+/// nothing) before its connection is closed.
+pub const SEND_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// What the watch knows of one connection.
 #[derive(Debug)]
 struct State {
@@ -48,6 +61,10 @@ struct State {
     head_started: Option<Instant>,
     /// Whether a request has arrived on this connection yet.
     served: bool,
+    /// When a write found the socket full, until a byte leaves again.
+    stalled_since: Option<Instant>,
+    /// The listener took this connection's slot back.
+    evicted: bool,
 }
 
 /// The deadlines of one connection; shared by its socket, its service and
@@ -60,22 +77,50 @@ pub struct ConnectionWatch {
     idle_timeout: Duration,
     /// HTTP/1 only: on HTTP/2, bytes arrive while idle (pings, settings)
     /// and say nothing about a request head.
-    heads: bool,
+    heads: std::sync::atomic::AtomicBool,
 }
 
 impl ConnectionWatch {
-    pub fn new(idle_timeout: Duration, http1: bool) -> Arc<Self> {
+    /// The watch of a new connection, which speaks HTTP/1 until
+    /// [`Self::speaks_http2`] says otherwise.
+    pub fn new(idle_timeout: Duration) -> Arc<Self> {
         Arc::new(Self {
             state: Mutex::new(State {
                 in_flight: 0,
                 idle_since: Instant::now(),
                 head_started: None,
                 served: false,
+                stalled_since: None,
+                evicted: false,
             }),
             changed: Notify::new(),
             idle_timeout,
-            heads: http1,
+            heads: std::sync::atomic::AtomicBool::new(true),
         })
+    }
+
+    /// The connection turned out to speak HTTP/2 (prior knowledge).
+    pub fn speaks_http2(&self) {
+        self.heads
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Since when the connection has waited for a request, when it does:
+    /// no request in flight, no head arriving, no answer stalled. What the
+    /// listener may evict.
+    pub fn idle_since(&self) -> Option<Instant> {
+        let state = self.state();
+        (state.in_flight == 0
+            && state.head_started.is_none()
+            && state.stalled_since.is_none()
+            && !state.evicted)
+            .then_some(state.idle_since)
+    }
+
+    /// The listener takes the connection's slot back: it closes at once.
+    pub fn evict(&self) {
+        self.state().evicted = true;
+        self.changed.notify_one();
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -85,12 +130,16 @@ impl ConnectionWatch {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The moment this connection is to be closed, as things stand: none
-    /// while a request is in flight (its own timeouts apply).
+    /// The moment this connection is to be closed, as things stand: while
+    /// a request is in flight, only when its answer stalls (the request's
+    /// own timeouts apply).
     fn deadline(&self) -> Option<Instant> {
         let state = self.state();
-        if state.in_flight > 0 {
-            None
+        let stalled = state.stalled_since.map(|since| since + SEND_TIMEOUT);
+        if state.evicted {
+            Some(Instant::now())
+        } else if state.in_flight > 0 {
+            stalled
         } else if let Some(started) = state.head_started {
             Some(started + HEADER_READ_TIMEOUT)
         } else if !state.served {
@@ -102,7 +151,7 @@ impl ConnectionWatch {
 
     /// Bytes arrived on the socket.
     fn bytes_arrived(&self) {
-        if !self.heads {
+        if !self.heads.load(std::sync::atomic::Ordering::Relaxed) {
             return;
         }
         let mut state = self.state();
@@ -140,6 +189,36 @@ impl ConnectionWatch {
                     }
                 }
             }
+        }
+    }
+}
+
+impl ConnectionWatch {
+    /// A write found the socket's buffer full.
+    fn write_stalled(&self) {
+        let mut state = self.state();
+        if state.stalled_since.is_none() {
+            state.stalled_since = Some(Instant::now());
+            drop(state);
+            self.changed.notify_one();
+        }
+    }
+
+    /// Bytes left for the client.
+    fn write_progressed(&self) {
+        let mut state = self.state();
+        if state.stalled_since.take().is_some() {
+            drop(state);
+            self.changed.notify_one();
+        }
+    }
+
+    /// What a write of the socket said.
+    fn wrote(&self, polled: &Poll<io::Result<usize>>) {
+        match polled {
+            Poll::Pending => self.write_stalled(),
+            Poll::Ready(Ok(n)) if *n > 0 => self.write_progressed(),
+            Poll::Ready(_) => {}
         }
     }
 }
@@ -194,7 +273,9 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for WatchedStream<S> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
+        let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.watch.wrote(&polled);
+        polled
     }
 
     fn poll_write_vectored(
@@ -202,7 +283,9 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for WatchedStream<S> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+        let polled = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.watch.wrote(&polled);
+        polled
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -231,14 +314,14 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_new_connection_has_the_header_timeout_for_its_first_request() {
-        let watch = ConnectionWatch::new(IDLE, true);
+        let watch = ConnectionWatch::new(IDLE);
         assert!(!expired_after(&watch, HEADER_READ_TIMEOUT - Duration::from_millis(1)).await);
         assert!(expired_after(&watch, Duration::from_millis(2)).await);
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_kept_alive_connection_waits_the_idle_timeout_not_the_header_timeout() {
-        let watch = ConnectionWatch::new(IDLE, true);
+        let watch = ConnectionWatch::new(IDLE);
         drop(watch.request_started());
         assert!(!expired_after(&watch, Duration::from_secs(600)).await);
         assert!(expired_after(&watch, Duration::from_secs(21)).await);
@@ -246,7 +329,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_head_dribbled_on_a_kept_alive_connection_still_has_ten_seconds() {
-        let watch = ConnectionWatch::new(IDLE, true);
+        let watch = ConnectionWatch::new(IDLE);
         drop(watch.request_started());
         assert!(!expired_after(&watch, Duration::from_secs(300)).await);
         watch.bytes_arrived();
@@ -256,7 +339,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn nothing_expires_while_a_request_is_in_flight() {
-        let watch = ConnectionWatch::new(IDLE, true);
+        let watch = ConnectionWatch::new(IDLE);
         let request = watch.request_started();
         // Body bytes of the request in flight are not a new head.
         watch.bytes_arrived();
@@ -267,8 +350,43 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn an_answer_the_client_does_not_read_closes_the_connection_after_the_send_timeout() {
+        let watch = ConnectionWatch::new(IDLE);
+        let request = watch.request_started();
+        watch.write_stalled();
+        assert!(!expired_after(&watch, SEND_TIMEOUT - Duration::from_millis(1)).await);
+        assert!(expired_after(&watch, Duration::from_millis(2)).await);
+        drop(request);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_answer_that_makes_progress_keeps_its_connection() {
+        let watch = ConnectionWatch::new(IDLE);
+        let _request = watch.request_started();
+        for _ in 0..10 {
+            watch.write_stalled();
+            assert!(!expired_after(&watch, SEND_TIMEOUT / 2).await);
+            watch.write_progressed();
+        }
+        assert!(!expired_after(&watch, Duration::from_secs(3600)).await);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_evicted_connection_closes_at_once_and_only_an_idle_one_is_offered() {
+        let watch = ConnectionWatch::new(IDLE);
+        let request = watch.request_started();
+        assert!(watch.idle_since().is_none(), "a request in flight");
+        drop(request);
+        assert!(watch.idle_since().is_some());
+        watch.evict();
+        assert!(watch.idle_since().is_none());
+        assert!(expired_after(&watch, Duration::from_millis(1)).await);
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn on_http2_bytes_while_idle_are_not_a_request_head() {
-        let watch = ConnectionWatch::new(IDLE, false);
+        let watch = ConnectionWatch::new(IDLE);
+        watch.speaks_http2();
         drop(watch.request_started());
         watch.bytes_arrived();
         assert!(!expired_after(&watch, Duration::from_secs(600)).await);

@@ -187,6 +187,7 @@ async fn gitea_reachable(health: &Health) -> bool {
     if !ok {
         tracing::warn!("health: Gitea does not answer /api/v1/version");
     }
+    health.app.metrics().set_gitea_up(ok);
     *health.gitea.lock().unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), ok));
     ok
 }

@@ -5,24 +5,28 @@
 //! - a **header-read timeout**: a connection that does not deliver a whole
 //!   request head within [`HEADER_READ_TIMEOUT`] of its first byte is
 //!   closed, and so is a new one that sends nothing at all;
-//! - an **idle timeout**, separate from it: a kept-alive connection may
-//!   wait [`ConnectionLimits::idle_timeout`] for its next request, longer
-//!   than a load balancer keeps it (see `connection_watch`);
+//! - an **idle timeout**, separate from it: a trusted proxy's kept-alive
+//!   connection may wait [`ConnectionLimits::idle_timeout`] for its next
+//!   request, longer than a load balancer keeps it; anyone else's, the
+//!   header-read timeout (see `connection_watch`), and every request head
+//!   of theirs, a pipelined one too, is read within it (hyper's own header
+//!   timer, which knows what it holds unparsed: the red team's F5);
+//! - a **send timeout**: an answer nobody reads closes its connection;
 //! - a **global connection cap** (`MAX_CONNECTIONS`), held below the
 //!   process's descriptor limit so that accepting never fails for want of a
-//!   descriptor;
-//! - a **per-address connection cap** (`MAX_CONNECTIONS_PER_IP`), not applied
-//!   to the trusted proxies of `FORWARDED_ALLOW_IPS` (behind a proxy every
-//!   connection comes from it).
+//!   descriptor, and a **per-client cap** (`MAX_CONNECTIONS_PER_IP`, per
+//!   IPv4 address or IPv6 /64), not applied to the trusted proxies of
+//!   `FORWARDED_ALLOW_IPS`; at a cap the connection idle longest gives up
+//!   its slot (`occupancy`).
 //!
-//! Past a cap the connection is accepted and closed at once, so the
-//! descriptor is free again and the client sees a prompt reset rather than
-//! a hang. Written over hyper-util rather than `axum::serve`, which sets no
-//! timer (so no header timeout) and has no connection limits.
+//! Past a cap with every connection busy, the new connection is accepted
+//! and closed at once, so the descriptor is free again and the client sees
+//! a prompt reset rather than a hang. Written over hyper-util rather than
+//! `axum::serve`, which sets no timer (so no header timeout) and has no
+//! connection limits.
 
-use std::collections::HashMap;
 use std::future::Future;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -42,8 +46,9 @@ use tower::ServiceExt;
 
 use crate::app::Draining;
 
-pub use super::connection_watch::HEADER_READ_TIMEOUT;
 use super::connection_watch::{ConnectionWatch, WatchedStream};
+pub use super::connection_watch::{HEADER_READ_TIMEOUT, SEND_TIMEOUT};
+use super::occupancy::{Occupancy, Slot, is_proxy, take_slot};
 
 /// Descriptors left for everything that is not a client connection (the
 /// store, the audit log, connections to Gitea).
@@ -60,9 +65,11 @@ pub struct ConnectionLimits {
     pub max_connections: usize,
     /// Open connections at most from one address.
     pub max_per_ip: usize,
-    /// Addresses the per-address cap does not apply to (trusted proxies).
+    /// Addresses the per-address cap does not apply to, and the only ones
+    /// given the long idle timeout (trusted proxies).
     pub exempt: Vec<ipnet::IpNet>,
-    /// How long a kept-alive connection may wait for its next request.
+    /// How long a trusted proxy's kept-alive connection may wait for its
+    /// next request (anyone else's: [`HEADER_READ_TIMEOUT`]).
     pub idle_timeout: Duration,
 }
 
@@ -90,66 +97,6 @@ fn descriptor_limit() -> Option<usize> {
     rustix::process::getrlimit(rustix::process::Resource::Nofile)
         .current
         .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
-}
-
-/// Who holds how many connections. A [`Slot`] is one of them; dropping it
-/// gives the connection back.
-#[derive(Debug, Default)]
-struct Occupancy {
-    total: usize,
-    per_ip: HashMap<IpAddr, usize>,
-}
-
-struct Slot {
-    occupancy: Arc<Mutex<Occupancy>>,
-    ip: Option<IpAddr>,
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        let mut occupancy = lock(&self.occupancy);
-        occupancy.total -= 1;
-        if let Some(ip) = self.ip
-            && let Some(count) = occupancy.per_ip.get_mut(&ip)
-        {
-            *count -= 1;
-            if *count == 0 {
-                occupancy.per_ip.remove(&ip);
-            }
-        }
-    }
-}
-
-fn lock(occupancy: &Mutex<Occupancy>) -> std::sync::MutexGuard<'_, Occupancy> {
-    // The counters stay consistent even if a holder panicked.
-    occupancy
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// A slot for a connection from `ip`, or `None` past a cap.
-fn take_slot(
-    occupancy: &Arc<Mutex<Occupancy>>,
-    limits: &ConnectionLimits,
-    ip: IpAddr,
-) -> Option<Slot> {
-    let counted = !limits.exempt.iter().any(|net| net.contains(&ip));
-    let mut state = lock(occupancy);
-    if state.total >= limits.max_connections {
-        return None;
-    }
-    if counted {
-        let count = state.per_ip.entry(ip).or_insert(0);
-        if *count >= limits.max_per_ip {
-            return None;
-        }
-        *count += 1;
-    }
-    state.total += 1;
-    Some(Slot {
-        occupancy: occupancy.clone(),
-        ip: counted.then_some(ip),
-    })
 }
 
 /// What a listener does once told to stop.
@@ -201,7 +148,40 @@ pub async fn serve(
     stopping: Stopping,
     signal: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let connections = Connections::new(router, limits, stopping.draining.clone());
+    serve_counted(
+        listener,
+        router,
+        limits,
+        stopping,
+        signal,
+        Occupancy::default(),
+    )
+    .await
+}
+
+/// As [`serve`], counting the open connections into `open` (the
+/// `aegis_connections_open` gauge).
+pub async fn serve_with_gauge(
+    listener: TcpListener,
+    router: Router,
+    limits: ConnectionLimits,
+    stopping: Stopping,
+    signal: impl Future<Output = ()>,
+    open: prometheus_client::metrics::gauge::Gauge,
+) -> std::io::Result<()> {
+    let occupancy = Occupancy::with_gauge(open);
+    serve_counted(listener, router, limits, stopping, signal, occupancy).await
+}
+
+async fn serve_counted(
+    listener: TcpListener,
+    router: Router,
+    limits: ConnectionLimits,
+    stopping: Stopping,
+    signal: impl Future<Output = ()>,
+    occupancy: Occupancy,
+) -> std::io::Result<()> {
+    let connections = Connections::new(router, limits, stopping.draining.clone(), occupancy);
     connections.accept_until(&listener, signal).await;
     stopping.draining.begin();
     if !stopping.drain.is_zero() {
@@ -240,35 +220,60 @@ struct Connections {
     /// Accepted connections whose first request has not started.
     awaiting_first_request: Arc<AtomicUsize>,
     graceful: GracefulShutdown,
-    builder: Arc<Builder<TokioExecutor>>,
+    /// For trusted proxies: hyper's header timer off (it would also close
+    /// idle connections), the watch keeps the clocks apart.
+    proxy_builder: Arc<Builder<TokioExecutor>>,
+    /// For everyone else: hyper's header timer on, at the short idle
+    /// timeout they get anyway; it covers a pipelined head too.
+    client_builder: Arc<Builder<TokioExecutor>>,
     router: Router,
     limits: ConnectionLimits,
     draining: Draining,
 }
 
 impl Connections {
-    fn new(router: Router, limits: ConnectionLimits, draining: Draining) -> Self {
-        let mut builder = Builder::new(TokioExecutor::new());
-        // hyper's header-read timer also closes idle connections: the
-        // connection's watch keeps the two apart instead.
-        builder
-            .http1()
-            .timer(TokioTimer::new())
-            .header_read_timeout(None);
-        builder
-            .http2()
-            .timer(TokioTimer::new())
-            .keep_alive_interval(Some(Duration::from_secs(30)))
-            .keep_alive_timeout(Duration::from_secs(10));
+    fn new(
+        router: Router,
+        limits: ConnectionLimits,
+        draining: Draining,
+        occupancy: Occupancy,
+    ) -> Self {
+        let builder = |header_read_timeout: Option<Duration>| {
+            let mut builder = Builder::new(TokioExecutor::new());
+            builder
+                .http1()
+                .timer(TokioTimer::new())
+                .header_read_timeout(header_read_timeout);
+            builder
+                .http2()
+                .timer(TokioTimer::new())
+                .keep_alive_interval(Some(Duration::from_secs(30)))
+                .keep_alive_timeout(Duration::from_secs(10));
+            Arc::new(builder)
+        };
         Self {
-            occupancy: Arc::new(Mutex::new(Occupancy::default())),
+            occupancy: Arc::new(Mutex::new(occupancy)),
             awaiting_first_request: Arc::default(),
             graceful: GracefulShutdown::new(),
-            builder: Arc::new(builder),
+            proxy_builder: builder(None),
+            client_builder: builder(Some(HEADER_READ_TIMEOUT)),
             router,
             limits,
             draining,
         }
+    }
+
+    /// The watch of a new connection from `peer`, and its slot: `None`
+    /// past a cap with every connection in the way busy.
+    fn admit(&self, peer: SocketAddr) -> Option<(Arc<ConnectionWatch>, Slot)> {
+        let idle_timeout = if is_proxy(&self.limits, peer.ip()) {
+            self.limits.idle_timeout
+        } else {
+            HEADER_READ_TIMEOUT
+        };
+        let watch = ConnectionWatch::new(idle_timeout);
+        let slot = take_slot(&self.occupancy, &self.limits, peer.ip(), watch.clone())?;
+        Some((watch, slot))
     }
 
     /// Accepts and serves connections until `until` resolves.
@@ -288,8 +293,8 @@ impl Connections {
                 },
                 () = &mut until => return,
             };
-            match take_slot(&self.occupancy, &self.limits, peer.ip()) {
-                Some(slot) => self.spawn(stream, peer, slot),
+            match self.admit(peer) {
+                Some((watch, slot)) => self.spawn(stream, peer, watch, slot),
                 None => drop(stream),
             }
         }
@@ -301,8 +306,8 @@ impl Connections {
         while let Ok(Ok((stream, peer))) =
             tokio::time::timeout(Duration::ZERO, listener.accept()).await
         {
-            if let Some(slot) = take_slot(&self.occupancy, &self.limits, peer.ip()) {
-                self.spawn(stream, peer, slot);
+            if let Some((watch, slot)) = self.admit(peer) {
+                self.spawn(stream, peer, watch, slot);
             }
         }
     }
@@ -318,21 +323,31 @@ impl Connections {
         }
     }
 
-    fn spawn(&self, stream: TcpStream, peer: SocketAddr, slot: Slot) {
+    fn spawn(&self, stream: TcpStream, peer: SocketAddr, watch: Arc<ConnectionWatch>, slot: Slot) {
         let _ = stream.set_nodelay(true);
         let first_request = FirstRequest::new(&self.awaiting_first_request);
         let router = self.router.clone();
-        let builder = self.builder.clone();
+        let builder = if is_proxy(&self.limits, peer.ip()) {
+            self.proxy_builder.clone()
+        } else {
+            self.client_builder.clone()
+        };
         let watcher = self.graceful.watcher();
-        let idle_timeout = self.limits.idle_timeout;
         let draining = self.draining.clone();
         tokio::spawn(async move {
             let _slot = slot;
-            let Some(protocol) = first_bytes_arrive(&stream, HEADER_READ_TIMEOUT).await else {
+            // Evicted while it has sent nothing yet: closed like any other.
+            let protocol = tokio::select! {
+                protocol = first_bytes_arrive(&stream, HEADER_READ_TIMEOUT) => protocol,
+                () = watch.expired() => None,
+            };
+            let Some(protocol) = protocol else {
                 return;
             };
             let http1 = protocol == Protocol::Http1;
-            let watch = ConnectionWatch::new(idle_timeout, http1);
+            if !http1 {
+                watch.speaks_http2();
+            }
             let service = router
                 .map_request(move |mut request: axum::http::Request<Incoming>| {
                     request.extensions_mut().insert(ConnectInfo(peer));
@@ -458,15 +473,6 @@ async fn first_bytes_arrive(stream: &TcpStream, limit: Duration) -> Option<Proto
 mod tests {
     use super::*;
 
-    fn limits(max: usize, per_ip: usize) -> ConnectionLimits {
-        ConnectionLimits {
-            max_connections: max,
-            max_per_ip: per_ip,
-            exempt: vec!["10.0.0.1/32".parse().unwrap()],
-            idle_timeout: Duration::from_secs(620),
-        }
-    }
-
     #[test]
     fn the_first_bytes_tell_the_protocol() {
         assert_eq!(
@@ -477,42 +483,5 @@ mod tests {
         assert_eq!(protocol_of(b"PRI * HTTP/2.0\r\n"), None);
         assert_eq!(protocol_of(b"POST /mcp"), Some(Protocol::Http1));
         assert_eq!(protocol_of(H2_PREFACE), Some(Protocol::Http2));
-    }
-
-    #[test]
-    fn one_address_gets_at_most_its_share() {
-        let occupancy = Arc::new(Mutex::new(Occupancy::default()));
-        let limits = limits(100, 2);
-        let ip: IpAddr = "192.0.2.7".parse().unwrap();
-        let a = take_slot(&occupancy, &limits, ip).unwrap();
-        let _b = take_slot(&occupancy, &limits, ip).unwrap();
-        assert!(take_slot(&occupancy, &limits, ip).is_none());
-        assert!(take_slot(&occupancy, &limits, "192.0.2.8".parse().unwrap()).is_some());
-        drop(a);
-        assert!(take_slot(&occupancy, &limits, ip).is_some());
-    }
-
-    #[test]
-    fn the_global_cap_holds_for_everyone() {
-        let occupancy = Arc::new(Mutex::new(Occupancy::default()));
-        let limits = limits(2, 10);
-        let _a = take_slot(&occupancy, &limits, "192.0.2.1".parse().unwrap()).unwrap();
-        let _b = take_slot(&occupancy, &limits, "192.0.2.2".parse().unwrap()).unwrap();
-        assert!(take_slot(&occupancy, &limits, "192.0.2.3".parse().unwrap()).is_none());
-    }
-
-    #[test]
-    fn a_trusted_proxy_is_not_capped_per_address() {
-        let occupancy = Arc::new(Mutex::new(Occupancy::default()));
-        let limits = limits(100, 1);
-        let proxy: IpAddr = "10.0.0.1".parse().unwrap();
-        let held: Vec<_> = (0..5)
-            .map(|_| take_slot(&occupancy, &limits, proxy).unwrap())
-            .collect();
-        assert_eq!(lock(&occupancy).total, 5);
-        drop(held);
-        let state = lock(&occupancy);
-        assert_eq!(state.total, 0);
-        assert!(state.per_ip.is_empty());
     }
 }

@@ -16,6 +16,7 @@ use super::rate_limit::OverLimit;
 use super::step::{Step, StepLayer};
 use crate::app::App;
 use crate::metrics::{CONTENT_TYPE, Metrics, UNMATCHED_ROUTE};
+use crate::oauth::error::OAuthFailure;
 
 /// The step around every route: one observation per answered request,
 /// labelled with the route template (never the raw path).
@@ -54,7 +55,24 @@ impl Step for ObserveRequests {
         if let Some(refusal) = response.extensions().get::<OverLimit>() {
             self.0.observe_rate_limited(refusal.key_kind.as_str());
         }
+        if let Some(failure) = response.extensions().get::<OAuthFailure>()
+            && let Some(endpoint) = oauth_endpoint(route)
+        {
+            self.0.count_oauth_failure(endpoint, failure.0);
+        }
         response
+    }
+}
+
+/// The `endpoint` label of an OAuth route.
+fn oauth_endpoint(route: &str) -> Option<&'static str> {
+    match route {
+        "/register" => Some("register"),
+        "/authorize" | "/authorize/consent" => Some("authorize"),
+        "/token" => Some("token"),
+        "/revoke" => Some("revoke"),
+        "/oauth/callback" => Some("callback"),
+        _ => None,
     }
 }
 
@@ -78,6 +96,14 @@ async fn scrape(State(app): State<Arc<App>>) -> Response {
             Ok(count) => app.metrics().set_active_grants(count),
             Err(err) => {
                 tracing::warn!(error = %err, "metrics: the active grant count could not be read")
+            }
+        }
+        match oauth.store().count_clients().await {
+            Ok(count) => app
+                .metrics()
+                .set_oauth_clients(count, app.settings().oauth_max_clients),
+            Err(err) => {
+                tracing::warn!(error = %err, "metrics: the client count could not be read")
             }
         }
     }

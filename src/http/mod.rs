@@ -28,6 +28,7 @@ pub(crate) mod mcp_intake;
 pub(crate) mod mcp_policy;
 pub(crate) mod mcp_url;
 pub(crate) mod metrics;
+mod occupancy;
 pub(crate) mod rate_limit;
 pub(crate) mod step;
 

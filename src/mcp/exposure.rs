@@ -35,11 +35,17 @@ impl Exposure {
         self.settings.disabled_tools.iter().any(|d| d == name)
     }
 
-    /// True when `op` is visible and callable.
+    /// True when `op` is visible and callable: `DISABLED_TOOLS` names
+    /// neither it nor, for a deprecated operation, its current twin.
     pub fn exposes(&self, op: &Operation) -> bool {
         (!self.settings.read_only || op.is_read_only())
             && self.in_toolsets(&op.toolsets)
-            && !self.disabled(&op.tool_name)
+            && !self.disables(op)
+    }
+
+    /// `DISABLED_TOOLS` names the operation by one of its rule names.
+    pub fn disables(&self, op: &Operation) -> bool {
+        op.rule_names().any(|name| self.disabled(name))
     }
 
     /// The raw tool is on unless killed, disabled by name, or left out of
@@ -138,6 +144,13 @@ mod tests {
         assert!(!e.exposes(&op("gitea_repo_delete")));
         assert!(!e.allows_raw_virtual_name("gitea_api_request:DELETE:repos"));
         assert!(e.allows_raw_virtual_name("gitea_api_request:GET:repos"));
+    }
+
+    #[test]
+    fn disabling_an_operation_disables_its_deprecated_twin() {
+        let e = exposure(|s| s.disabled_tools = vec!["gitea_issue_delete_comment".into()]);
+        assert!(!e.exposes(&op("gitea_issue_delete_comment_deprecated")));
+        assert!(e.exposes(&op("gitea_issue_edit_comment_deprecated")));
     }
 
     #[test]

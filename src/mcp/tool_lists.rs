@@ -169,10 +169,10 @@ impl ToolLists {
             && surface
                 .toolsets()
                 .is_none_or(|wanted| op.toolsets.iter().any(|t| wanted.contains(t)))
-            && surface
-                .narrowing
-                .as_ref()
-                .is_none_or(|n| n.keeps(&op.tool_name, &op.toolsets, op.is_read_only()))
+            && surface.narrowing.as_ref().is_none_or(|n| {
+                op.rule_names()
+                    .all(|name| n.keeps(name, &op.toolsets, op.is_read_only()))
+            })
     }
 
     /// `op` is listed as its own tool on this surface.
@@ -206,11 +206,11 @@ impl ToolLists {
     /// URL's toolsets and `TOOLSETS` choose what is listed; naming `raw`
     /// asks for the rest of the API).
     pub fn raw_reaches(&self, surface: &Surface, op: &Operation) -> bool {
-        !self.exposure.disabled(&op.tool_name)
-            && surface
-                .narrowing
-                .as_ref()
-                .is_none_or(|n| n.lets_raw_reach(&op.tool_name, &op.toolsets))
+        !self.exposure.disables(op)
+            && surface.narrowing.as_ref().is_none_or(|n| {
+                op.rule_names()
+                    .all(|name| n.lets_raw_reach(name, &op.toolsets))
+            })
     }
 
     /// A fixed tool (`name` not an operation) is listed on this surface.
@@ -336,7 +336,7 @@ impl ToolLists {
 mod tests {
     use super::*;
     use crate::config::ExposureSettings;
-    use crate::surface::catalog_toolsets;
+    use crate::surface::{Narrowing, catalog_toolsets};
 
     fn tools_with(f: impl FnOnce(&mut ExposureSettings)) -> ToolLists {
         let mut settings = ExposureSettings {
@@ -400,6 +400,23 @@ mod tests {
         assert_eq!(parsed(), core);
         tools.tools(&surface("/mcp/all"));
         assert_eq!(parsed(), catalog.len());
+    }
+
+    #[test]
+    fn a_policy_that_denies_an_operation_denies_its_deprecated_twin_by_every_tool() {
+        let tools = tools_with(|_| {});
+        let mut surface = surface("/mcp/all");
+        surface.narrowing = Some(std::sync::Arc::new(Narrowing {
+            deny_tools: ["gitea_issue_delete_comment".to_owned()].into(),
+            ..Narrowing::default()
+        }));
+        let deprecated = Catalog::bundled()
+            .get("gitea_issue_delete_comment_deprecated")
+            .unwrap()
+            .clone();
+        let listed = tools.tools(&surface);
+        assert!(!listed.iter().any(|t| t.name == deprecated.tool_name));
+        assert!(!tools.raw_reaches(&surface, &deprecated));
     }
 
     #[test]

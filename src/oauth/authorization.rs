@@ -400,6 +400,19 @@ pub async fn complete_authorization(
             tracing::info!(login = %user.login, evicted = evicted.len(), "grants over the per-user cap were revoked");
         }
         Ok(_) => {}
+        Err(StoreError::QuotaSpent { .. }) => {
+            tracing::warn!(login = %user.login, "a sign-in refused: the account connected its limit of new clients within the hour");
+            server
+                .record(OAuthEvent::RegistrationLimited {
+                    login: &user.login,
+                    client_id: &request.client_id,
+                })
+                .await;
+            return Err(to_client(
+                ErrorCode::TemporarilyUnavailable,
+                "this account has connected as many new applications as it may within an hour; try again later, or reconnect an application already connected",
+            ));
+        }
         Err(err) => {
             tracing::error!(error = %err, "the grant could not be stored");
             return Err(to_client(

@@ -60,7 +60,8 @@ impl IntoResponse for ErrorRedirect {
     /// A redirect to the client, or (when sending it at once could be
     /// abused) a page with the link.
     fn into_response(self) -> Response {
-        if self.automatic {
+        let failure = crate::oauth::error::OAuthFailure(self.code.as_str());
+        let mut response = if self.automatic {
             with_page_headers(Redirect::to(&self.url).into_response())
         } else {
             PageError::ClientRequest {
@@ -68,7 +69,9 @@ impl IntoResponse for ErrorRedirect {
                 continue_to: (self.url, self.host),
             }
             .into_response()
-        }
+        };
+        response.extensions_mut().insert(failure);
+        response
     }
 }
 

@@ -156,6 +156,8 @@ pub struct ErrorRedirect {
     /// person's own decision); else shown on a page with a link, so the
     /// server is no open redirector.
     pub automatic: bool,
+    /// The error it carries.
+    pub code: ErrorCode,
 }
 
 impl ErrorRedirect {
@@ -175,6 +177,7 @@ impl ErrorRedirect {
             url: with_query(redirect_uri, &pairs),
             host: host_of(redirect_uri),
             automatic: true,
+            code,
         }
     }
 

@@ -123,6 +123,11 @@ impl From<StoreError> for OAuthError {
     }
 }
 
+/// Beside an OAuth error's response: its code, for the metrics step
+/// (`aegis_oauth_failures_total`), which names the endpoint by route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OAuthFailure(pub &'static str);
+
 impl IntoResponse for OAuthError {
     fn into_response(self) -> Response {
         let mut response = (
@@ -143,6 +148,9 @@ impl IntoResponse for OAuthError {
                 HeaderValue::from_static(r#"Basic realm="aegis-gitea-mcp""#),
             );
         }
+        response
+            .extensions_mut()
+            .insert(OAuthFailure(self.code.as_str()));
         response
     }
 }

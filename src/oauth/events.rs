@@ -58,6 +58,12 @@ pub enum OAuthEvent<'a> {
         client_id: &'a str,
         revoked_because: Option<&'static str>,
     },
+    /// A sign-in refused: the login connected its limit of new clients
+    /// within the hour.
+    RegistrationLimited {
+        login: &'a str,
+        client_id: &'a str,
+    },
 }
 
 impl OAuthEvent<'_> {
@@ -109,6 +115,9 @@ impl OAuthEvent<'_> {
                     Some(why) => event.detail("why", why),
                     None => event,
                 }
+            }
+            Self::RegistrationLimited { login, client_id } => {
+                with_client(EventKind::RegistrationLimited, client_id).oauth_login(login)
             }
         }
     }

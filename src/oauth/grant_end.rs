@@ -12,7 +12,7 @@
 use super::OAuthServer;
 use super::scopes::granted_access;
 use crate::audit::{Event, EventKind};
-use crate::store::{GrantRecord, StoreError};
+use crate::store::{GrantRecord, Removed, StoreError};
 
 /// Why a grant ended, and so who ended it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,10 +69,15 @@ impl GrantEnding<'_> {
 
     /// The audit entry of `grant` ending this way.
     pub fn entry(self, grant: &GrantRecord) -> Event {
+        self.entry_of(&grant.id, &grant.login, &grant.client_id)
+    }
+
+    /// The audit entry of the grant `id` of `login` and `client_id`.
+    fn entry_of(self, id: &str, login: &str, client_id: &str) -> Event {
         let event = Event::new(EventKind::GrantEnded)
-            .oauth_login(&grant.login)
-            .detail("grant", &grant.id)
-            .detail("client_id", &grant.client_id)
+            .oauth_login(login)
+            .detail("grant", id)
+            .detail("client_id", client_id)
             .detail("by", self.by())
             .detail("reason", self.reason());
         match self {
@@ -159,6 +164,44 @@ impl OAuthServer {
             }
         }
         Ok(existed)
+    }
+
+    /// Removes every client and grant of `login` (one step in the store),
+    /// one `grant_ended` entry per grant; what went.
+    pub async fn remove_everything_of_login(
+        &self,
+        login: &str,
+        ending: GrantEnding<'_>,
+    ) -> Result<Removed, StoreError> {
+        let removed = self
+            .store
+            .remove_everything_of_login(login, self.now())
+            .await?;
+        self.removal_ended(&removed, ending).await;
+        Ok(removed)
+    }
+
+    /// Removes every client registered from `network` and its grants,
+    /// one `grant_ended` entry per grant; what went.
+    pub async fn remove_everything_of_network(
+        &self,
+        network: &str,
+        ending: GrantEnding<'_>,
+    ) -> Result<Removed, StoreError> {
+        let removed = self
+            .store
+            .remove_everything_of_network(network, self.now())
+            .await?;
+        self.removal_ended(&removed, ending).await;
+        Ok(removed)
+    }
+
+    async fn removal_ended(&self, removed: &Removed, ending: GrantEnding<'_>) {
+        for grant in &removed.ended {
+            self.audit
+                .record_best_effort(ending.entry_of(&grant.id, &grant.login, &grant.client_id))
+                .await;
+        }
     }
 
     /// Records that `grant` ended, where the store ended it in the same

@@ -1,7 +1,8 @@
 //! `/admin`: every client and every grant, for Gitea site administrators
 //! (`is_admin` at sign-in, checked again with Gitea before every action)
 //! and the logins of `ADMIN_LOGINS`. Actions (revoke a grant, revoke every
-//! grant of a user, delete a client) go through a confirmation page and a
+//! grant of a user, delete a client, remove every client and grant of a
+//! login or of a network at once) go through a confirmation page and a
 //! CSRF-checked post, and are recorded through [`record_admin_action`].
 
 use crate::oauth::grant_end::GrantEnding;
@@ -32,9 +33,25 @@ const MAX_FILTER: usize = 256;
 /// An administrator's action.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AdminAction {
-    RevokeGrant { grant_id: String },
-    RevokeUser { login: String },
-    DeleteClient { client_id: String },
+    RevokeGrant {
+        grant_id: String,
+    },
+    RevokeUser {
+        login: String,
+    },
+    DeleteClient {
+        client_id: String,
+    },
+    /// Every grant of a login, and every client it used that no one else
+    /// holds a live grant for (the red team's F1, issue 53).
+    RemoveLogin {
+        login: String,
+    },
+    /// Every client registered from a network (`203.0.113.0/24`), and
+    /// their grants.
+    RemoveNetwork {
+        network: String,
+    },
 }
 
 impl AdminAction {
@@ -47,6 +64,17 @@ impl AdminAction {
             "revoke-grant" => Some(Self::RevokeGrant { grant_id: target }),
             "revoke-user" => Some(Self::RevokeUser { login: target }),
             "delete-client" => Some(Self::DeleteClient { client_id: target }),
+            "remove-login" => Some(Self::RemoveLogin { login: target }),
+            // The network the store counts the address in (its /24 or
+            // /48), written as the store writes it.
+            "remove-network" => {
+                target
+                    .parse::<ipnet::IpNet>()
+                    .ok()
+                    .map(|net| Self::RemoveNetwork {
+                        network: crate::client_address::ClientAddress(net.addr()).network(),
+                    })
+            }
             _ => None,
         }
     }
@@ -56,6 +84,8 @@ impl AdminAction {
             Self::RevokeGrant { .. } => "revoke-grant",
             Self::RevokeUser { .. } => "revoke-user",
             Self::DeleteClient { .. } => "delete-client",
+            Self::RemoveLogin { .. } => "remove-login",
+            Self::RemoveNetwork { .. } => "remove-network",
         }
     }
 
@@ -64,6 +94,8 @@ impl AdminAction {
             Self::RevokeGrant { grant_id } => grant_id,
             Self::RevokeUser { login } => login,
             Self::DeleteClient { client_id } => client_id,
+            Self::RemoveLogin { login } => login,
+            Self::RemoveNetwork { network } => network,
         }
     }
 }
@@ -324,6 +356,20 @@ pub async fn confirm(
                 None => return Err(PageError::Gone),
             }
         }
+        AdminAction::RemoveLogin { login } => (
+            "Remove every client and grant of this user?",
+            format!(
+                "Every grant of {login} is revoked, and every client {login} used that no one else holds a grant for is deleted."
+            ),
+            "Remove all",
+        ),
+        AdminAction::RemoveNetwork { network } => (
+            "Remove every client registered from this network?",
+            format!(
+                "Every client registered from {network} is deleted, and every grant it holds is revoked."
+            ),
+            "Remove all",
+        ),
     };
     Ok(render_page(
         StatusCode::OK,
@@ -361,9 +407,23 @@ pub async fn perform(
         AdminAction::DeleteClient { client_id } => {
             server.delete_client(client_id, ending).await.map(u64::from)
         }
+        AdminAction::RemoveLogin { login } => server
+            .remove_everything_of_login(login, ending)
+            .await
+            .map(|removed| removed.clients + removed.ended.len() as u64),
+        AdminAction::RemoveNetwork { network } => server
+            .remove_everything_of_network(network, ending)
+            .await
+            .map(|removed| removed.clients + removed.ended.len() as u64),
     };
+    let bulk = matches!(
+        action,
+        AdminAction::RevokeUser { .. }
+            | AdminAction::RemoveLogin { .. }
+            | AdminAction::RemoveNetwork { .. }
+    );
     match outcome? {
-        0 if !matches!(action, AdminAction::RevokeUser { .. }) => Err(PageError::Gone),
+        0 if !bulk => Err(PageError::Gone),
         changed => {
             record_admin_action(server.audit(), person.login(), &action, changed).await;
             Ok(with_page_headers(
@@ -402,6 +462,23 @@ async fn recheck_administrator(server: &OAuthServer, person: &SignedIn) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_network_is_kept_as_the_cidr_the_store_names_it_by() {
+        assert_eq!(
+            AdminAction::parse("remove-network", "203.0.113.77/24"),
+            Some(AdminAction::RemoveNetwork {
+                network: "203.0.113.0/24".into()
+            })
+        );
+        assert_eq!(
+            AdminAction::parse("remove-network", "2001:db8::/48"),
+            Some(AdminAction::RemoveNetwork {
+                network: "2001:db8:0::/48".into()
+            })
+        );
+        assert_eq!(AdminAction::parse("remove-network", "203.0.113.77"), None);
+    }
 
     #[test]
     fn only_known_actions_with_a_target_parse() {

@@ -21,6 +21,22 @@ pub const UNUSED_REGISTRATION_TTL: UnixTime = 60 * 60;
 /// and finishing their sign-in at once (two registrations each).
 pub const UNUSED_REGISTRATIONS_PER_NETWORK: u64 = 32;
 
+/// How long a used client (a dynamic registration, a cached metadata
+/// document) is kept once none of its grants is live: then it goes, and a
+/// client that comes back registers again. A day, so a person who revoked
+/// a connection by mistake can still reconnect the same client; short
+/// enough that clients used once cannot pile up (the red team's F1).
+pub const ORPHANED_CLIENT_TTL: UnixTime = 24 * 60 * 60;
+
+/// 1/this of `max_clients` is kept for networks that hold little of the
+/// table: one network, however much it uses, never takes the last of it
+/// (the red team's F1).
+pub const RESERVED_CLIENT_SHARE: u64 = 10;
+/// A network holding fewer than 1/this of `max_clients` (and at least
+/// fewer than [`UNUSED_REGISTRATIONS_PER_NETWORK`]) may use the reserved
+/// share.
+pub const SMALL_NETWORK_SHARE: u64 = 100;
+
 /// How long the refresh token just rotated away from stays usable, for a
 /// client that lost the answer and retries, or that raced itself. Short on
 /// purpose (Ory Hydra's default grace is 0, its maximum 5 minutes; AWS
@@ -39,6 +55,11 @@ pub struct StoreLimits {
     pub max_page_sessions_per_login: u64,
     /// Pending confirmations one grant may have open at once.
     pub max_pending_confirmations_per_grant: u64,
+    /// Clients one login may connect for the first time within an hour
+    /// (the red team's F1, issue 53): a person connects a handful; an
+    /// account signing in with client after client to fill the table is
+    /// stopped, and its registrations stay unused (and go within the hour).
+    pub max_new_clients_per_login: u64,
 }
 
 impl Default for StoreLimits {
@@ -50,6 +71,7 @@ impl Default for StoreLimits {
             max_grants_per_login: 50,
             max_page_sessions_per_login: 50,
             max_pending_confirmations_per_grant: 20,
+            max_new_clients_per_login: 10,
         }
     }
 }

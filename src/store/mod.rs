@@ -38,8 +38,8 @@ pub use activity::*;
 pub use copy::{check_sqlite_copy, copy_sqlite_store};
 pub use error::StoreError;
 pub use limits::{
-    PREVIOUS_REFRESH_GRACE_SECS, StoreLimits, UNUSED_REGISTRATION_TTL,
-    UNUSED_REGISTRATIONS_PER_NETWORK,
+    ORPHANED_CLIENT_TTL, PREVIOUS_REFRESH_GRACE_SECS, RESERVED_CLIENT_SHARE, SMALL_NETWORK_SHARE,
+    StoreLimits, UNUSED_REGISTRATION_TTL, UNUSED_REGISTRATIONS_PER_NETWORK,
 };
 pub use open::{
     SQLITE_FILE_NAME, SchemaInspection, StoreLocation, inspect_store, open_store, open_store_with,
@@ -117,6 +117,39 @@ pub trait ClientStore: Send + Sync {
     /// Deletes a client and revokes its grants. Returns whether it existed.
     async fn delete_client(&self, client_id: &str, now: UnixTime) -> Result<bool, StoreError>;
     async fn list_clients(&self) -> Result<Vec<ClientRecord>, StoreError>;
+    /// Registered clients (dynamic and metadata documents), for the
+    /// registration cap's metric.
+    async fn count_clients(&self) -> Result<u64, StoreError>;
+    /// Revokes every grant of `login` and deletes every client it used that
+    /// no other login holds a live grant for (`/admin`, in one step).
+    async fn remove_everything_of_login(
+        &self,
+        login: &str,
+        now: UnixTime,
+    ) -> Result<Removed, StoreError>;
+    /// Deletes every client registered from `network` and revokes their
+    /// grants (`/admin`, in one step).
+    async fn remove_everything_of_network(
+        &self,
+        network: &str,
+        now: UnixTime,
+    ) -> Result<Removed, StoreError>;
+}
+
+/// What a removal in one step took away: how many clients, and each
+/// grant it ended (for their `grant_ended` entries).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Removed {
+    pub clients: u64,
+    pub ended: Vec<EndedGrant>,
+}
+
+/// A grant that ended, as its audit entry names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndedGrant {
+    pub id: String,
+    pub login: String,
+    pub client_id: String,
 }
 
 /// Pending authorizations: requests parked between `/authorize` and the callback.

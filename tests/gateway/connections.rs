@@ -26,7 +26,7 @@ async fn half_open(source: &str, port: u16) -> Option<TcpStream> {
 }
 
 /// True when the gateway has closed `stream` (EOF or reset), within 1 s.
-async fn closed(stream: &mut TcpStream) -> bool {
+pub(crate) async fn closed(stream: &mut TcpStream) -> bool {
     let mut buf = [0u8; 64];
     match tokio::time::timeout(Duration::from_secs(1), stream.read(&mut buf)).await {
         Ok(Ok(0)) | Ok(Err(_)) => true,
@@ -106,7 +106,7 @@ async fn half_open_connections_from_one_address_leave_others_served() {
 }
 
 /// One `GET /health/live` on `stream`, kept alive; the answer's status line.
-async fn ask(stream: &mut TcpStream) -> String {
+pub(crate) async fn ask(stream: &mut TcpStream) -> String {
     get(stream, "/health/live")
         .await
         .lines()
@@ -116,7 +116,7 @@ async fn ask(stream: &mut TcpStream) -> String {
 }
 
 /// One `GET path` (a JSON answer) on `stream`, kept alive; the whole answer.
-async fn get(stream: &mut TcpStream, path: &str) -> String {
+pub(crate) async fn get(stream: &mut TcpStream, path: &str) -> String {
     let head = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
     stream.write_all(head.as_bytes()).await.unwrap();
     let mut answer = Vec::new();
@@ -145,7 +145,11 @@ async fn kept_alive_connections_wait_the_idle_timeout_and_heads_still_have_ten_s
     let data = crate::support::scratch_dir();
     let port = free_port();
     let mut serve = ServeProcess::new(&fake, &data, port, "connections-test-key-0123456789abcdef");
-    serve.extra = &[("IDLE_CONNECTION_TIMEOUT_SECONDS", "14")];
+    // The long idle timeout is a trusted proxy's: here the test plays one.
+    serve.extra = &[
+        ("IDLE_CONNECTION_TIMEOUT_SECONDS", "14"),
+        ("FORWARDED_ALLOW_IPS", "127.0.0.1"),
+    ];
     let mut child = serve.spawn();
     wait_ready(port).await;
 

@@ -12,6 +12,7 @@ mod audit;
 mod audit_forward;
 mod audit_process;
 mod cli;
+mod connection_slots;
 mod connections;
 mod fake_gitea_oauth;
 mod health;

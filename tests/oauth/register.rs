@@ -4,7 +4,7 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::{CLIENT_REDIRECT, OAuthGateway, TestClient, normalised, on_both_backends};
+use crate::{CLIENT_REDIRECT, OAuthGateway, Pkce, TestClient, normalised, on_both_backends, param};
 
 async fn registration_response_is_pinned(gateway: OAuthGateway) {
     let (status, mut body) = gateway
@@ -270,7 +270,9 @@ async fn two_hundred_hosted_connects_in_an_hour_all_succeed(mut gateway: OAuthGa
             100 + connect / 200,
             1 + connect % 200
         ));
-        let login = if connect % 2 == 0 { "alice" } else { "bob" };
+        // Each connect is a person of the team.
+        let login = format!("person-{}", connect + 1);
+        let login = login.as_str();
         let tokens = gateway.tokens(&client, login).await;
         let (status, result) = gateway
             .call_tool(&tokens.access_token, "gitea_user_get_current", json!({}))
@@ -285,6 +287,55 @@ on_both_backends!(
     two_hundred_hosted_connects_in_an_hour_all_succeed,
     ("FORWARDED_ALLOW_IPS", "127.0.0.1"),
     ("RATE_LIMIT_SIGN_INS_PER_IP", "")
+);
+
+/// The red team's F1 (issue 53): one account, from one network, registers
+/// and signs in with client after client to fill a small table. It is
+/// stopped at its limit of new clients an hour (a `registration_limited`
+/// entry names it), its later registrations stay unused and stop at the
+/// network's allowance, and claude.ai's network then connects.
+async fn one_account_cannot_fill_the_client_table(mut gateway: OAuthGateway) {
+    let vendor = gateway.http.clone();
+    gateway.http = from_address("203.0.113.9");
+    let mut signed_in = 0;
+    let mut limited = 0;
+    for _ in 0..60 {
+        let (status, body) = register_from(&gateway, "203.0.113.9").await;
+        if status != StatusCode::CREATED {
+            continue;
+        }
+        let client = TestClient {
+            client_id: body["client_id"].as_str().unwrap().to_owned(),
+            client_secret: None,
+            redirect_uri: CLIENT_REDIRECT.to_owned(),
+        };
+        let to_client = gateway.sign_in(&client, &Pkce::new(), "bob").await;
+        match param(&to_client, "error").as_deref() {
+            None => signed_in += 1,
+            Some("temporarily_unavailable") => limited += 1,
+            Some(other) => panic!("{other}: {to_client}"),
+        }
+    }
+    assert_eq!(signed_in, 10, "stopped at its limit");
+    assert!(limited > 0);
+    let entries = gateway.audit_events("registration_limited");
+    assert_eq!(entries.len(), limited);
+    assert_eq!(entries[0]["identity"]["login"], "bob", "{}", entries[0]);
+    // claude.ai's network connects.
+    gateway.http = vendor;
+    for network in ["160.79.104.7", "198.51.100.7", "192.0.2.7"] {
+        let (status, body) = register_from(&gateway, network).await;
+        assert_eq!(status, StatusCode::CREATED, "{network}: {body}");
+    }
+    gateway.http = from_address("160.79.104.7");
+    let claude = gateway.public_client().await;
+    let tokens = gateway.tokens(&claude, "alice").await;
+    assert!(tokens.access_token.starts_with("agm_"));
+}
+on_both_backends!(
+    one_account_cannot_fill_the_client_table,
+    ("FORWARDED_ALLOW_IPS", "127.0.0.1"),
+    ("OAUTH_MAX_CLIENTS", "60")
 );
 
 /// An HTTP client whose requests reach the gateway, through the trusted

@@ -92,18 +92,22 @@ fn delete_branch(name: &str) -> Value {
 /// Writes a fixture of this version's store into `AEGIS_STORE_FIXTURE_OUT`
 /// (a new folder): SQLite, or PostgreSQL when `AEGIS_STORE_FIXTURE_POSTGRES`
 /// is set (the support cluster; `pg_dump` on PATH).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[test]
 #[ignore = "writes a store fixture: tests/fixtures/stores/README.md"]
-async fn write_store_fixture() {
+fn write_store_fixture() {
+    let _held = ADDRESSES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    in_own_runtime(write_fixture());
+}
+
+async fn write_fixture() {
     let out =
         PathBuf::from(std::env::var("AEGIS_STORE_FIXTURE_OUT").expect("AEGIS_STORE_FIXTURE_OUT"));
     let postgres_url = match std::env::var("AEGIS_STORE_FIXTURE_POSTGRES") {
         Ok(_) => Some(postgres::fresh_database(&postgres::server_url()).await),
         Err(_) => None,
     };
-    let _held = ADDRESSES
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
     serve_metadata_document().await;
     let parts = GatewayParts {
         fake: FakeGitea::start().await,
@@ -467,19 +471,23 @@ fn the_newest_migration_has_its_fixture_on_both_backends() {
     );
 }
 
-/// Replays each fixture in a runtime of its own: dropping it closes the
-/// listeners on the fixed addresses before the next one binds them.
+/// Runs `work` in a runtime of its own: dropping it closes the listeners
+/// on the fixed addresses before the next user binds them.
+fn in_own_runtime(work: impl std::future::Future<Output = ()>) {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(work);
+}
+
 fn replay_each(backend: &str) {
     for folder in fixtures(backend) {
         let _held = ADDRESSES
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(replay(&folder));
+        in_own_runtime(replay(&folder));
     }
 }
 

@@ -23,12 +23,28 @@ build the replicas' environment.
   `KEEPALIVE_EXPIRY` (5 s, httpx's default) is dropped and a new one
   opened, so the client never races a balancer's client-side idle close
   (HAProxy's `timeout http-keep-alive` is 10 s).
+
+For the upgrade scenarios (`rolling.py` here, `tests/upgrade/restore_drill.py`):
+
+- `CallLoad`: clients calling `tools/call` continuously (each its own
+  kept-alive connection and a credential) in a thread of their own, while
+  the test does its steps; every call is recorded (times, `X-Served-By`,
+  the outcome the `classify` function given says: chaos.py's, in both).
+- `oauth_credentials(gateway, persons, grants, callback, name)`: grants
+  signed in through the real flow, kept with their refresh tokens and
+  clients; `refresh_grant(base, host, credential)` renews one where told
+  (the balancer or one replica) and the credential holds the new pair.
+- `run_binary(binary, args, env)`: a CLI command of the gateway with the
+  settings given; `binary_version(binary)`; `health_json(port)`.
+- `in_window(call, windows, grace)`: which window a call overlaps.
 """
 
 import asyncio
 import atexit
+import collections
 import json
 import os
+import random
 import resource
 import shutil
 import signal
@@ -36,8 +52,10 @@ import socket
 import string
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -243,11 +261,12 @@ class Replica:
         if self.alive():
             terminate(self.process, grace=30)
 
-    def log_tail(self, warnings=15, last=3):
-        """Its last `warnings` log lines above INFO, then its last `last` lines."""
+    def log_tail(self, warnings=15, last=3, skip=()):
+        """Its last `warnings` log lines above INFO, then its last `last`
+        lines; lines holding one of `skip` are left out of both."""
         try:
             with open(self.log_path, errors="replace") as f:
-                lines = f.read().splitlines()
+                lines = [line for line in f.read().splitlines() if not any(text in line for text in skip)]
         except OSError:
             return "(no log)"
         loud = [line for line in lines if '"level":"INFO"' not in line and '"level":"DEBUG"' not in line]
@@ -475,3 +494,224 @@ def stepper(tag):
         print("[%s %7.2f s] %s" % (tag, time.monotonic() - started, message), flush=True)
 
     return step
+
+
+# ---------------------------------------------------------------- the upgrade scenarios' parts
+
+# One call of a CallLoad: started and ended (seconds from the load's start),
+# the client's index, its credential's index, the outcome (`classify`'s
+# kind), who answered (X-Served-By, or the load's `served_default`), and
+# the status (the envelope's, or HTTP's; None without an answer).
+LoadCall = collections.namedtuple("LoadCall", "t0 t1 client cred kind served status")
+
+
+class CallLoad:
+    """`clients` MCP clients calling `tools/call TOOL` at 127.0.0.1:port (a
+    balancer or one gateway) with `Host: host`, in a thread of their own
+    (one asyncio loop), until `stop()`: each keeps one kept-alive
+    connection (`HttpConnection`) and one credential, and starts a call
+    every `interval` seconds (±20 %, the first at random within one
+    interval). Credentials are chaos.py's dicts (`label`, `token`, `login`,
+    `mode`); a credential whose `token` changes (a refresh) is used with the
+    new token from its next call on. By default the even clients use
+    credential 0 (the static bearer) and the odd ones the others in turn.
+    `classify(answer, credential)` -> (kind, status), chaos.py's `classify`."""
+
+    def __init__(self, port, host, credentials, clients, interval, classify, call_timeout=30.0,
+                 tool="gitea_user_get_current", assignment=None, served_default=None):
+        from gateway import tool_call_request  # tests/e2e, on the caller's sys.path
+
+        self.port = port
+        self.host = host
+        self.credentials = credentials
+        self.interval = interval
+        self.classify = classify
+        self.call_timeout = call_timeout
+        self.served_default = served_default
+        self.body, self.headers = tool_call_request(tool)
+        self.assignment = assignment or self.alternate(clients, len(credentials))
+        self.calls = []
+        self.connections = 0
+        self.t0 = None
+        self.thread = None
+        self.error = None
+        self._stop_at = float("inf")
+        self._raw = {}
+
+    @staticmethod
+    def alternate(clients, credentials):
+        """Credential 0 for the even clients, the others in turn for the odd ones."""
+        out, others, turn = [], credentials - 1, 0
+        for index in range(clients):
+            if index % 2 == 0 or others == 0:
+                out.append(0)
+            else:
+                out.append(1 + turn % others)
+                turn += 1
+        return out
+
+    def request(self, cred):
+        """The request bytes for credential `cred` with its current token."""
+        token = self.credentials[cred]["token"]
+        key = (cred, token)
+        if key not in self._raw:
+            self._raw[key] = request_bytes("POST", "/mcp", self.host, {"Authorization": "Bearer " + token, **self.headers}, self.body)
+        return self._raw[key]
+
+    def served(self, answer):
+        return answer.headers.get("x-served-by") or self.served_default
+
+    def now(self):
+        return time.monotonic() - self.t0
+
+    async def one_call(self, connection, client, cred):
+        credential = self.credentials[cred]
+        started = time.monotonic()
+        try:
+            answer = await connection.request(self.request(cred), timeout=self.call_timeout)
+            kind, status = self.classify(answer, credential)
+            served = self.served(answer)
+        except NoAnswer as err:
+            kind, status, served = ("timeout" if str(err) == "timeout" else "no_answer"), None, None
+        call = LoadCall(started - self.t0, time.monotonic() - self.t0, client, cred, kind, served, status)
+        self.calls.append(call)
+        return call
+
+    async def _client(self, client, cred):
+        connection = HttpConnection("127.0.0.1", self.port)
+        await asyncio.sleep(random.uniform(0, self.interval))
+        next_start = time.monotonic()
+        while time.monotonic() < self._stop_at:
+            await self.one_call(connection, client, cred)
+            next_start = max(next_start + self.interval * random.uniform(0.8, 1.2), time.monotonic())
+            await asyncio.sleep(max(0.0, next_start - time.monotonic()))
+        self.connections += connection.opened
+        connection.close()
+
+    def probe(self):
+        """One call per credential, one after another, before the load
+        starts (in the caller's thread): the calls."""
+        async def calls():
+            connection = HttpConnection("127.0.0.1", self.port)
+            out = [await self.one_call(connection, -1, cred) for cred in range(len(self.credentials))]
+            connection.close()
+            return out
+
+        self.t0 = time.monotonic()
+        out = asyncio.run(calls())
+        self.calls = []
+        return out
+
+    def start(self):
+        self.t0 = time.monotonic()
+        self.thread = threading.Thread(target=self._run, daemon=True, name="load")
+        self.thread.start()
+        return self
+
+    def _run(self):
+        async def everyone():
+            await asyncio.gather(*(self._client(client, cred) for client, cred in enumerate(self.assignment)))
+
+        try:
+            asyncio.run(everyone())
+        except BaseException as err:  # noqa: BLE001 (reported by stop())
+            self.error = err
+
+    def stop(self):
+        """No call starts from now on; waits for the calls in flight. The calls."""
+        self._stop_at = time.monotonic()
+        if self.thread is not None:
+            self.thread.join(self.interval * 1.2 + self.call_timeout + 10)
+            check(not self.thread.is_alive(), "the load's clients did not stop")
+            check(self.error is None, "the load's thread failed: %r" % self.error)
+        return self.calls
+
+
+def in_window(call, windows, grace):
+    """The index of the first window [start, end + grace] that `call`
+    (t0, t1) overlaps, or None."""
+    for index, window in enumerate(windows):
+        if call.t0 <= window["end"] + grace and call.t1 >= window["start"]:
+            return index
+    return None
+
+
+def oauth_credentials(gateway, persons, grants, callback, name):
+    """Each person (`login`, `password`) signs in `grants` times through the
+    real flow at `gateway` (a new public client each): chaos.py's
+    credentials, each with its `refresh_token`, `client_id` and
+    `refreshes` (0) too."""
+    from sdk_common import public_client, signed_in_tokens  # httpx2, from `pip install mcp`
+
+    credentials = []
+    for round_ in range(grants):
+        for person in persons:
+            client = public_client(gateway, callback, client_name="%s %s %d" % (name, person["login"], round_))
+            tokens = signed_in_tokens(gateway, client, callback, person)
+            check(tokens.get("refresh_token"), "a refresh token for %s: %s" % (person["login"], sorted(tokens)))
+            credentials.append({"label": "%s#%d" % (person["login"], round_ + 1), "token": tokens["access_token"],
+                                "refresh_token": tokens["refresh_token"], "client_id": client["client_id"],
+                                "login": person["login"], "mode": "oauth", "refreshes": 0})
+    return credentials
+
+
+def refresh_grant(base, host, credential, timeout=30):
+    """The refresh-token grant of `credential` (a public client) at `base`
+    (`http://127.0.0.1:PORT`: the balancer, or one replica) with `Host:
+    host`. On 200 the credential holds the new pair (its clients use the
+    new access token from their next call). (HTTP status, X-Served-By,
+    the error or '')."""
+    form = urllib.parse.urlencode({"grant_type": "refresh_token", "refresh_token": credential["refresh_token"],
+                                   "client_id": credential["client_id"]}).encode()
+    request = urllib.request.Request(base.rstrip("/") + "/token", data=form, method="POST", headers={
+        "Host": host, "Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            status, served, body = response.status, response.headers.get("x-served-by"), response.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.headers.get("x-served-by"), err.read()[:300].decode(errors="replace")
+    except (urllib.error.URLError, OSError) as err:
+        return None, None, "%s: %s" % (type(err).__name__, err)
+    tokens = json.loads(body)
+    if not tokens.get("access_token") or not tokens.get("refresh_token"):
+        return status, served, "no new pair in the answer: %s" % sorted(tokens)
+    credential["refresh_token"] = tokens["refresh_token"]
+    credential["token"] = tokens["access_token"]
+    credential["refreshes"] = credential.get("refreshes", 0) + 1
+    return status, served, ""
+
+
+def run_binary(binary, args, env, timeout=120):
+    """`binary args…` with `env` (and PATH, RUST_LOG=warn unless given) and
+    nothing else of this process's environment: (exit code, stdout,
+    stderr, seconds)."""
+    environment = {"PATH": os.environ.get("PATH", ""), "RUST_LOG": "warn", **env}
+    started = time.monotonic()
+    done = subprocess.run([binary, *args], env=environment, capture_output=True, text=True, timeout=timeout)
+    return done.returncode, done.stdout, done.stderr, time.monotonic() - started
+
+
+def binary_version(binary):
+    """What `binary --version` says after the program's name (`0.1.0 (…)`)."""
+    done = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=30)
+    check(done.returncode == 0, "%s --version: exit %s %s" % (binary, done.returncode, done.stderr))
+    words = done.stdout.strip().split(" ", 1)
+    return words[1] if len(words) == 2 else done.stdout.strip()
+
+
+def health_json(port, path="/health", host=None, timeout=5):
+    """(HTTP status, the JSON body or None) of 127.0.0.1:port's `path`;
+    (None, None) without an answer."""
+    headers = {"Host": host} if host else {}
+    request = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            status, body = response.status, response.read()
+    except urllib.error.HTTPError as err:
+        status, body = err.code, err.read()
+    except (urllib.error.URLError, OSError):
+        return None, None
+    try:
+        return status, json.loads(body)
+    except ValueError:
+        return status, None

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The outside security review's attacks (issue 15), and the red team's of
-issue 45 (ids `R45-F1` … `R45-F9`), replayed over loopback HTTP against the
-release binary, with the real seeded Gitea behind it.
+issue 45 (ids `R45-F1` … `R45-F9`) and issue 53 (`R53-F1` … `R53-F5`,
+`R53-B`), replayed over loopback HTTP against the release binary, with the
+real seeded Gitea behind it.
 
 Each attack is a function named for what the gateway must do, tagged with
 the finding's id (docs/security.md, "The outside review" and "The red team
@@ -9,12 +10,16 @@ on confirmations, policy, traces and forwarding"). It sends what the
 attacker sent and checks what a caller can see: the status, the error, the
 pages, the audit log on disk, whether other callers are still served, what
 reached a receiver the gateway ships to (an audit sink, a trace collector,
-run in this process), what Gitea logged. The in-process suites (`cargo
+run in this process), what Gitea logged or still holds, what the kernel
+says of the gateway's end of a connection. The in-process suites (`cargo
 test`) test the same rules one by one against the fake Gitea; this replay
 is the built binary as an operator runs it.
 
 The store is SQLite in a fresh data dir, or PostgreSQL when `DATABASE_URL`
-is set (CI runs both). F10 (the SQLite file itself) runs on SQLite only.
+is set (CI runs both). F10 (the SQLite file itself) runs on SQLite only,
+and so do the attacks on what never touches the store, unless named.
+`connections.py` and `big_bodies.py` beside this script hold the sockets,
+the pushed repository and the proxy of the issue-53 attacks.
 
 Usage: AEGIS_BIN=target/release/aegis-gitea-mcp tests/security/replay.py [ID…]
 (reads $AEGIS_E2E_DIR/fixture.json from `tests/e2e/gitea.sh start`; needs
@@ -47,6 +52,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 from gateway import audit_verify, check, gateway_log, load_fixture, mcp_tool_call, start_gateway, stepper, stop_gateway  # noqa: E402
 from sdk_common import Person, authorization_url, exchange, forms_of, page_session, public_client, register_client, signed_in_tokens, token_request  # noqa: E402
 
+import big_bodies  # noqa: E402 (tests/security/, beside this script)
+import connections  # noqa: E402
+
 FIXTURE = load_fixture()
 GATEWAY = FIXTURE["gateway_url"].rstrip("/")
 PORT = urllib.parse.urlparse(GATEWAY).port
@@ -76,9 +84,10 @@ step = stepper("security-replay")
 ATTACKS = []
 
 
-def attack(finding, store_free=False):
-    """Registers an attack. `store_free`: what it attacks never touches the
-    store (the audit forwarder), so it runs in the SQLite run only."""
+def attack(finding, store_free=None):
+    """Registers an attack. `store_free`: what it attacks (the audit
+    forwarder, the listener), when that never touches the store: it then
+    runs in the SQLite run only."""
 
     def register(function):
         ATTACKS.append((finding, function, store_free))
@@ -88,9 +97,10 @@ def attack(finding, store_free=False):
 
 
 @contextlib.contextmanager
-def gateway(extra_env=None, data_dir=None, max_open_files=None, on_start=None, survive_file_limit=False):
-    """A gateway on the fixture's URL; yields its data dir. `on_start` gets
-    the process once it answers."""
+def gateway(extra_env=None, data_dir=None, max_open_files=None, on_start=None, survive_file_limit=False, port=None):
+    """A gateway on the fixture's URL (or on loopback `port`, its public
+    URL still the fixture's); yields its data dir. `on_start` gets the
+    process once it answers."""
     data_dir = data_dir or tempfile.mkdtemp(prefix="aegis-replay-")
     process = start_gateway(
         FIXTURE,
@@ -99,6 +109,7 @@ def gateway(extra_env=None, data_dir=None, max_open_files=None, on_start=None, s
         extra_env={**BASE_ENV, **(extra_env or {})},
         max_open_files=max_open_files,
         survive_file_limit=survive_file_limit,
+        port=port,
     )
     if on_start:
         on_start(process)
@@ -724,7 +735,7 @@ def forwarded_all(receiver, data_dir, timeout=45):
     raise AssertionError("the sink never caught up: %d of %d entries; %s" % (len(receiver.lines()), len(audit_lines(data_dir)), health_body()))
 
 
-@attack("R45-F1", store_free=True)
+@attack("R45-F1", store_free="the audit forwarder")
 def a_sink_down_across_rotations_and_a_restart_gets_every_entry_once():
     # With the sink down across two or more rotations, the forwarder jumped
     # from the file it was in to the live one: whole rotated files never
@@ -767,7 +778,7 @@ def a_sink_down_across_rotations_and_a_restart_gets_every_entry_once():
     step("the copy: " + audit_verify(copy_dir, AUDIT_KEY))
 
 
-@attack("R45-F2", store_free=True)
+@attack("R45-F2", store_free="the audit forwarder")
 def a_slow_sink_under_steady_calls_never_trips_the_lag_bound():
     # The lag was counted from when the backlog was last empty: steady calls
     # to a sink that takes each batch in 1.5 s never let it empty, so a
@@ -976,6 +987,362 @@ def the_activity_figures_survive_a_normal_stop():
         step("10 calls, SIGTERM, a restart: /account says %s call(s) for the connection" % shown.group(1))
 
 
+# The red team of issue 53 (docs/security.md): what each finding showed,
+# replayed against the built binary and the real Gitea. Written before
+# their fixes, each failing for the reason the finding gives.
+
+CLAUDE_CALLBACK = "https://claude.ai/api/mcp/auth_callback"
+
+
+def signed_in_from(person, client, redirect_uri, address):
+    """`person` signs in for `client` as from `address` (X-Forwarded-For on
+    every request to the gateway): (the redirect back with its code, the
+    verifier), or (None, why it was refused)."""
+    url, verifier = authorization_url(GATEWAY, client, redirect_uri)
+    person.http.headers["X-Forwarded-For"] = address
+    person.client_callback = redirect_uri
+    try:
+        back = person.sign_in(url)
+    except AssertionError as err:
+        return None, str(err)
+    if "code=" not in back:
+        return None, back
+    return back, verifier
+
+
+@attack("R53-F1")
+def one_account_cannot_fill_the_client_table():
+    # One Gitea account, from one /24, registered a client and finished
+    # its sign-in at Gitea 60 times: each used registration raised the
+    # network's allowance by one, and the table (OAUTH_MAX_CLIENTS=60;
+    # on PostgreSQL, whose one store the run shares, 60 more than it holds)
+    # was full for every other network, revoked connections or not.
+    network = "10.%d.%d" % (secrets.randbelow(256), secrets.randbelow(256))
+    metadata = {"client_name": "replay-r53-f1", "redirect_uris": [CLIENT_CALLBACK], "token_endpoint_auth_method": "none"}
+    held = clients_in_store()  # a table with room for 60 more
+    with gateway({"OAUTH_MAX_CLIENTS": str(held + 60)}) as data_dir:
+        attacker = Person(GATEWAY, CLIENT_CALLBACK, USER["login"], USER["password"])
+        signed, refusals = 0, []
+        for n in range(1, 61):
+            address = "%s.%d" % (network, n)
+            status, client = register_client(GATEWAY, metadata, address)
+            if status != 201:
+                refusals.append((n, "registration: %s %s" % (status, client)))
+                continue
+            back, why = signed_in_from(attacker, client, CLIENT_CALLBACK, address)
+            if back:
+                signed += 1
+            else:
+                refusals.append((n, "sign-in: " + why[:300]))
+        step("OAUTH_MAX_CLIENTS=%d; 60 rounds of register and sign in as %s from %s.0/24: %d signed in, %d refused%s" % (
+            held + 60, USER["login"], network, signed, len(refusals), "; the first at round %d, %s" % refusals[0] if refusals else ""))
+        wrong = [] if refusals and refusals[0][0] < 60 else ["the attacker was never stopped: %d signed in, %d refused" % (signed, len(refusals))]
+        others = {"192.0.2.%d": CLIENT_CALLBACK, "198.51.100.%d": CLIENT_CALLBACK, "160.79.104.%d": CLAUDE_CALLBACK}
+        for pattern, callback in others.items():
+            address = pattern % (1 + secrets.randbelow(254))
+            status, body = register_client(GATEWAY, {"redirect_uris": [callback], "token_endpoint_auth_method": "none"}, address)
+            if status != 201:
+                wrong.append("/register from %s: %s %s" % (address, status, body.get("error_description", body)))
+        wrong += claude_connects(ADMIN, "160.79.106.%d" % (1 + secrets.randbelow(254)))
+        limited = [line for line in audit_lines(data_dir) if json.loads(line)["event"] == "registration_limited"]
+        if not any(USER["login"] in line for line in limited):
+            wrong.append("no registration_limited entry names %s (%d such entries)" % (USER["login"], len(limited)))
+        step("after it: %s" % ("; ".join(wrong) or "3 other networks register, Claude connects, the audit log names %s" % USER["login"]))
+        check(not wrong, "; ".join(wrong))
+
+
+def clients_in_store():
+    """The clients the store holds: none in a fresh SQLite data dir; on
+    PostgreSQL (one store for the whole run) what /admin counts."""
+    if not DATABASE_URL:
+        return 0
+    with gateway():
+        page = page_session(GATEWAY, ADMIN).http.get(GATEWAY + "/admin").text
+    counted = re.search(r"<p>(\d+) client\(s\)\.</p>", page)
+    check(counted, "/admin counts the clients: %s" % page[-500:])
+    return int(counted.group(1))
+
+
+def claude_connects(user, address):
+    """A claude.ai-style connect from `address` by `user`: registration,
+    sign-in at Gitea, code for tokens, a tool call. What went wrong, if
+    anything, as a list."""
+    status, client = register_client(GATEWAY, {"client_name": "Claude", "redirect_uris": [CLAUDE_CALLBACK], "token_endpoint_auth_method": "none"}, address)
+    if status != 201:
+        return ["Claude's registration from %s: %s %s" % (address, status, client.get("error_description", client))]
+    back, verifier = signed_in_from(Person(GATEWAY, CLAUDE_CALLBACK, user["login"], user["password"]), client, CLAUDE_CALLBACK, address)
+    if not back:
+        return ["%s's sign-in for Claude from %s: %s" % (user["login"], address, verifier)]
+    code = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(back).query))["code"]
+    form = {"grant_type": "authorization_code", "code": code, "redirect_uri": CLAUDE_CALLBACK, "code_verifier": verifier, "client_id": client["client_id"]}
+    tokens = httpx2.post(GATEWAY + "/token", data=form, headers={"X-Forwarded-For": address}, timeout=30)
+    if tokens.status_code != 200:
+        return ["Claude's token: %s %s" % (tokens.status_code, tokens.text[:300])]
+    status, me = mcp_tool_call(GATEWAY, tokens.json()["access_token"], "gitea_user_get_current")
+    if status != 200 or me.get("identity", {}).get("login") != user["login"]:
+        return ["Claude's call: %s" % str(me)[:300]]
+    return []
+
+
+def more_descriptors():
+    """This process's own descriptor limit raised for the attacks that hold
+    hundreds of connections."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 8192)), hard))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def a_newcomer_is_served_while_addresses_hold_every_slot(what, sources, newcomer, **gateway_args):
+    """64 kept-alive idle connections from each of `sources`, each opened
+    again as soon as the gateway closes it; a client from `newcomer` must
+    be served within 2 s, and again 15 s later."""
+    port = free_port()
+    with gateway(port=port, **gateway_args):
+        connections.newcomer_served_while_held(port, sources, newcomer, lambda message: step("%s: %s" % (what, message)))
+
+
+def clients_that_never_read_their_answers_lose_their_connections(what):
+    """Six clients with SO_RCVBUF 2048 read nothing: four ask tools/list
+    at /mcp/all once (the whole answer fits the gateway's send queue in
+    the kernel), two pipeline 24 asks (about 2 MiB then waits in the
+    kernel, the next answer in the gateway's own buffer). Today each sits
+    out the 620 s idle timer; each must be closed within 40 s."""
+    port = free_port()
+    with gateway(port=port):
+        connections.unread_answers_closed(port, BEARER, 40, lambda message: step("%s: %s" % (what, message)))
+
+
+@attack("R53-F2", store_free="the listener")
+def connections_that_hold_a_slot_without_using_it_lose_it_to_one_that_would():
+    # Connection slots were cheap to hold: MAX_CONNECTIONS (256, or 768
+    # under RLIMIT_NOFILE 1024) is four (twelve) addresses' 64, each of
+    # which asked once and then sat out the 620 s idle timer, and every
+    # new client was reset; a client that reads nothing held its slot as
+    # long. Three gateways on ports of their own, side by side (CI time).
+    more_descriptors()
+    parts = {
+        "4 addresses, MAX_CONNECTIONS=256": lambda what: a_newcomer_is_served_while_addresses_hold_every_slot(
+            what, ["127.0.0.%d" % n for n in range(2, 6)], "127.0.0.6", extra_env={"MAX_CONNECTIONS": "256"}),
+        "12 addresses, RLIMIT_NOFILE 1024": lambda what: a_newcomer_is_served_while_addresses_hold_every_slot(
+            what, ["127.0.0.%d" % n for n in range(2, 14)], "127.0.0.14", max_open_files=1024),
+        "6 clients that read nothing": clients_that_never_read_their_answers_lose_their_connections,
+    }
+    with concurrent.futures.ThreadPoolExecutor(len(parts)) as pool:
+        running = {what: pool.submit(part, what) for what, part in parts.items()}
+    wrong = []
+    for what, future in running.items():
+        try:
+            future.result()
+        except AssertionError as err:
+            wrong.append("%s: %s" % (what, err))
+    check(not wrong, "; ".join(wrong))
+
+
+def tool_outcome(token, name, arguments, path="/mcp"):
+    """A tools/call at `path`: `ran`, the envelope's error kind, or
+    `JSON-RPC <code>` for a tool the URL does not have."""
+    message = rpc(token, "tools/call", {"name": name, "arguments": arguments}, path=path)
+    if "error" in message:
+        return "JSON-RPC %s" % message["error"].get("code")
+    envelope = json.loads(message["result"]["content"][0]["text"])
+    return envelope["error"]["kind"] if "error" in envelope else "ran"
+
+
+GITEA_ADMIN = {"Authorization": "token " + ADMIN["token"]}
+REFUSED = ("tool_disabled", "unknown_tool", "invalid_arguments", "JSON-RPC -32602")
+
+
+def comment_routes(repo, index, direct=True):
+    """Each way to reach the deprecated routes of a comment on issue
+    `index` (`DELETE`/`PATCH /repos/{o}/{r}/issues/{index}/comments/{id}`):
+    (what, tool, arguments of the comment id, MCP URL). With `direct`, the
+    raw tool on the route the rules name first, as the control."""
+    owner, name = repo["owner"], repo["name"]
+    base = "/repos/%s/%s" % (owner, name)
+    typed = lambda cid: {"owner": owner, "repo": name, "index": index, "id": cid}  # noqa: E731
+    edit = {"body": "edited through a deprecated route"}
+    routes = [("raw DELETE issues/comments/{id}", "gitea_api_request", lambda cid: {"method": "DELETE", "path": "%s/issues/comments/%d" % (base, cid)}, "/mcp")] if direct else []
+    return routes + [
+        ("raw DELETE issues/{index}/comments/{id}", "gitea_api_request", lambda cid: {"method": "DELETE", "path": "%s/issues/%d/comments/%d" % (base, index, cid)}, "/mcp"),
+        ("raw PATCH issues/{index}/comments/{id}", "gitea_api_request", lambda cid: {"method": "PATCH", "path": "%s/issues/%d/comments/%d" % (base, index, cid), "body": edit}, "/mcp"),
+        ("gitea_issue_delete_comment_deprecated at /mcp/all", "gitea_issue_delete_comment_deprecated", typed, "/mcp/all"),
+        ("gitea_issue_edit_comment_deprecated at /mcp/all", "gitea_issue_edit_comment_deprecated", lambda cid: {**typed(cid), "body": edit}, "/mcp/all"),
+        ("gitea_call_write_operation gitea_issue_delete_comment_deprecated", "gitea_call_write_operation",
+         lambda cid: {"name": "gitea_issue_delete_comment_deprecated", "arguments": typed(cid)}, "/mcp"),
+        ("gitea_call_write_operation gitea_issue_edit_comment_deprecated", "gitea_call_write_operation",
+         lambda cid: {"name": "gitea_issue_edit_comment_deprecated", "arguments": {**typed(cid), "body": edit}}, "/mcp"),
+    ]
+
+
+def writing_tokens():
+    """The fixture's user signed in with write access at /mcp and at
+    /mcp/all (a token works at the URL it was issued for): URL to token."""
+    tokens = {}
+    for path in ("/mcp", "/mcp/all"):
+        client = public_client(GATEWAY, CLIENT_CALLBACK, client_name="replay")
+        url, verifier = authorization_url(GATEWAY, client, CLIENT_CALLBACK, resource=GATEWAY + path)
+        back = Person(GATEWAY, CLIENT_CALLBACK, USER["login"], USER["password"], access="write").sign_in(url)
+        tokens[path] = exchange(GATEWAY, client, back, verifier, CLIENT_CALLBACK)["access_token"]
+    return tokens
+
+
+def attempts_on_comments(tokens, data_dir, repo, index, routes, expected):
+    """Each route on a fresh comment of issue `index`, with the token of
+    its MCP URL (`tokens`: URL to token): the lines of those
+    that did not answer a kind in `expected`, left the comment changed, or
+    (for refusals) wrote no tool_call_refused entry."""
+    wrong = []
+    for what, tool, arguments, path in routes:
+        text = "replay R53-F3 " + secrets.token_hex(4)
+        made = httpx2.post("%s/repos/%s/%s/issues/%d/comments" % (GITEA_API, repo["owner"], repo["name"], index), json={"body": text}, headers=GITEA_ADMIN, timeout=30)
+        check(made.status_code == 201, "a comment: %s" % made.text[:300])
+        comment = made.json()["id"]
+        before = len(audit_lines(data_dir))
+        outcome = tool_outcome(tokens[path], tool, arguments(comment), path)
+        entries = [json.loads(line) for line in audit_lines(data_dir)[before:]]
+        refusal = [e.get("error_kind") for e in entries if e["event"] == "tool_call_refused"]
+        after = httpx2.get("%s/repos/%s/%s/issues/comments/%d" % (GITEA_API, repo["owner"], repo["name"], comment), headers=GITEA_ADMIN, timeout=30)
+        kept = "kept" if after.status_code == 200 and after.json()["body"] == text else ("deleted" if after.status_code == 404 else "edited")
+        fine = outcome in expected and kept == "kept" and (refusal or "confirmation_required" in expected)
+        line = "%s: %s, comment %s, tool_call_refused %s" % (what, outcome, kept, refusal or "none")
+        step(("  " if fine else "  WRONG ") + line)
+        if not fine:
+            wrong.append(line)
+    return wrong
+
+
+@attack("R53-F3")
+def deprecated_alias_routes_follow_the_rules_that_name_their_operation():
+    # deny_tools, DISABLED_TOOLS and CONFIRM_TOOLS naming
+    # gitea_issue_delete_comment (and _edit_) did not cover Gitea's
+    # deprecated routes for the same comment, /issues/{index}/comments/{id},
+    # which are operations of their own. CONFIRM=off, so a route that
+    # escapes the rule runs.
+    repo = FIXTURE["repos"]["user"]
+    issue = httpx2.post("%s/repos/%s/%s/issues" % (GITEA_API, repo["owner"], repo["name"]), json={"title": "replay R53-F3"}, headers=GITEA_ADMIN, timeout=30)
+    check(issue.status_code == 201, "the issue: %s" % issue.text[:300])
+    index = issue.json()["number"]
+    wrong = []
+    try:
+        rule = '[[rule]]\nid = "comments-stay"\ndeny_tools = ["gitea_issue_delete_comment", "gitea_issue_edit_comment"]\n'
+        with gateway({"POLICY_FILE": policy_file(rule), "CONFIRM": "off"}) as data_dir:
+            step("deny_tools = [gitea_issue_delete_comment, gitea_issue_edit_comment], %s's connections (write):" % USER["login"])
+            wrong += ["deny_tools: " + w for w in attempts_on_comments(writing_tokens(), data_dir, repo, index, comment_routes(repo, index), REFUSED)]
+        with gateway({"DISABLED_TOOLS": "gitea_issue_delete_comment"}) as data_dir:
+            step("DISABLED_TOOLS=gitea_issue_delete_comment, the admin bearer:")
+            deletes = [r for r in comment_routes(repo, index) if "edit" not in r[0] and "PATCH" not in r[0]]
+            wrong += ["DISABLED_TOOLS: " + w for w in attempts_on_comments({"/mcp": BEARER, "/mcp/all": BEARER}, data_dir, repo, index, deletes, REFUSED)]
+        with gateway({"CONFIRM": "off", "CONFIRM_TOOLS": "gitea_issue_delete_comment"}) as data_dir:
+            step("CONFIRM=off, CONFIRM_TOOLS=gitea_issue_delete_comment, %s's connections (write):" % USER["login"])
+            deletes = [r for r in comment_routes(repo, index) if "edit" not in r[0] and "PATCH" not in r[0]]
+            wrong += ["CONFIRM_TOOLS: " + w for w in attempts_on_comments(writing_tokens(), data_dir, repo, index, deletes, ("confirmation_required",))]
+    finally:
+        httpx2.delete("%s/repos/%s/%s/issues/%d" % (GITEA_API, repo["owner"], repo["name"], index), headers=GITEA_ADMIN, timeout=30)
+    check(not wrong, "%d route(s) escaped the rule naming their operation: %s" % (len(wrong), "; ".join(wrong)))
+
+
+def refusals_since(data_dir, before):
+    """The tool_call_refused entries written after line `before` of the log."""
+    return [e for e in (json.loads(line) for line in audit_lines(data_dir)[before:]) if e["event"] == "tool_call_refused"]
+
+
+@attack("R53-F4")
+def a_denied_retry_and_a_call_past_the_pending_bound_are_audited():
+    # Two refusals of the confirmation gate reached no audit entry: the
+    # retry of a call its person denied (confirmation_denied), and a call
+    # past a connection's 20 waiting ones (confirmation_pending).
+    with gateway() as data_dir:
+        client = public_client(GATEWAY, CLIENT_CALLBACK, client_name="replay")
+        token = signed_in_tokens(GATEWAY, client, CLIENT_CALLBACK, USER, access="write")["access_token"]
+        name = "replay-r53-f4-" + secrets.token_hex(3)
+        status, asked = delete_branch(token, name)
+        check(status == 200 and asked.get("error", {}).get("kind") == "confirmation_required" and asked["error"].get("confirm_url"), "the delete waits: %s" % (asked,))
+        person = page_session(GATEWAY, USER)
+        _, csrf = confirmation_form(person, asked["error"]["confirm_url"])
+        denied = person.http.post(asked["error"]["confirm_url"], data={"csrf_token": csrf, "decision": "deny"}, headers={"Origin": "null"})
+        check(denied.status_code == 303, "the person denies: %s" % denied.status_code)
+        before = len(audit_lines(data_dir))
+        status, retry = delete_branch(token, name)
+        check(retry.get("error", {}).get("kind") == "confirmation_denied", "the retry: %s" % (retry,))
+        refused = refusals_since(data_dir, before)
+        step("the retry of a denied call: confirmation_denied; tool_call_refused entries: %s" % [e.get("error_kind") for e in refused])
+        wrong = [] if [e.get("error_kind") for e in refused] == ["confirmation_denied"] else ["the denied retry left no tool_call_refused entry (confirmation_denied): %s" % refused]
+        other = public_client(GATEWAY, CLIENT_CALLBACK, client_name="replay")
+        flooding = signed_in_tokens(GATEWAY, other, CLIENT_CALLBACK, USER, access="write")["access_token"]
+        kinds = [delete_branch(flooding, "%s-%d" % (name, n))[1]["error"]["kind"] for n in range(20)]
+        check(kinds == ["confirmation_required"] * 20, "20 calls wait: %s" % kinds)
+        before = len(audit_lines(data_dir))
+        status, past = delete_branch(flooding, name + "-21")
+        check(past.get("error", {}).get("kind") == "confirmation_pending", "the 21st: %s" % (past,))
+        refused = refusals_since(data_dir, before)
+        step("the 21st waiting call of a connection: confirmation_pending; tool_call_refused entries: %s" % [e.get("error_kind") for e in refused])
+        if len(refused) != 1:
+            wrong.append("the 21st call left %d tool_call_refused entries" % len(refused))
+        check(not wrong, "; ".join(wrong))
+
+
+@attack("R53-F5", store_free="the listener")
+def a_partial_head_pipelined_behind_a_request_has_the_header_timeout():
+    # The bytes of a pipelined head arrived with the request before it, so
+    # the watch never saw them arrive: after the answer the connection had
+    # the idle timer (620 s), not the 10 s header-read timeout.
+    with gateway():
+        conn = connections.connect(PORT)
+        sent = time.monotonic()
+        conn.sendall(connections.live_request(PORT) + b"GET /hea")
+        check(connections.read_answer(conn) == 200, "the first request is answered")
+        connections.wait_closed(conn, 14 - (time.monotonic() - sent))
+        closed_at = time.monotonic() - sent
+        conn.close()
+        check(closed_at < 14, "the connection with a partial head was still open 14 s after its first byte")
+        step("the partial head pipelined behind an answered request: closed %.1f s after its first byte" % closed_at)
+
+
+@attack("R53-B", store_free="reading Gitea's answers with the static bearer")
+def big_bodies_from_the_real_gitea_give_bounded_answers():
+    # The seed row of the ADR: 16 MiB of text, 64 KiB of an error. A
+    # 20 MiB text file and a commit of 10,000 files (its unpaginated list
+    # of files) in a repository of the real Gitea; 1 MiB error bodies from
+    # a proxy in front of it (the real Gitea sends none that big).
+    limit = 200_000  # MAX_TOOL_RESPONSE_CHARS, the default
+    files = {"big.txt": big_bodies.text_of(20 * big_bodies.MIB)}
+    files.update({"many/f%05d.txt" % n: b"%d\n" % n for n in range(10_000)})
+    began = time.monotonic()
+    owner, name, sha = big_bodies.pushed_repository(FIXTURE, "replay-r53-b-" + secrets.token_hex(3), files)
+    step("pushed %s/%s (a 20 MiB text file, 10,000 more files) in %.1f s" % (owner, name, time.monotonic() - began))
+    proxy = big_bodies.ErrorProxy(FIXTURE["gitea_url"])
+
+    def bounded(what, pid, tool, arguments):
+        return big_bodies.bounded_answer(GATEWAY + "/mcp/all", BEARER, pid, tool, arguments, limit, what, step)
+
+    try:
+        started = {}
+        with gateway(on_start=lambda p: started.update(process=p)):
+            pid = started["process"].pid
+            where = {"owner": owner, "repo": name}
+            raw = bounded("the 20 MiB file (gitea_repo_get_raw_file)", pid, "gitea_repo_get_raw_file", {**where, "filepath": "big.txt"})
+            check(raw.get("truncated") is True and raw["truncation"].get("data_format") == "text", "the raw file is marked as cut: %s" % raw.get("truncation"))
+            contents = bounded("the 20 MiB file (gitea_repo_get_contents)", pid, "gitea_repo_get_contents", {**where, "filepath": "big.txt"})
+            check("data" in contents, "the file's contents: %s" % str(contents)[:300])
+            commit = bounded("a commit's 10,000 files (gitea_repo_get_single_commit)", pid, "gitea_repo_get_single_commit", {**where, "sha": sha})
+            check(commit.get("truncated") is True and commit["truncation"].get("data_chars_omitted", 0) > 0, "the commit is marked as cut: %s" % commit.get("truncation"))
+        started.clear()
+        with gateway({"GITEA_URL": proxy.url}, on_start=lambda p: started.update(process=p)):
+            pid = started["process"].pid
+            for kind in big_bodies.BIG_ERRORS:
+                failed = bounded("an error body (%s)" % kind, pid, "gitea_repo_get", {"owner": big_bodies.BIG_ERROR_OWNER, "repo": kind})
+                check("error" in failed and len(failed["error"].get("message", "")) <= 501, "%s: %s" % (kind, str(failed)[:600]))
+            check(sorted(set(proxy.served)) == sorted(big_bodies.BIG_ERRORS), "the proxy answered %s" % proxy.served)
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
+        big_bodies.delete_repository(FIXTURE, owner, name)
+
 def main():
     only = set(sys.argv[1:])
     store = "PostgreSQL" if DATABASE_URL else "SQLite"
@@ -984,7 +1351,7 @@ def main():
         if only and finding not in only:
             continue
         if store_free and DATABASE_URL and finding not in only:
-            step("%s runs with the SQLite store only: the audit forwarder never touches the store" % finding)
+            step("%s runs with the SQLite store only: %s never touches the store" % (finding, store_free))
             continue
         step("%s %s (%s store)" % (finding, function.__name__.replace("_", " "), store))
         try:

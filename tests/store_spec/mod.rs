@@ -14,4 +14,5 @@ pub mod opening;
 pub mod page_sessions;
 pub mod pending;
 pub mod refresh;
+pub mod registrations;
 pub mod schema;

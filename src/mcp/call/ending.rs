@@ -76,9 +76,19 @@ pub(super) fn close(service: &CallServices, context: &CallContext<'_>, ending: &
         Ending::Ran { status, took, .. } => (*status, *took),
         _ => (None, Duration::ZERO),
     };
-    service
-        .metrics()
-        .observe_tool_call(context.tool_label, ending.call_outcome(), status, took);
+    let metrics = service.metrics();
+    metrics.observe_tool_call(context.tool_label, ending.call_outcome(), status, took);
+    // `aegis_gitea_up`: Gitea answered this call, or could not be reached.
+    match ending {
+        Ending::Ran {
+            status: Some(_), ..
+        } => metrics.set_gitea_up(true),
+        Ending::Ran {
+            error: Some(ErrorKind::UpstreamUnreachable | ErrorKind::UpstreamTimeout),
+            ..
+        } => metrics.set_gitea_up(false),
+        _ => {}
+    }
     if let (Some(recorder), Some(connection), Some(login)) = (
         service.activity(),
         context.connection,

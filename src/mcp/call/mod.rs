@@ -199,9 +199,11 @@ async fn steps(
     let confirmation = match confirmed {
         Ok(confirmation) => confirmation,
         Err(Stopped::Refused(error)) => {
-            let ending = Ending::Refused {
-                kind: Some(error.kind.as_str()),
-            };
+            // Every refusal leaves the call's own entry, whatever the gate
+            // wrote about the confirmation (the red team's F4, issue 53).
+            let kind = error.kind.as_str();
+            record_refusal(service, refused_event(identity, name, kind)).await;
+            let ending = Ending::Refused { kind: Some(kind) };
             return (ending, CallEnding::error(&error.to_json()));
         }
         Err(Stopped::Waiting(json)) => return (Ending::Waiting, CallEnding::error(&json)),
@@ -262,6 +264,19 @@ async fn steps(
     )
 }
 
+/// Writes a refused call's `tool_call_refused` entry; the call is refused
+/// whether or not the entry could be written.
+async fn record_refusal(service: &CallServices, event: crate::audit::Event) {
+    if let Err(err) = service
+        .audit()
+        .record(event)
+        .instrument(spans::audit("tool_call_refused"))
+        .await
+    {
+        tracing::error!(error = %err, "the tool_call_refused entry could not be written");
+    }
+}
+
 /// A call [`Dispatcher::admit`] refused: its entry and its answer.
 async fn refuse(
     service: &CallServices,
@@ -276,14 +291,7 @@ async fn refuse(
         // Rule ids, never argument values.
         event = event.detail("policy_rules", rules.join(","));
     }
-    if let Err(err) = service
-        .audit()
-        .record(event)
-        .instrument(spans::audit("tool_call_refused"))
-        .await
-    {
-        tracing::error!(error = %err, "the tool_call_refused entry could not be written");
-    }
+    record_refusal(service, event).await;
     let answer = match refusal {
         CallRefusal::UnknownTool => CallEnding::UnknownTool,
         CallRefusal::Error(err) => CallEnding::error(&err.to_json()),

@@ -14,7 +14,6 @@ use super::services::CallServices;
 use crate::audit::{Event, EventKind};
 use crate::gitea::{ErrorKind, ToolError};
 use crate::identity::Identity;
-use crate::mcp::call_events::refused_event;
 use crate::mcp::confirmation::{
     GatedCall, elicitation_approves, elicitation_form, inner_arguments, summary, typed_name,
 };
@@ -57,16 +56,10 @@ pub(super) async fn confirm_admin_call(
         return Ok(None);
     }
     let Some(session) = session else {
-        return Err(refused(
-            service,
-            identity,
-            call.tool,
-            ToolError::new(
-                ErrorKind::ConfirmationRequired,
-                "This call needs a person's confirmation (CONFIRM_ADMIN), and this client cannot be asked: over stdio a client must support elicitation; over HTTP the admin token cannot be confirmed. Nothing was sent to Gitea.",
-            ),
-        )
-        .await);
+        return Err(ToolError::new(
+            ErrorKind::ConfirmationRequired,
+            "This call needs a person's confirmation (CONFIRM_ADMIN), and this client cannot be asked: over stdio a client must support elicitation; over HTTP the admin token cannot be confirmed. Nothing was sent to Gitea.",
+        ));
     };
     let inner = inner_arguments(call.tool, call.args);
     let route = service
@@ -109,32 +102,10 @@ pub(super) async fn confirm_admin_call(
         }
         Err(err) => {
             tracing::warn!(error = %err, "the elicitation could not be sent");
-            Err(refused(
-                service,
-                identity,
-                call.tool,
-                ToolError::new(
-                    ErrorKind::ConfirmationRequired,
-                    "The person could not be asked to confirm this call. Nothing was sent to Gitea.",
-                ),
-            )
-            .await)
+            Err(ToolError::new(
+                ErrorKind::ConfirmationRequired,
+                "The person could not be asked to confirm this call. Nothing was sent to Gitea.",
+            ))
         }
     }
-}
-
-/// A call its person could not be asked about: its `tool_call_refused`
-/// entry, so that the log holds every call (a denial has its
-/// `confirmation_denied` entry instead).
-async fn refused(
-    service: &CallServices,
-    identity: &Identity,
-    tool: &str,
-    error: ToolError,
-) -> ToolError {
-    service
-        .audit()
-        .record_best_effort(refused_event(identity, tool, error.kind.as_str()))
-        .await;
-    error
 }

@@ -186,6 +186,7 @@ impl Who<'_> {
     }
 }
 
+mod refusals;
 mod retry;
 
 impl Harness {

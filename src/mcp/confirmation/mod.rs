@@ -73,14 +73,15 @@ impl ConfirmationRules {
         raw_method: Option<&str>,
         surface: &Surface,
     ) -> bool {
-        let named = |list: &[String]| {
-            list.iter()
-                .any(|t| t == tool || operation.is_some_and(|op| &op.tool_name == t))
-        };
-        let by_policy = surface.narrowing.as_ref().is_some_and(|n| {
-            n.confirm_tools.contains(tool)
-                || operation.is_some_and(|op| n.confirm_tools.contains(&op.tool_name))
-        });
+        // The tool called, and the operation it runs by each of its rule
+        // names (a deprecated operation's twin too: the red team's F3).
+        let names =
+            || std::iter::once(tool).chain(operation.into_iter().flat_map(Operation::rule_names));
+        let named = |list: &[String]| names().any(|name| list.iter().any(|t| t == name));
+        let by_policy = surface
+            .narrowing
+            .as_ref()
+            .is_some_and(|n| names().any(|name| n.confirm_tools.contains(name)));
         if by_policy || named(&self.settings.always) {
             return true;
         }

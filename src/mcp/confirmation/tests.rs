@@ -43,6 +43,25 @@ fn by_default_destructive_calls_need_their_person() {
 }
 
 #[test]
+fn a_deprecated_operation_waits_when_its_twin_is_named() {
+    let catalog = Catalog::bundled();
+    let s = Surface::default();
+    let old = op(&catalog, "gitea_issue_delete_comment_deprecated");
+    let off = rules(ConfirmMode::Off, &["gitea_issue_delete_comment"], &[]);
+    assert!(off.needs(&old.tool_name, Some(old), None, &s));
+    assert!(off.needs(RAW_TOOL_NAME, Some(old), Some("DELETE"), &s));
+    let by_policy = Surface {
+        narrowing: Some(std::sync::Arc::new(Narrowing {
+            confirm_tools: ["gitea_issue_delete_comment".to_owned()].into(),
+            ..Narrowing::default()
+        })),
+        ..Surface::default()
+    };
+    let none = rules(ConfirmMode::Off, &[], &[]);
+    assert!(none.needs(CALL_WRITE_TOOL_NAME, Some(old), None, &by_policy));
+}
+
+#[test]
 fn writes_mode_asks_for_every_change_and_off_for_none() {
     let catalog = Catalog::bundled();
     let s = Surface::default();

@@ -3,7 +3,7 @@
 //! private, and the folders a SQLite store keeps of itself before its
 //! migrations (`DATA_DIR/backups/before-schema-NNNN-…`, the newest few).
 //! The copy itself is SQL (`VACUUM INTO`, `sql/schema.rs`); an operator's
-//! backup adds the audit log (`crate::backup`).
+//! backup (`store backup`) adds the audit log.
 
 use std::fs::{self, DirBuilder, OpenOptions, Permissions};
 use std::io::{Read, Write};

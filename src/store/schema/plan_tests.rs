@@ -68,6 +68,16 @@ fn outcome(plan: &SchemaPlan) -> String {
     }
 }
 
+/// A store's case: its name, what it applied, its history, the rule, and
+/// the outcome expected.
+type Row = (
+    &'static str,
+    Vec<AppliedMigration>,
+    Vec<RecordedMigration>,
+    MigrateMode,
+    &'static str,
+);
+
 #[test]
 fn each_store_a_binary_may_meet() {
     use MigrateMode::{Auto, Never};
@@ -81,13 +91,7 @@ fn each_store_a_binary_may_meet() {
         a.remove(4);
         a
     };
-    let rows: Vec<(
-        &str,
-        Vec<AppliedMigration>,
-        Vec<RecordedMigration>,
-        MigrateMode,
-        &str,
-    )> = vec![
+    let rows: Vec<Row> = vec![
         ("an empty store", vec![], vec![], Auto, "create 10"),
         (
             "an empty store, migrating off",

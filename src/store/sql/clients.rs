@@ -9,8 +9,9 @@ use super::backend::{SqlRow, Stmt, stmt};
 use super::{Backend, SqlStore};
 use crate::store::ClientStore;
 use crate::store::{
-    ClientRecord, Registration, SecretHash, StoreError, TokenEndpointAuthMethod,
-    UNUSED_REGISTRATION_TTL, UNUSED_REGISTRATIONS_PER_NETWORK, UnixTime,
+    ClientRecord, EndedGrant, ORPHANED_CLIENT_TTL, RESERVED_CLIENT_SHARE, Registration, Removed,
+    SMALL_NETWORK_SHARE, SecretHash, StoreError, TokenEndpointAuthMethod, UNUSED_REGISTRATION_TTL,
+    UNUSED_REGISTRATIONS_PER_NETWORK, UnixTime,
 };
 
 const INSERT_CLIENT: &str = "INSERT INTO clients (client_id, client_name, redirect_uris, \
@@ -18,11 +19,23 @@ const INSERT_CLIENT: &str = "INSERT INTO clients (client_id, client_name, redire
      secret_hash, metadata, created_at, expires_at, registered_from) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
 
-/// Removes dynamic registrations that no sign-in used within
-/// [`UNUSED_REGISTRATION_TTL`] of registering.
-const DELETE_UNUSED_REGISTRATIONS: &str = "DELETE FROM clients WHERE registration = 'dcr' \
+/// Removes clients that no sign-in used within [`UNUSED_REGISTRATION_TTL`]
+/// of registering (or of fetching their metadata document: fetched again
+/// when it is used).
+const DELETE_UNUSED_REGISTRATIONS: &str = "DELETE FROM clients \
+     WHERE registration IN ('dcr', 'cimd') \
      AND first_used_at IS NULL AND created_at <= $1 \
      AND NOT EXISTS (SELECT 1 FROM grants g WHERE g.client_id = clients.client_id)";
+
+/// Used clients none of whose grants has been live since `$1`: the red
+/// team's F1 (used registrations were kept for good). At most 1,000 a
+/// pruning round.
+const SELECT_ORPHANED_CLIENTS: &str = "SELECT client_id FROM clients \
+     WHERE registration IN ('dcr', 'cimd') \
+     AND first_used_at IS NOT NULL AND created_at <= $1 \
+     AND NOT EXISTS (SELECT 1 FROM grants g WHERE g.client_id = clients.client_id \
+     AND (g.revoked_at IS NULL OR g.revoked_at > $1)) \
+     ORDER BY created_at LIMIT 1000";
 
 // A metadata document never replaces a dynamically registered client of
 // the same id (they cannot collide in practice: theirs is an https URL).
@@ -48,19 +61,64 @@ macro_rules! client_columns {
 }
 
 impl<DB: Backend> SqlStore<DB> {
+    /// Inside the caller's transaction: deletes a client with everything
+    /// hanging off it (its grants revoked, their tokens and codes deleted,
+    /// its pending requests and consent records removed). Whether it
+    /// existed. The caller invalidates the resolved tokens once committed.
+    pub(super) async fn delete_client_in(
+        tx: &mut DB::Connection,
+        client_id: &str,
+        now: UnixTime,
+    ) -> Result<bool, StoreError> {
+        let existed = stmt::<DB>("DELETE FROM clients WHERE client_id = $1")
+            .bind(client_id)
+            .execute(&mut *tx)
+            .await?
+            > 0;
+        stmt::<DB>("UPDATE grants SET revoked_at = $2 WHERE client_id = $1 AND revoked_at IS NULL")
+            .bind(client_id)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        for sql in [
+            "DELETE FROM tokens WHERE grant_id IN (SELECT id FROM grants WHERE client_id = $1)",
+            "DELETE FROM auth_codes WHERE client_id = $1",
+            "DELETE FROM pending_authorizations WHERE client_id = $1",
+            "DELETE FROM consents WHERE client_id = $1",
+        ] {
+            stmt::<DB>(sql).bind(client_id).execute(&mut *tx).await?;
+        }
+        Ok(existed)
+    }
+
     /// Inside a write transaction: whether one more client fits, after
     /// removing dynamic registrations that were never used.
     async fn make_room_for_client(
         &self,
         conn: &mut DB::Connection,
+        network: Option<&str>,
         now: UnixTime,
     ) -> Result<bool, StoreError> {
         Self::lock_cap(conn, "clients").await?;
-        if client_count::<DB>(&mut *conn).await? < self.limits.max_clients {
-            return Ok(true);
+        let mut count = client_count::<DB>(&mut *conn).await?;
+        if count >= self.limits.max_clients {
+            Self::delete_unused_registrations(conn, now).await?;
+            count = client_count::<DB>(&mut *conn).await?;
         }
-        Self::delete_unused_registrations(conn, now).await?;
-        Ok(client_count::<DB>(&mut *conn).await? < self.limits.max_clients)
+        if count >= self.limits.max_clients {
+            return Ok(false);
+        }
+        // The reserved share is for networks that hold little (F1): one
+        // network never takes the last of the table, however much it used.
+        let reserve = self.limits.max_clients / RESERVED_CLIENT_SHARE;
+        if count >= self.limits.max_clients - reserve
+            && let Some(network) = network
+        {
+            let small = (self.limits.max_clients / SMALL_NETWORK_SHARE)
+                .max(UNUSED_REGISTRATIONS_PER_NETWORK);
+            return Ok(network_count::<DB>(&mut *conn, network).await? < small);
+        }
+        Ok(true)
     }
 
     pub(super) async fn delete_unused_registrations(
@@ -71,6 +129,27 @@ impl<DB: Backend> SqlStore<DB> {
             .bind(now - UNUSED_REGISTRATION_TTL)
             .execute(conn)
             .await
+    }
+
+    /// Deletes the clients whose grants all ended more than
+    /// [`ORPHANED_CLIENT_TTL`] ago, each with its consents and pending
+    /// requests, a bounded batch per call (the pruning runs every few
+    /// minutes).
+    pub(super) async fn delete_orphaned_clients(
+        conn: &mut DB::Connection,
+        now: UnixTime,
+    ) -> Result<u64, StoreError> {
+        let orphaned = stmt::<DB>(SELECT_ORPHANED_CLIENTS)
+            .bind(now - ORPHANED_CLIENT_TTL)
+            .fetch_all(&mut *conn)
+            .await?;
+        let mut deleted = 0;
+        for row in &orphaned {
+            if Self::delete_client_in(&mut *conn, &row.text("client_id")?, now).await? {
+                deleted += 1;
+            }
+        }
+        Ok(deleted)
     }
 
     /// Inside the clients' cap lock: whether `network` already holds its
@@ -98,6 +177,27 @@ impl<DB: Backend> SqlStore<DB> {
 
 async fn client_count<DB: Backend>(conn: &mut DB::Connection) -> Result<u64, StoreError> {
     let row = stmt::<DB>("SELECT COUNT(*) AS n FROM clients")
+        .fetch_optional(conn)
+        .await?
+        .ok_or(StoreError::Corrupt("client count"))?;
+    Ok(u64::try_from(row.int("n")?).unwrap_or(0))
+}
+
+fn ended_grant<DB: Backend>(row: &SqlRow<DB>) -> Result<EndedGrant, StoreError> {
+    Ok(EndedGrant {
+        id: row.text("id")?,
+        login: row.text("login")?,
+        client_id: row.text("client_id")?,
+    })
+}
+
+/// The clients registered from `network`.
+async fn network_count<DB: Backend>(
+    conn: &mut DB::Connection,
+    network: &str,
+) -> Result<u64, StoreError> {
+    let row = stmt::<DB>("SELECT COUNT(*) AS n FROM clients WHERE registered_from = $1")
+        .bind(network)
         .fetch_optional(conn)
         .await?
         .ok_or(StoreError::Corrupt("client count"))?;
@@ -164,7 +264,10 @@ impl<DB: Backend> ClientStore for SqlStore<DB> {
         now: UnixTime,
     ) -> Result<(), StoreError> {
         let mut tx = self.begin_write().await?;
-        if !self.make_room_for_client(&mut tx, now).await? {
+        if !self
+            .make_room_for_client(&mut tx, registered_from, now)
+            .await?
+        {
             tx.rollback().await?;
             return Err(StoreError::Full { what: "clients" });
         }
@@ -196,7 +299,7 @@ impl<DB: Backend> ClientStore for SqlStore<DB> {
             .is_some();
         if !known
             && !self
-                .make_room_for_client(&mut tx, client.created_at)
+                .make_room_for_client(&mut tx, None, client.created_at)
                 .await?
         {
             tx.rollback().await?;
@@ -231,27 +334,92 @@ impl<DB: Backend> ClientStore for SqlStore<DB> {
     /// consent records removed.
     async fn delete_client(&self, client_id: &str, now: UnixTime) -> Result<bool, StoreError> {
         let mut tx = self.begin_write().await?;
-        let existed = stmt::<DB>("DELETE FROM clients WHERE client_id = $1")
-            .bind(client_id)
-            .execute(&mut tx)
-            .await?
-            > 0;
-        stmt::<DB>("UPDATE grants SET revoked_at = $2 WHERE client_id = $1 AND revoked_at IS NULL")
-            .bind(client_id)
-            .bind(now)
-            .execute(&mut tx)
-            .await?;
-        for sql in [
-            "DELETE FROM tokens WHERE grant_id IN (SELECT id FROM grants WHERE client_id = $1)",
-            "DELETE FROM auth_codes WHERE client_id = $1",
-            "DELETE FROM pending_authorizations WHERE client_id = $1",
-            "DELETE FROM consents WHERE client_id = $1",
-        ] {
-            stmt::<DB>(sql).bind(client_id).execute(&mut tx).await?;
-        }
+        let existed = Self::delete_client_in(&mut tx, client_id, now).await?;
         tx.commit().await?;
         self.resolved.invalidate();
         Ok(existed)
+    }
+
+    async fn remove_everything_of_login(
+        &self,
+        login: &str,
+        now: UnixTime,
+    ) -> Result<Removed, StoreError> {
+        let mut tx = self.begin_write().await?;
+        Self::lock_cap(&mut tx, "grants").await?;
+        // The clients it used that no one else holds a live grant for.
+        let clients = stmt::<DB>(
+            "SELECT DISTINCT g.client_id FROM grants g WHERE g.login = $1 \
+             AND NOT EXISTS (SELECT 1 FROM grants o WHERE o.client_id = g.client_id \
+             AND o.login <> $1 AND o.revoked_at IS NULL)",
+        )
+        .bind(login)
+        .fetch_all(&mut tx)
+        .await?;
+        let live = stmt::<DB>(
+            "SELECT id, login, client_id FROM grants WHERE login = $1 AND revoked_at IS NULL",
+        )
+        .bind(login)
+        .fetch_all(&mut tx)
+        .await?;
+        let mut removed = Removed::default();
+        for row in &live {
+            if Self::revoke_in(&mut tx, &row.text("id")?, now).await? {
+                removed.ended.push(ended_grant(row)?);
+            }
+        }
+        for row in &clients {
+            if Self::delete_client_in(&mut tx, &row.text("client_id")?, now).await? {
+                removed.clients += 1;
+            }
+        }
+        tx.commit().await?;
+        self.resolved.invalidate();
+        Ok(removed)
+    }
+
+    async fn remove_everything_of_network(
+        &self,
+        network: &str,
+        now: UnixTime,
+    ) -> Result<Removed, StoreError> {
+        let mut tx = self.begin_write().await?;
+        Self::lock_cap(&mut tx, "grants").await?;
+        let live = stmt::<DB>(
+            "SELECT id, login, client_id FROM grants WHERE revoked_at IS NULL AND client_id IN \
+             (SELECT client_id FROM clients WHERE registered_from = $1)",
+        )
+        .bind(network)
+        .fetch_all(&mut tx)
+        .await?;
+        let mut removed = Removed::default();
+        for row in &live {
+            if Self::revoke_in(&mut tx, &row.text("id")?, now).await? {
+                removed.ended.push(ended_grant(row)?);
+            }
+        }
+        let clients = stmt::<DB>("SELECT client_id FROM clients WHERE registered_from = $1")
+            .bind(network)
+            .fetch_all(&mut tx)
+            .await?;
+        for row in &clients {
+            if Self::delete_client_in(&mut tx, &row.text("client_id")?, now).await? {
+                removed.clients += 1;
+            }
+        }
+        tx.commit().await?;
+        self.resolved.invalidate();
+        Ok(removed)
+    }
+
+    async fn count_clients(&self) -> Result<u64, StoreError> {
+        let mut conn = self.conn().await?;
+        let n = stmt::<DB>("SELECT COUNT(*) AS n FROM clients")
+            .fetch_optional(&mut conn)
+            .await?
+            .ok_or(StoreError::Corrupt("client count"))?
+            .int("n")?;
+        Ok(u64::try_from(n).unwrap_or(0))
     }
 
     async fn list_clients(&self) -> Result<Vec<ClientRecord>, StoreError> {

@@ -14,6 +14,11 @@ use crate::store::{
 
 pub(super) const TABLE: &str = "grants";
 
+/// The window of [`StoreLimits::max_new_clients_per_login`].
+///
+/// [`StoreLimits::max_new_clients_per_login`]: crate::store::StoreLimits::max_new_clients_per_login
+const NEW_CLIENT_WINDOW: UnixTime = 60 * 60;
+
 impl<DB: Backend> SqlStore<DB> {
     /// Unrevoked, activated grants, of one login or all, newest first.
     async fn listed_grants(&self, login: Option<&str>) -> Result<Vec<GrantRecord>, StoreError> {
@@ -54,8 +59,13 @@ impl<DB: Backend> SqlStore<DB> {
         let access = self.seal(&grant.gitea.access_token);
         let refresh = grant.gitea.refresh_token.as_ref().map(|t| self.seal(t));
         Self::lock_cap(&mut *tx, "grants").await?;
+        if !self.may_connect_client(&mut *tx, grant, now).await? {
+            return Err(StoreError::QuotaSpent {
+                what: "new clients for this account",
+            });
+        }
         let held = stmt::<DB>(
-            "SELECT id FROM grants WHERE login = $1 AND revoked_at IS NULL \
+            "SELECT id, client_id FROM grants WHERE login = $1 AND revoked_at IS NULL \
              ORDER BY COALESCE(last_used_at, activated_at, created_at), created_at, id",
         )
         .bind(&grant.login)
@@ -64,9 +74,11 @@ impl<DB: Backend> SqlStore<DB> {
         let cap = usize::try_from(self.limits.max_grants_per_login).unwrap_or(usize::MAX);
         let excess = (held.len() + 1).saturating_sub(cap);
         let mut evicted = Vec::with_capacity(excess);
+        let mut orphaned = Vec::new();
         for row in held.iter().take(excess) {
             let id = row.text("id")?;
             Self::revoke_in(&mut *tx, &id, now).await?;
+            orphaned.push(row.text("client_id")?);
             evicted.push(id);
         }
         stmt::<DB>(
@@ -101,7 +113,52 @@ impl<DB: Backend> SqlStore<DB> {
         .bind(now)
         .execute(&mut *tx)
         .await?;
+        // A client the cap left without a live grant goes with it (F1).
+        for client_id in orphaned {
+            let live = stmt::<DB>(
+                "SELECT 1 AS live FROM grants WHERE client_id = $1 AND revoked_at IS NULL",
+            )
+            .bind(&client_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if live.is_none() {
+                Self::delete_client_in(&mut *tx, &client_id, now).await?;
+            }
+        }
         Ok(evicted)
+    }
+
+    /// Inside the grants' cap lock: whether `grant`'s login may connect its
+    /// client: one it has connected before, or a new one while it has
+    /// connected fewer than `max_new_clients_per_login` new clients within
+    /// the hour (the red team's F1).
+    async fn may_connect_client(
+        &self,
+        tx: &mut DB::Connection,
+        grant: &GrantRecord,
+        now: UnixTime,
+    ) -> Result<bool, StoreError> {
+        let known = stmt::<DB>("SELECT 1 AS known FROM grants WHERE login = $1 AND client_id = $2")
+            .bind(&grant.login)
+            .bind(&grant.client_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        if known.is_some() {
+            return Ok(true);
+        }
+        // The clients this login first connected within the window.
+        let recent = stmt::<DB>(
+            "SELECT COUNT(DISTINCT g.client_id) AS n FROM grants g WHERE g.login = $1 \
+             AND g.created_at >= $2 AND NOT EXISTS (SELECT 1 FROM grants o \
+             WHERE o.login = $1 AND o.client_id = g.client_id AND o.created_at < $2)",
+        )
+        .bind(&grant.login)
+        .bind(now - NEW_CLIENT_WINDOW)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or(StoreError::Corrupt("new client count"))?
+        .int("n")?;
+        Ok(u64::try_from(recent).unwrap_or(u64::MAX) < self.limits.max_new_clients_per_login)
     }
 
     /// A grant by id, on the caller's connection or transaction.

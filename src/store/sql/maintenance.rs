@@ -178,7 +178,8 @@ impl<DB: Backend> StoreMaintenance for SqlStore<DB> {
     /// (`ON DELETE CASCADE`) and are not counted.
     async fn prune(&self, now: UnixTime) -> Result<PruneCounts, StoreError> {
         let mut conn = self.conn().await?;
-        let clients = Self::delete_unused_registrations(&mut conn, now).await?;
+        let clients = Self::delete_unused_registrations(&mut conn, now).await?
+            + Self::delete_orphaned_clients(&mut conn, now).await?;
         let pending = stmt::<DB>("DELETE FROM pending_authorizations WHERE expires_at <= $1")
             .bind(now)
             .execute(&mut conn)

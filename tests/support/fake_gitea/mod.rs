@@ -151,8 +151,30 @@ fn paged_list(
 }
 
 /// The account named `login` (case-insensitive, as Gitea's user lookup).
+/// Besides [`USERS`], a team of people `person-1` … `person-999` exists for
+/// the tests that need many (each made on first use; never listed).
 pub fn user(login: &str) -> Option<&'static FakeUser> {
-    USERS.iter().find(|u| u.login.eq_ignore_ascii_case(login))
+    if let Some(user) = USERS.iter().find(|u| u.login.eq_ignore_ascii_case(login)) {
+        return Some(user);
+    }
+    let n: u64 = login.strip_prefix("person-")?.parse().ok()?;
+    if !(1..=999).contains(&n) {
+        return None;
+    }
+    static TEAM: std::sync::Mutex<Vec<&'static FakeUser>> = std::sync::Mutex::new(Vec::new());
+    let mut team = TEAM.lock().unwrap();
+    if let Some(user) = team.iter().find(|u| u.id == 1000 + n) {
+        return Some(*user);
+    }
+    let person: &'static FakeUser = Box::leak(Box::new(FakeUser {
+        id: 1000 + n,
+        login: Box::leak(format!("person-{n}").into_boxed_str()),
+        full_name: Box::leak(format!("Person {n}").into_boxed_str()),
+        email: Box::leak(format!("person-{n}@example.org").into_boxed_str()),
+        is_admin: false,
+    }));
+    team.push(person);
+    Some(person)
 }
 
 impl FakeUser {
