@@ -132,6 +132,10 @@ fn oauth_routes(
         .with_state(server)
         // The operator's policy, for what the pages say of each connection.
         .layer(axum::Extension(page_policy))
+        // Everyone's activity on /admin, recomputed at most once a minute.
+        .layer(axum::Extension(std::sync::Arc::new(
+            crate::pages::everyone::EveryonesCharts::default(),
+        )))
         .layer(middleware::from_fn_with_state(limiter, rate_limit::limit))
         .layer(middleware::from_fn_with_state(
             page_origin,

@@ -150,17 +150,13 @@ impl OAuthServer {
         client_id: &str,
         ending: GrantEnding<'_>,
     ) -> Result<bool, StoreError> {
-        let live: Vec<GrantRecord> = self
-            .store
-            .list_grants()
-            .await?
-            .into_iter()
-            .filter(|g| g.client_id == client_id && g.revoked_at.is_none())
-            .collect();
+        let live = self.store.live_grants_of_client(client_id).await?;
         let existed = self.store.delete_client(client_id, self.now()).await?;
         if existed {
             for grant in &live {
-                self.grant_ended(grant, ending).await;
+                self.audit
+                    .record_best_effort(ending.entry_of(&grant.id, &grant.login, &grant.client_id))
+                    .await;
             }
         }
         Ok(existed)

@@ -69,6 +69,7 @@ struct AccountPage {
 
 /// A connection's (or, on the admin page, a user's or a client's) chart,
 /// and its last calls.
+#[derive(Debug, Clone)]
 pub struct ActivityItem {
     pub name: String,
     pub tools_at: String,
@@ -120,7 +121,7 @@ pub async fn account(
             &SignInPage::for_page(ReturnTo::Account),
         ));
     };
-    let grants = server.store().list_grants_for_login(person.login()).await?;
+    let grants = server.store().grant_summaries_of(person.login()).await?;
     let clients = clients_by_id(&server, grants.iter().map(|g| g.client_id.as_str())).await?;
     let policies = policy_by_grant(
         policy.0.as_deref(),

@@ -14,19 +14,24 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use super::account::{ActivityItem, SignInPage, may_administer};
-use super::activity::{chart_start, hourly_chart};
+use super::account::{ActivityItem, SignInPage, clients_by_id, may_administer};
 use super::connections::{ClientRow, GrantRow, WaitingRow, client_rows, grant_rows, waiting_rows};
+use super::everyone::EveryonesCharts;
 use super::policy_view::policy_by_grant;
 use super::session::{CheckedForm, ReturnTo, SignedIn, signed_in};
 use crate::oauth::OAuthServer;
 use crate::oauth::upstream::UpstreamAuthError;
 use crate::page_kit::{PageError, render_page, visible_text, with_page_headers};
 use crate::policy::view::PagePolicy;
-use crate::store::{HourActivity, ToolCount, UnixTime};
+use crate::store::{GrantFilter, ToolCount};
 
-/// Grants per admin page.
+/// Grants (and clients) per admin page.
 const PAGE_SIZE: usize = 50;
+
+/// The first row of page `page` (1-based).
+fn offset(page: usize) -> u64 {
+    ((page - 1) * PAGE_SIZE) as u64
+}
 /// Longest filter value considered.
 const MAX_FILTER: usize = 256;
 
@@ -136,45 +141,20 @@ struct AdminPage {
     notice: Option<&'static str>,
     filter_user: String,
     filter_client: String,
-    total_grants: usize,
+    total_grants: u64,
     grants: Vec<GrantRow>,
     prev_page: Option<usize>,
     next_page: Option<usize>,
+    total_clients: u64,
     clients: Vec<ClientRow>,
+    prev_clients: Option<usize>,
+    next_clients: Option<usize>,
     /// Everyone's calls that wait for their person.
     waiting: Vec<WaitingRow>,
     /// The last 7 days per user and per client, busiest first.
     user_activity: Vec<ActivityItem>,
     client_activity: Vec<ActivityItem>,
     top_tools: Vec<ToolCount>,
-}
-
-/// How many users and clients the activity section charts at most.
-const CHARTED: usize = 20;
-
-/// One chart per distinct key of `hours` (a user, a client), busiest first.
-fn charts_by<'a>(
-    hours: &'a [HourActivity],
-    key: impl Fn(&'a HourActivity) -> &'a str,
-    name: impl Fn(&str) -> String,
-    now: UnixTime,
-) -> Vec<ActivityItem> {
-    let mut keys: Vec<&str> = hours.iter().map(&key).collect();
-    keys.sort_unstable();
-    keys.dedup();
-    let mut items: Vec<ActivityItem> = keys
-        .into_iter()
-        .map(|k| ActivityItem {
-            name: name(k),
-            tools_at: String::new(),
-            chart: hourly_chart(hours.iter().filter(|h| key(h) == k), now),
-            recent: Vec::new(),
-        })
-        .filter(|item| item.chart.calls > 0)
-        .collect();
-    items.sort_by(|a, b| b.chart.calls.cmp(&a.chart.calls).then(a.name.cmp(&b.name)));
-    items.truncate(CHARTED);
-    items
 }
 
 #[derive(Template)]
@@ -196,6 +176,9 @@ pub struct AdminQuery {
     client: String,
     #[serde(default)]
     page: Option<usize>,
+    /// The page of the client list.
+    #[serde(default)]
+    clients: Option<usize>,
     #[serde(default)]
     done: Option<String>,
 }
@@ -232,75 +215,73 @@ fn sign_in_page() -> Response {
 pub async fn admin(
     State(server): State<Arc<OAuthServer>>,
     Extension(policy): Extension<PagePolicy>,
+    Extension(charts): Extension<Arc<EveryonesCharts>>,
     Query(query): Query<AdminQuery>,
     headers: HeaderMap,
 ) -> Result<Response, PageError> {
     let Some(person) = administrator(&server, &headers).await? else {
         return Ok(sign_in_page());
     };
-    let grants = server.store().list_grants().await?;
-    let clients = server.store().list_clients().await?;
     let user: String = query.user.trim().chars().take(MAX_FILTER).collect();
     let client: String = query.client.trim().chars().take(MAX_FILTER).collect();
-    let matching: Vec<_> = grants
-        .iter()
-        .filter(|g| user.is_empty() || g.login.eq_ignore_ascii_case(&user))
-        .filter(|g| client.is_empty() || g.client_id == client)
-        .cloned()
-        .collect();
-    let pages = matching.len().div_ceil(PAGE_SIZE).max(1);
-    let page = query.page.unwrap_or(1).clamp(1, pages);
-    let shown: Vec<_> = matching
-        .iter()
-        .skip((page - 1) * PAGE_SIZE)
-        .take(PAGE_SIZE)
-        .cloned()
-        .collect();
-    let by_id = clients
-        .iter()
-        .map(|c| (c.client_id.clone(), c.clone()))
-        .collect();
-    let policies = policy_by_grant(policy.0.as_deref(), &shown, None).await;
-    let now = server.now();
-    let hours = server
+    let filter = GrantFilter {
+        login: (!user.is_empty()).then(|| user.clone()),
+        client_id: (!client.is_empty()).then(|| client.clone()),
+    };
+    // One page of each list, filtered and counted in the store: the cost of
+    // a view is its rows', whatever the tables hold (issue 55).
+    let page = query.page.unwrap_or(1).max(1);
+    let mut listed = server
         .store()
-        .hourly_activity(None, chart_start(now))
+        .page_grants(&filter, offset(page), PAGE_SIZE as u64)
         .await?;
-    let client_names: std::collections::HashMap<&str, &str> = clients
-        .iter()
-        .map(|c| {
-            (
-                c.client_id.as_str(),
-                c.client_name.as_deref().unwrap_or(c.client_id.as_str()),
-            )
-        })
-        .collect();
+    let pages = (listed.total as usize).div_ceil(PAGE_SIZE).max(1);
+    let page = page.min(pages);
+    if offset(page) != offset(query.page.unwrap_or(1).max(1)) {
+        listed = server
+            .store()
+            .page_grants(&filter, offset(page), PAGE_SIZE as u64)
+            .await?;
+    }
+    let clients_page = query.clients.unwrap_or(1).max(1);
+    let clients = server
+        .store()
+        .page_clients(offset(clients_page), PAGE_SIZE as u64)
+        .await?;
+    let by_id = clients_by_id(&server, listed.items.iter().map(|g| g.client_id.as_str())).await?;
+    let policies = policy_by_grant(policy.0.as_deref(), &listed.items, None).await;
+    let now = server.now();
+    let everyone = charts.get(&server, now).await?;
     let view = AdminPage {
-        user_activity: charts_by(&hours, |h| h.login.as_str(), str::to_owned, now),
-        client_activity: charts_by(
-            &hours,
-            |h| h.client_id.as_str(),
-            |id| {
-                client_names
-                    .get(id)
-                    .map_or_else(|| id.to_owned(), |n| (*n).to_owned())
-            },
-            now,
-        ),
-        top_tools: server.store().top_tools(None, chart_start(now), 10).await?,
+        user_activity: everyone.users.clone(),
+        client_activity: everyone.clients.clone(),
+        top_tools: everyone.top_tools.clone(),
         login: person.login().to_owned(),
         csrf_token: person.csrf_token.clone(),
         notice: match query.done.as_deref() {
             Some("revoke-grant") => Some("The grant was revoked."),
             Some("revoke-user") => Some("Every grant of that user was revoked."),
             Some("delete-client") => Some("The client and its grants were deleted."),
+            Some("remove-login") => Some("Every client and grant of that user was removed."),
+            Some("remove-network") => {
+                Some("Every client registered from that network was removed.")
+            }
             _ => None,
         },
-        total_grants: matching.len(),
-        grants: grant_rows(&shown, &by_id, server.config().server_read_only, &policies),
+        total_grants: listed.total,
+        grants: grant_rows(
+            &listed.items,
+            &by_id,
+            server.config().server_read_only,
+            &policies,
+        ),
         prev_page: (page > 1).then(|| page - 1),
         next_page: (page < pages).then(|| page + 1),
-        clients: client_rows(&clients, &grants),
+        total_clients: clients.total,
+        clients: client_rows(&clients.items),
+        prev_clients: (clients_page > 1).then(|| clients_page - 1),
+        next_clients: ((offset(clients_page) + PAGE_SIZE as u64) < clients.total)
+            .then(|| clients_page + 1),
         waiting: waiting_rows(
             &server
                 .store()

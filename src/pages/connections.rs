@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use crate::oauth::scopes::granted_access;
 use crate::page_kit::{host_of, visible_text};
 use crate::policy::view::PolicyView;
-use crate::store::{ClientRecord, GiteaApp, GrantRecord, Registration, UnixTime};
+use crate::store::{ClientRecord, ClientSummary, GiteaApp, GrantSummary, Registration, UnixTime};
 
 /// Longest client name shown (registration already bounds it; this keeps
 /// a page readable whatever the store holds).
@@ -93,7 +93,7 @@ pub struct ClientRow {
     pub redirect_hosts: String,
     pub registration: &'static str,
     pub created: String,
-    pub grants: usize,
+    pub grants: u64,
 }
 
 /// A unix time as `2026-11-29 22:38 UTC`.
@@ -122,7 +122,7 @@ fn registration(client: Option<&ClientRecord>) -> &'static str {
 /// Rows for `grants`, looking their clients up in `clients` and the
 /// policy on each in `policies` (none when it is not there).
 pub fn grant_rows(
-    grants: &[GrantRecord],
+    grants: &[GrantSummary],
     clients: &HashMap<String, ClientRecord>,
     server_read_only: bool,
     policies: &HashMap<String, PolicyView>,
@@ -165,11 +165,12 @@ pub fn grant_rows(
         .collect()
 }
 
-/// Rows for `clients`, with how many of `grants` each holds.
-pub fn client_rows(clients: &[ClientRecord], grants: &[GrantRecord]) -> Vec<ClientRow> {
+/// Rows for a page of clients, each with its live grants counted.
+pub fn client_rows(clients: &[ClientSummary]) -> Vec<ClientRow> {
     clients
         .iter()
-        .map(|client| {
+        .map(|summary| {
+            let client = &summary.client;
             let mut hosts: Vec<String> = client.redirect_uris.iter().map(|u| host_of(u)).collect();
             hosts.dedup();
             ClientRow {
@@ -178,10 +179,7 @@ pub fn client_rows(clients: &[ClientRecord], grants: &[GrantRecord]) -> Vec<Clie
                 redirect_hosts: hosts.join(", "),
                 registration: registration(Some(client)),
                 created: format_time(client.created_at),
-                grants: grants
-                    .iter()
-                    .filter(|g| g.client_id == client.client_id)
-                    .count(),
+                grants: summary.grants,
             }
         })
         .collect()

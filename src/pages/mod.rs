@@ -9,5 +9,6 @@ pub mod activity;
 pub mod admin;
 pub mod confirm;
 pub mod connections;
+pub mod everyone;
 pub mod policy_view;
 pub mod session;

@@ -9,14 +9,14 @@ use secrecy::SecretString;
 use crate::pages::connections::connection_at;
 use crate::policy::view::PolicyView;
 use crate::policy::{ActivePolicy, ClientUse};
-use crate::store::GrantRecord;
+use crate::store::GrantSummary;
 
 /// The policy on each of `grants`, by grant id. With `person_token` (the
 /// grants' person's own Gitea session) the whole policy is evaluated;
 /// without it, what is known.
 pub async fn policy_by_grant(
     policy: Option<&ActivePolicy>,
-    grants: &[GrantRecord],
+    grants: &[GrantSummary],
     person_token: Option<&SecretString>,
 ) -> HashMap<String, PolicyView> {
     let mut out = HashMap::new();

@@ -27,6 +27,7 @@ pub mod cipher;
 mod copy;
 mod error;
 mod limits;
+mod listing;
 mod open;
 mod records;
 pub mod schema;
@@ -41,6 +42,7 @@ pub use limits::{
     ORPHANED_CLIENT_TTL, PREVIOUS_REFRESH_GRACE_SECS, RESERVED_CLIENT_SHARE, SMALL_NETWORK_SHARE,
     StoreLimits, UNUSED_REGISTRATION_TTL, UNUSED_REGISTRATIONS_PER_NETWORK,
 };
+pub use listing::*;
 pub use open::{
     SQLITE_FILE_NAME, SchemaInspection, StoreLocation, inspect_store, open_store, open_store_with,
 };
@@ -423,6 +425,7 @@ pub trait Store:
     + PageSessionStore
     + ConfirmationStore
     + ActivityStore
+    + ListingStore
     + std::fmt::Debug
 {
 }
@@ -438,6 +441,7 @@ impl<T> Store for T where
         + PageSessionStore
         + ConfirmationStore
         + ActivityStore
+        + ListingStore
         + std::fmt::Debug
 {
 }

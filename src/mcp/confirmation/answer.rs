@@ -19,7 +19,7 @@ use super::{
     APPROVAL_WINDOW, ConfirmationGate, DECISION_WINDOW, GateOutcome, GatedCall, Waiting,
     elicitation_approves, elicitation_form, inner_arguments, typed_name,
 };
-use crate::audit::{Event, EventKind, Outcome};
+use crate::audit::{Event, EventKind};
 use crate::catalog::Operation;
 use crate::config::ConfirmElicitation;
 use crate::gitea::{ErrorKind, ToolError};
@@ -123,7 +123,7 @@ impl ConfirmationGate {
         retry: &Retry<'_>,
     ) -> Result<GateOutcome, StoreError> {
         let Some(ask) = self.seal.open(retry.state, &connection.grant_id, &digest) else {
-            return Ok(self.invalid(identity, call.tool));
+            return Ok(self.invalid());
         };
         let login = identity.login.as_deref().unwrap_or_default();
         let entry = |kind: EventKind, id: &str| {
@@ -158,7 +158,7 @@ impl ConfirmationGate {
             .stored(&ask.confirmation, &connection.grant_id, &digest)
             .await?
         else {
-            return Ok(self.invalid(identity, call.tool));
+            return Ok(self.invalid());
         };
         if stored.expires_at <= now {
             self.store.delete_confirmation(&stored.id).await?;
@@ -208,8 +208,6 @@ impl ConfirmationGate {
                         Some(
                             entry(EventKind::ConfirmationApproved, &stored.id).detail("by", login),
                         ),
-                        identity,
-                        call.tool,
                     )
                     .await;
             }
@@ -220,21 +218,19 @@ impl ConfirmationGate {
                 .await?
             {
                 Some(now_stored) => stored = now_stored,
-                None => return Ok(self.invalid(identity, call.tool)),
+                None => return Ok(self.invalid()),
             }
         }
         Ok(match stored.state {
             ConfirmationState::Approved => {
-                return self.spend(&stored.id, now, None, identity, call.tool).await;
+                return self.spend(&stored.id, now, None).await;
             }
             ConfirmationState::Denied => {
                 self.store.delete_confirmation(&stored.id).await?;
                 self.denied(None)
             }
             // Spent already: a replay.
-            ConfirmationState::Used | ConfirmationState::Pending => {
-                self.invalid(identity, call.tool)
-            }
+            ConfirmationState::Used | ConfirmationState::Pending => self.invalid(),
         })
     }
 
@@ -259,8 +255,6 @@ impl ConfirmationGate {
         id: &str,
         now: i64,
         approved: Option<Event>,
-        identity: &Identity,
-        tool: &str,
     ) -> Result<GateOutcome, StoreError> {
         Ok(if self.store.use_approval(id, now).await? {
             GateOutcome::Proceed {
@@ -268,7 +262,7 @@ impl ConfirmationGate {
                 event: approved.map(Box::new),
             }
         } else {
-            self.invalid(identity, tool)
+            self.invalid()
         })
     }
 
@@ -284,19 +278,16 @@ impl ConfirmationGate {
         }
     }
 
-    /// A state that does not open, names nothing open, or was spent.
-    fn invalid(&self, identity: &Identity, tool: &str) -> GateOutcome {
-        let mut event = Event::new(EventKind::ToolCallRefused)
-            .identity(identity)
-            .tool(tool);
-        event.outcome = Some(Outcome::Error);
-        event.error_kind = Some(ErrorKind::ConfirmationInvalid.as_str().to_owned());
+    /// A state that does not open, names nothing open, or was spent (the
+    /// call's `tool_call_refused` entry is written where every refusal's
+    /// is, `call::run`).
+    fn invalid(&self) -> GateOutcome {
         GateOutcome::Stop {
             error: ToolError::new(
                 ErrorKind::ConfirmationInvalid,
                 "This requestState does not fit this call: it was altered, belongs to other arguments or another connection, expired, or was already used. Nothing was sent to Gitea. Call again without requestState to ask the person again.",
             ),
-            event: Some(Box::new(event)),
+            event: None,
         }
     }
 }

@@ -59,6 +59,7 @@ macro_rules! client_columns {
          response_types, scope, registration, secret_hash, metadata, created_at, expires_at"
     };
 }
+pub(super) use client_columns;
 
 impl<DB: Backend> SqlStore<DB> {
     /// Inside the caller's transaction: deletes a client with everything
@@ -230,7 +231,7 @@ fn bind_client<'a, DB: Backend>(
         .bind(client.expires_at))
 }
 
-fn client_from_row<DB: Backend>(row: &SqlRow<DB>) -> Result<ClientRecord, StoreError> {
+pub(super) fn client_from_row<DB: Backend>(row: &SqlRow<DB>) -> Result<ClientRecord, StoreError> {
     let list = |column: &'static str| -> Result<Vec<String>, StoreError> {
         serde_json::from_str(&row.text(column)?).map_err(|_| StoreError::Corrupt(column))
     };

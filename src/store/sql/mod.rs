@@ -28,6 +28,7 @@ mod clients;
 mod codes;
 mod confirmations;
 mod grants;
+mod listing;
 mod maintenance;
 mod page_sessions;
 mod pending;

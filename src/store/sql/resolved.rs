@@ -48,7 +48,16 @@ struct Entry {
 #[derive(Default)]
 pub(super) struct ResolvedCache {
     generation: AtomicU64,
-    entries: Mutex<HashMap<String, Entry>>,
+    entries: Mutex<Entries>,
+}
+
+/// The cached tokens, and each grant's last recorded use: a use is one
+/// map write, whatever the number of entries (issue 55: it walked them
+/// all under the lock).
+#[derive(Default)]
+struct Entries {
+    by_token: HashMap<String, Entry>,
+    last_used: HashMap<String, UnixTime>,
 }
 
 impl ResolvedCache {
@@ -68,23 +77,31 @@ impl ResolvedCache {
     pub(super) fn get(&self, token_hash: &str, now: UnixTime) -> Option<ResolvedAccess> {
         let generation = self.generation();
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        let entry = entries.get(token_hash)?;
-        (entry.generation == generation
-            && entry.at.elapsed() < FRESH_FOR
-            && entry.access.expires_at > now)
-            .then(|| entry.access.clone())
+        let entry = entries.by_token.get(token_hash)?;
+        if entry.generation != generation
+            || entry.at.elapsed() >= FRESH_FOR
+            || entry.access.expires_at <= now
+        {
+            return None;
+        }
+        let mut access = entry.access.clone();
+        if let Some(&at) = entries.last_used.get(&access.grant.id)
+            && access.grant.last_used_at.is_none_or(|t| t < at)
+        {
+            access.grant.last_used_at = Some(at);
+        }
+        Some(access)
     }
 
     /// After the grant `grant_id`'s use was recorded at `at`: its cached
     /// tokens carry it.
     pub(super) fn used(&self, grant_id: &str, at: UnixTime) {
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        for entry in entries.values_mut() {
-            let grant = &mut entry.access.grant;
-            if grant.id == grant_id && grant.last_used_at.is_none_or(|t| t < at) {
-                grant.last_used_at = Some(at);
-            }
+        if entries.last_used.len() >= MAX_ENTRIES && !entries.last_used.contains_key(grant_id) {
+            entries.last_used.clear();
         }
+        let latest = entries.last_used.entry(grant_id.to_owned()).or_insert(at);
+        *latest = (*latest).max(at);
     }
 
     /// Keeps `access`, resolved by a lookup that started in `generation`.
@@ -93,13 +110,14 @@ impl ResolvedCache {
             return;
         }
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        if entries.len() >= MAX_ENTRIES && !entries.contains_key(token_hash) {
-            entries.retain(|_, e| e.generation == generation && e.at.elapsed() < FRESH_FOR);
-            if entries.len() >= MAX_ENTRIES {
-                entries.clear();
+        let by_token = &mut entries.by_token;
+        if by_token.len() >= MAX_ENTRIES && !by_token.contains_key(token_hash) {
+            by_token.retain(|_, e| e.generation == generation && e.at.elapsed() < FRESH_FOR);
+            if by_token.len() >= MAX_ENTRIES {
+                by_token.clear();
             }
         }
-        entries.insert(
+        by_token.insert(
             token_hash.to_owned(),
             Entry {
                 access: access.clone(),
@@ -195,7 +213,14 @@ mod tests {
     fn an_entry_is_used_for_one_second_at_most() {
         let cache = ResolvedCache::default();
         cache.put("h", &access(100), cache.generation());
-        cache.entries.lock().unwrap().get_mut("h").unwrap().at -= FRESH_FOR;
+        cache
+            .entries
+            .lock()
+            .unwrap()
+            .by_token
+            .get_mut("h")
+            .unwrap()
+            .at -= FRESH_FOR;
         assert!(cache.get("h", 1).is_none());
     }
 }
