@@ -21,7 +21,7 @@ WORKDIR /src
 # What `cargo build --bin aegis-gitea-mcp` reads, and nothing else
 # (.dockerignore is an allow-list of the same paths). benches/ is here because
 # Cargo.toml declares the bench targets and cargo checks their files exist.
-COPY Cargo.toml Cargo.lock ./
+COPY Cargo.toml Cargo.lock build.rs ./
 COPY src ./src
 COPY migrations ./migrations
 COPY templates ./templates
@@ -36,11 +36,15 @@ COPY benches ./benches
 # rebuilds by file times, and a tree copied with older times than the cached
 # target/ (an older commit's archive) would otherwise ship the last binary.
 # The step only runs when the copied sources changed (the layer cache).
+# The commit the binary names (--version, /health, aegis_build_info): the
+# context has no .git, so the build passes it (tests/containers/run.sh).
 ARG TARGETARCH
+ARG AEGIS_BUILD_COMMIT=
+ENV AEGIS_BUILD_COMMIT=${AEGIS_BUILD_COMMIT}
 RUN --mount=type=cache,id=aegis-cargo-registry,target=/usr/local/cargo/registry,sharing=locked \
     --mount=type=cache,id=aegis-cargo-git,target=/usr/local/cargo/git,sharing=locked \
     --mount=type=cache,id=aegis-target-${TARGETARCH},target=/src/target,sharing=locked \
-    find src migrations templates static -type f -exec touch {} + \
+    find build.rs src migrations templates static -type f -exec touch {} + \
  && cargo build --release --locked --bin aegis-gitea-mcp \
  && install -D -m 0755 target/release/aegis-gitea-mcp /out/aegis-gitea-mcp \
  && install -d -m 0700 /out/rootfs/data

@@ -4,8 +4,9 @@
 //!   byte of a request to the end of its head: a client that dribbles a
 //!   head (slowloris) is closed, and so is a new connection that sends no
 //!   request at all;
-//! - the **idle timeout**, between the end of one answer and the first byte
-//!   of the next request on a kept-alive connection: for a trusted proxy
+//! - the **idle timeout**, between the end of one answer (its last byte
+//!   leaving, which may be well after hyper took the body whole) and the
+//!   first byte of the next request on a kept-alive connection: for a trusted proxy
 //!   (`FORWARDED_ALLOW_IPS`), `IDLE_CONNECTION_TIMEOUT_SECONDS`, longer than
 //!   a load balancer keeps its idle connections to us, so that the balancer
 //!   closes them, not we (when the server closes first, the balancer can
@@ -15,7 +16,7 @@
 //!   connection is cheap to hold for no one (the red team's F2, issue 53);
 //! - the **send timeout** ([`SEND_TIMEOUT`]): an answer the client does not
 //!   read, so that no byte leaves for that long, closes the connection,
-//!   request in flight or not (F2: four clients that never read held their
+//!   request in flight or not, and while bytes leave no other clock runs (F2: four clients that never read held their
 //!   slots with no timer at all).
 //!
 //! The listener may also **evict** a connection that sits idle, to give its
@@ -53,8 +54,8 @@ pub const SEND_TIMEOUT: Duration = Duration::from_secs(30);
 struct State {
     /// Requests received and not yet answered in full.
     in_flight: u32,
-    /// When the last answer was sent in full, or when the connection
-    /// opened.
+    /// When the last answer was sent in full (its last byte left), or
+    /// when the connection opened.
     idle_since: Instant,
     /// When the first bytes of a request arrived while nothing was in
     /// flight, until its head has been read.
@@ -138,7 +139,9 @@ impl ConnectionWatch {
         let stalled = state.stalled_since.map(|since| since + SEND_TIMEOUT);
         if state.evicted {
             Some(Instant::now())
-        } else if state.in_flight > 0 {
+        } else if stalled.is_some() || state.in_flight > 0 {
+            // An answer on its way, its request in flight or its last
+            // bytes already handed to hyper: only a stall ends it.
             stalled
         } else if let Some(started) = state.head_started {
             Some(started + HEADER_READ_TIMEOUT)
@@ -204,11 +207,19 @@ impl ConnectionWatch {
         }
     }
 
-    /// Bytes left for the client.
+    /// Bytes left for the client. With no request in flight they are the
+    /// end of an answer whose body hyper has taken whole: the connection
+    /// is idle from its last byte, not from the hand-over.
     fn write_progressed(&self) {
         let mut state = self.state();
-        if state.stalled_since.take().is_some() {
-            drop(state);
+        let was_stalled = state.stalled_since.take().is_some();
+        if state.in_flight == 0 {
+            state.idle_since = Instant::now();
+        }
+        drop(state);
+        // A deadline only moves later here: the watch, woken at the
+        // earlier one, looks again (no wake-up per write).
+        if was_stalled {
             self.changed.notify_one();
         }
     }
@@ -369,6 +380,37 @@ mod tests {
             watch.write_progressed();
         }
         assert!(!expired_after(&watch, Duration::from_secs(3600)).await);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_answer_still_leaving_after_its_body_was_handed_over_is_not_idle() {
+        // hyper drops the body (and its in-flight guard) once it has taken
+        // the last bytes, before they have left: a slow reader of a long
+        // answer was cut by the idle timer (helper-4's probe, issue 53).
+        let watch = ConnectionWatch::new(HEADER_READ_TIMEOUT);
+        drop(watch.request_started());
+        for _ in 0..10 {
+            assert!(!expired_after(&watch, HEADER_READ_TIMEOUT / 2).await);
+            watch.write_progressed();
+        }
+        watch.write_stalled();
+        assert!(!expired_after(&watch, SEND_TIMEOUT - Duration::from_millis(1)).await);
+        assert!(expired_after(&watch, Duration::from_millis(2)).await);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_connection_goes_idle_from_the_last_byte_of_its_answer() {
+        let watch = ConnectionWatch::new(HEADER_READ_TIMEOUT);
+        drop(watch.request_started());
+        tokio::time::advance(HEADER_READ_TIMEOUT / 2).await;
+        watch.write_progressed();
+        assert!(
+            watch
+                .idle_since()
+                .is_some_and(|since| since.elapsed() < Duration::from_millis(1))
+        );
+        assert!(!expired_after(&watch, HEADER_READ_TIMEOUT - Duration::from_millis(1)).await);
+        assert!(expired_after(&watch, Duration::from_millis(2)).await);
     }
 
     #[tokio::test(start_paused = true)]

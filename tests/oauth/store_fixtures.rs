@@ -93,7 +93,7 @@ fn delete_branch(name: &str) -> Value {
 /// (a new folder): SQLite, or PostgreSQL when `AEGIS_STORE_FIXTURE_POSTGRES`
 /// is set (the support cluster; `pg_dump` on PATH).
 #[test]
-#[ignore = "writes a store fixture: tests/fixtures/stores/README.md"]
+#[ignore = "a tool, not a test (CI skips it): writes a store fixture where AEGIS_STORE_FIXTURE_OUT says, tests/fixtures/stores/README.md"]
 fn write_store_fixture() {
     let _held = ADDRESSES
         .lock()
