@@ -50,6 +50,8 @@
 //! Client, gateway and fake upstream share one tokio runtime and the same
 //! cores, so the figures are relative (gateway vs direct), not absolute.
 
+#[path = "support/bench_kit.rs"]
+mod bench_kit;
 #[path = "support/floor.rs"]
 mod floor;
 #[path = "support/gitea_issues.rs"]

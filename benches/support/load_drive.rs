@@ -20,17 +20,7 @@ pub struct Figures {
     pub capped: bool,
 }
 
-/// User plus system CPU time of this process so far.
-pub fn process_cpu() -> Duration {
-    // SAFETY: getrusage only writes the struct it is given.
-    let usage = unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
-        usage
-    };
-    let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    time(usage.ru_utime) + time(usage.ru_stime)
-}
+pub use super::bench_kit::process_cpu;
 
 /// Nearest-rank percentile of sorted samples.
 fn percentile(sorted: &[Duration], p: f64) -> Duration {

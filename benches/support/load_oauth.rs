@@ -7,12 +7,10 @@
 
 use aegis_gitea_mcp::app::App;
 use aegis_gitea_mcp::store::{
-    ClientRecord, GiteaApp, GiteaTokens, GrantRecord, NewToken, Registration,
-    TokenEndpointAuthMethod, TokenKind, hash_secret,
+    GiteaApp, GiteaTokens, GrantRecord, NewToken, TokenKind, hash_secret,
 };
 use anyhow::{Context, anyhow};
 use secrecy::SecretString;
-use serde_json::json;
 
 /// The OAuth settings a measured gateway gets beside its bearer.
 pub fn oauth_settings(public_base_url: &str) -> Vec<(String, String)> {
@@ -43,20 +41,7 @@ pub async fn connect(app: &App, login: &str, gitea_token: &str) -> anyhow::Resul
     let redirect_uri = "http://127.0.0.1:53682/callback".to_owned();
     store
         .insert_client(
-            &ClientRecord {
-                client_id: client_id.clone(),
-                client_name: Some("load bench".into()),
-                redirect_uris: vec![redirect_uri.clone()],
-                token_endpoint_auth_method: TokenEndpointAuthMethod::None,
-                grant_types: vec!["authorization_code".into(), "refresh_token".into()],
-                response_types: vec!["code".into()],
-                scope: None,
-                registration: Registration::Dynamic,
-                secret_hash: None,
-                metadata: json!({}),
-                created_at: now,
-                expires_at: None,
-            },
+            &super::bench_kit::registered_client(&client_id, "load bench", &redirect_uri, now),
             None,
             now,
         )

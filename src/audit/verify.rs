@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use super::AUDIT_FILE_NAME;
-use super::chain::{BadLine, ChainKey, Verifier, lines};
+use super::chain::{BadLine, ChainKey, ChainLink, Verifier, last_entry_of};
 
 /// The outcome of a verification.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,42 +115,179 @@ pub fn chains_of(paths: &[PathBuf], is_dir: impl Fn(&Path) -> bool) -> Vec<Chain
     chains
 }
 
-/// Verifies `files` in the order given.
+/// Verifies `files` in the order given. Each file is verified on its own,
+/// from the last entry of the file before it (read from that file's tail),
+/// several at once, streamed a buffer at a time: the chain needs each
+/// entry's predecessor, which the log holds, so files need not wait for
+/// one another (issue 55: a 10-million-entry log). The first bad line in
+/// file order is reported.
 pub fn verify_files(files: &[PathBuf], key: &ChainKey) -> VerifyReport {
-    let mut verifier = Verifier::new(key.clone());
-    let bad = |files: &[PathBuf], b: BadLine| VerifyReport::Bad {
-        file: files[b.source].clone(),
-        line: b.line,
-        why: b.why,
+    let seeds = match seeds_of(files) {
+        Ok(seeds) => seeds,
+        Err(bad) => return bad,
     };
-    for (source, path) in files.iter().enumerate() {
-        let bytes = match std::fs::read(path) {
-            Ok(b) => b,
-            Err(err) => {
-                return VerifyReport::Bad {
-                    file: path.clone(),
-                    line: 0,
-                    why: format!("cannot be read: {err}"),
-                };
-            }
-        };
-        // Per line, so a torn multi-byte character spoils only its own line.
-        let text = String::from_utf8_lossy(&bytes);
-        for (i, line) in lines(&text).enumerate() {
-            if let Err(b) = verifier.line(source, i + 1, line) {
-                return bad(files, b);
-            }
+    let results: Vec<std::sync::Mutex<Option<FileOutcome>>> =
+        files.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(files.len())
+        .max(1);
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if i >= files.len() {
+                        break;
+                    }
+                    let outcome = verify_file(i, &files[i], key, seeds[i].as_ref());
+                    *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(outcome);
+                }
+            });
         }
-        if let Err(b) = verifier.end_of_source() {
-            return bad(files, b);
+    });
+    let mut entries = 0;
+    let mut anchored_at = None;
+    let mut last_seq = None;
+    for (i, result) in results.into_iter().enumerate() {
+        let outcome = result
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+            .expect("every file was verified");
+        match outcome {
+            FileOutcome::Bad(report) => return report,
+            FileOutcome::Ok(verified) => {
+                if anchored_at.is_none() && seeds[i].is_none() {
+                    anchored_at = verified.anchored_at;
+                }
+                entries += verified.entries;
+                last_seq = verified.last_seq.or(last_seq);
+            }
         }
     }
     VerifyReport::Ok {
-        entries: verifier.entries,
+        entries,
         keyed: key.is_keyed(),
-        anchored_at: verifier.anchored_at,
-        last_seq: verifier.last().map(|(s, _)| *s),
+        anchored_at,
+        last_seq,
     }
+}
+
+/// One file's verification.
+enum FileOutcome {
+    Ok(Verified),
+    Bad(VerifyReport),
+}
+
+struct Verified {
+    entries: u64,
+    anchored_at: Option<u64>,
+    last_seq: Option<u64>,
+}
+
+/// The entry each file continues from: the last complete entry of the
+/// nearest earlier file that has one (`None` for the first).
+fn seeds_of(files: &[PathBuf]) -> Result<Vec<Option<ChainLink>>, VerifyReport> {
+    let mut seeds = Vec::with_capacity(files.len());
+    let mut seed = None;
+    for path in files {
+        seeds.push(seed.clone());
+        if let Some(last) = tail_entry(path)? {
+            seed = Some(last);
+        }
+    }
+    Ok(seeds)
+}
+
+/// The last complete entry of `path`, read from its end.
+fn tail_entry(path: &Path) -> Result<Option<ChainLink>, VerifyReport> {
+    use std::io::{Read, Seek, SeekFrom};
+    let cannot = |err: std::io::Error| VerifyReport::Bad {
+        file: path.to_path_buf(),
+        line: 0,
+        why: format!("cannot be read: {err}"),
+    };
+    let mut file = std::fs::File::open(path).map_err(cannot)?;
+    let len = file.metadata().map_err(cannot)?.len();
+    let mut window = 64 * 1024;
+    loop {
+        let start = len.saturating_sub(window);
+        file.seek(SeekFrom::Start(start)).map_err(cannot)?;
+        let mut tail = Vec::with_capacity(window as usize);
+        file.read_to_end(&mut tail).map_err(cannot)?;
+        // A window that starts mid-line: skip to the first whole one.
+        let whole = match start {
+            0 => &tail[..],
+            _ => match tail.iter().position(|b| *b == b'\n') {
+                Some(at) => &tail[at + 1..],
+                None => &[][..],
+            },
+        };
+        if let Some(last) = last_entry_of(whole) {
+            return Ok(Some(last));
+        }
+        if start == 0 {
+            return Ok(None);
+        }
+        window *= 4;
+    }
+}
+
+/// Verifies one file, from `seed` (the entry before its first).
+fn verify_file(
+    source: usize,
+    path: &Path,
+    key: &ChainKey,
+    seed: Option<&(u64, Vec<u8>)>,
+) -> FileOutcome {
+    use std::io::BufRead;
+    let cannot = |err: std::io::Error| {
+        FileOutcome::Bad(VerifyReport::Bad {
+            file: path.to_path_buf(),
+            line: 0,
+            why: format!("cannot be read: {err}"),
+        })
+    };
+    let bad = |b: BadLine| {
+        FileOutcome::Bad(VerifyReport::Bad {
+            file: path.to_path_buf(),
+            line: b.line,
+            why: b.why,
+        })
+    };
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(err) => return cannot(err),
+    };
+    let mut verifier = match seed {
+        Some((seq, chain)) => Verifier::after(key.clone(), *seq, chain),
+        None => Verifier::new(key.clone()),
+    };
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
+    let mut line = Vec::with_capacity(1024);
+    let mut line_no = 0;
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(err) => return cannot(err),
+        }
+        line_no += 1;
+        let text = line.strip_suffix(b"\n").unwrap_or(&line);
+        if let Err(b) = verifier.line(source, line_no, text) {
+            return bad(b);
+        }
+    }
+    if let Err(b) = verifier.end_of_source() {
+        return bad(b);
+    }
+    FileOutcome::Ok(Verified {
+        entries: verifier.entries,
+        anchored_at: verifier.anchored_at,
+        last_seq: verifier.last().map(|(seq, _)| seq),
+    })
 }
 
 #[cfg(test)]

@@ -87,15 +87,16 @@ pub async fn clients_by_id(
     server: &OAuthServer,
     ids: impl Iterator<Item = &str>,
 ) -> Result<HashMap<String, ClientRecord>, StoreError> {
-    let mut out = HashMap::new();
-    for id in ids {
-        if !out.contains_key(id)
-            && let Some(client) = server.store().get_client(id).await?
-        {
-            out.insert(id.to_owned(), client);
-        }
-    }
-    Ok(out)
+    let mut wanted: Vec<&str> = ids.collect();
+    wanted.sort_unstable();
+    wanted.dedup();
+    Ok(server
+        .store()
+        .clients_by_ids(&wanted)
+        .await?
+        .into_iter()
+        .map(|client| (client.client_id.clone(), client))
+        .collect())
 }
 
 /// True when the person may use the admin page (as of sign-in).

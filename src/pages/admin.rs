@@ -23,14 +23,14 @@ use crate::oauth::OAuthServer;
 use crate::oauth::upstream::UpstreamAuthError;
 use crate::page_kit::{PageError, render_page, visible_text, with_page_headers};
 use crate::policy::view::PagePolicy;
-use crate::store::{GrantFilter, ToolCount};
+use crate::store::{GrantFilter, ListLength, ToolCount};
 
 /// Grants (and clients) per admin page.
 const PAGE_SIZE: usize = 50;
 
 /// The first row of page `page` (1-based).
 fn offset(page: usize) -> u64 {
-    ((page - 1) * PAGE_SIZE) as u64
+    (page.saturating_sub(1) as u64).saturating_mul(PAGE_SIZE as u64)
 }
 /// Longest filter value considered.
 const MAX_FILTER: usize = 256;
@@ -141,11 +141,13 @@ struct AdminPage {
     notice: Option<&'static str>,
     filter_user: String,
     filter_client: String,
-    total_grants: u64,
+    total_grants: ListLength,
     grants: Vec<GrantRow>,
     prev_page: Option<usize>,
     next_page: Option<usize>,
-    total_clients: u64,
+    total_clients: ListLength,
+    /// The client list fills more than one page.
+    clients_paged: bool,
     clients: Vec<ClientRow>,
     prev_clients: Option<usize>,
     next_clients: Option<usize>,
@@ -235,8 +237,11 @@ pub async fn admin(
         .store()
         .page_grants(&filter, offset(page), PAGE_SIZE as u64)
         .await?;
-    let pages = (listed.total as usize).div_ceil(PAGE_SIZE).max(1);
-    let page = page.min(pages);
+    // Past the end of a list counted whole: its last page.
+    let page = match listed.total.pages(PAGE_SIZE as u64) {
+        Some(pages) => page.min(pages as usize),
+        None => page,
+    };
     if offset(page) != offset(query.page.unwrap_or(1).max(1)) {
         listed = server
             .store()
@@ -276,11 +281,17 @@ pub async fn admin(
             &policies,
         ),
         prev_page: (page > 1).then(|| page - 1),
-        next_page: (page < pages).then(|| page + 1),
+        next_page: listed
+            .total
+            .goes_past(offset(page) + PAGE_SIZE as u64)
+            .then(|| page + 1),
         total_clients: clients.total,
+        clients_paged: clients.total.goes_past(PAGE_SIZE as u64),
         clients: client_rows(&clients.items),
         prev_clients: (clients_page > 1).then(|| clients_page - 1),
-        next_clients: ((offset(clients_page) + PAGE_SIZE as u64) < clients.total)
+        next_clients: clients
+            .total
+            .goes_past(offset(clients_page) + PAGE_SIZE as u64)
             .then(|| clients_page + 1),
         waiting: waiting_rows(
             &server

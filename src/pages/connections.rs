@@ -93,7 +93,7 @@ pub struct ClientRow {
     pub redirect_hosts: String,
     pub registration: &'static str,
     pub created: String,
-    pub grants: u64,
+    pub grants: crate::store::ListLength,
 }
 
 /// A unix time as `2026-11-29 22:38 UTC`.

@@ -9,6 +9,7 @@ pub mod confirmations;
 pub mod dialects;
 pub mod fixture;
 pub mod grants;
+pub mod listing;
 pub mod maintenance;
 pub mod opening;
 pub mod page_sessions;

@@ -67,6 +67,44 @@ pub async fn a_store_behind_is_migrated_and_its_history_names_this_binary(f: &Fi
     store.ping().await.unwrap();
 }
 
+/// The indexes the opening keeps outside the migrations (docs/store.md,
+/// "This release adds no migration, and its indexes") that exist.
+async fn opening_indexes(f: &Fixture) -> Vec<String> {
+    let mut found = f
+        .raw_texts(match f.backend() {
+            "sqlite" => "SELECT name FROM sqlite_master WHERE type = 'index' \
+                         AND name IN ('grants_created', 'grants_client_created', 'grants_login_lower', 'clients_created')",
+            _ => "SELECT indexname::text FROM pg_indexes \
+                  WHERE indexname IN ('grants_created', 'grants_client_created', 'grants_login_lower', 'clients_created')",
+        })
+        .await;
+    found.sort();
+    found
+}
+
+pub async fn the_opening_keeps_its_indexes_outside_the_migrations(f: &Fixture) {
+    f.apply_migrations_up_to(binary_level().0).await;
+    assert!(
+        opening_indexes(f).await.is_empty(),
+        "no migration creates them"
+    );
+    drop(open_as(f, MigrateMode::Never).await.unwrap());
+    assert!(opening_indexes(f).await.is_empty(), "never writes nothing");
+    drop(open_as(f, MigrateMode::Auto).await.unwrap());
+    let store = open_as(f, MigrateMode::Auto).await.unwrap();
+    assert_eq!(
+        opening_indexes(f).await,
+        [
+            "clients_created",
+            "grants_client_created",
+            "grants_created",
+            "grants_login_lower"
+        ]
+    );
+    assert_eq!(sqlx_levels(f).await.len() as i64, binary_level().0);
+    store.ping().await.unwrap();
+}
+
 pub async fn a_store_behind_under_never_is_refused_and_nothing_is_written(f: &Fixture) {
     f.apply_migrations_up_to(8).await;
     let err = open_as(f, MigrateMode::Never).await.unwrap_err();

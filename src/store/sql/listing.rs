@@ -8,7 +8,8 @@ use super::backend::{SqlRow, stmt};
 use super::clients::client_from_row;
 use super::{Backend, SqlStore};
 use crate::store::{
-    ClientSummary, GiteaApp, GrantFilter, GrantSummary, ListingStore, Paged, StoreError,
+    CLIENTS_PER_LOOKUP, COUNTED_AHEAD, ClientRecord, ClientSummary, GiteaApp, GrantFilter,
+    GrantSummary, ListLength, ListingStore, Paged, StoreError,
 };
 
 /// The columns [`summary_from_row`] reads (a macro, for `concat!`).
@@ -21,49 +22,58 @@ macro_rules! summary_columns {
 
 /// A page of live grants (redeemed, not ended) and its count, by filter:
 /// one static statement each, so every one can use its index
-/// (`grants_login`, `grants_client`).
+/// (`grants_created`, `grants_login`, `grants_client_created`), newest
+/// first without a sort of every live grant. The count stops
+/// [`COUNTED_AHEAD`] rows past the page's start: what a page view costs
+/// does not grow with the table. `+` and `|| ''` change no value; they keep
+/// the planners (SQLite's has no statistics here) off the indexes that
+/// would read every live grant: `grants_revoked`, whose one key all live
+/// grants share, and a client's index when a login is named (a login's
+/// grants are few: the per-login cap).
 const PAGES: [(&str, &str); 4] = [
     (
         concat!(
             "SELECT ",
             summary_columns!(),
-            " FROM grants g WHERE g.revoked_at IS NULL \
+            " FROM grants g WHERE +g.revoked_at IS NULL \
          AND g.activated_at IS NOT NULL ORDER BY g.created_at DESC, g.id DESC LIMIT $1 OFFSET $2"
         ),
-        "SELECT COUNT(*) AS n FROM grants g WHERE g.revoked_at IS NULL AND g.activated_at IS NOT NULL",
+        "SELECT COUNT(*) AS n FROM (SELECT 1 FROM grants g WHERE +g.revoked_at IS NULL \
+         AND g.activated_at IS NOT NULL LIMIT $1) counted",
     ),
     (
         concat!(
             "SELECT ",
             summary_columns!(),
             " FROM grants g WHERE g.login = $3 \
-         AND g.revoked_at IS NULL AND g.activated_at IS NOT NULL \
+         AND +g.revoked_at IS NULL AND g.activated_at IS NOT NULL \
          ORDER BY g.created_at DESC, g.id DESC LIMIT $1 OFFSET $2"
         ),
-        "SELECT COUNT(*) AS n FROM grants g WHERE g.login = $1 \
-         AND g.revoked_at IS NULL AND g.activated_at IS NOT NULL",
+        "SELECT COUNT(*) AS n FROM (SELECT 1 FROM grants g WHERE g.login = $2 \
+         AND +g.revoked_at IS NULL AND g.activated_at IS NOT NULL LIMIT $1) counted",
     ),
     (
         concat!(
             "SELECT ",
             summary_columns!(),
             " FROM grants g WHERE g.client_id = $3 \
-         AND g.revoked_at IS NULL AND g.activated_at IS NOT NULL \
+         AND +g.revoked_at IS NULL AND g.activated_at IS NOT NULL \
          ORDER BY g.created_at DESC, g.id DESC LIMIT $1 OFFSET $2"
         ),
-        "SELECT COUNT(*) AS n FROM grants g WHERE g.client_id = $1 \
-         AND g.revoked_at IS NULL AND g.activated_at IS NOT NULL",
+        "SELECT COUNT(*) AS n FROM (SELECT 1 FROM grants g WHERE g.client_id = $2 \
+         AND +g.revoked_at IS NULL AND g.activated_at IS NOT NULL LIMIT $1) counted",
     ),
     (
         concat!(
             "SELECT ",
             summary_columns!(),
             " FROM grants g WHERE g.login = $3 \
-         AND g.client_id = $4 AND g.revoked_at IS NULL AND g.activated_at IS NOT NULL \
+         AND g.client_id || '' = $4 AND +g.revoked_at IS NULL AND g.activated_at IS NOT NULL \
          ORDER BY g.created_at DESC, g.id DESC LIMIT $1 OFFSET $2"
         ),
-        "SELECT COUNT(*) AS n FROM grants g WHERE g.login = $1 AND g.client_id = $2 \
-         AND g.revoked_at IS NULL AND g.activated_at IS NOT NULL",
+        "SELECT COUNT(*) AS n FROM (SELECT 1 FROM grants g WHERE g.login = $2 \
+         AND g.client_id || '' = $3 AND +g.revoked_at IS NULL AND g.activated_at IS NOT NULL \
+         LIMIT $1) counted",
     ),
 ];
 
@@ -102,7 +112,8 @@ impl<DB: Backend> SqlStore<DB> {
     ) -> Result<Paged<GrantSummary>, StoreError> {
         let (page, total) = PAGES[which];
         let mut conn = self.conn().await?;
-        let mut counted = stmt::<DB>(total);
+        let cap = offset.saturating_add(COUNTED_AHEAD);
+        let mut counted = stmt::<DB>(total).bind(int(cap.saturating_add(1)));
         for param in params {
             counted = counted.bind(*param);
         }
@@ -121,7 +132,7 @@ impl<DB: Backend> SqlStore<DB> {
                 .iter()
                 .map(summary_from_row)
                 .collect::<Result<_, _>>()?,
-            total: count(total),
+            total: ListLength::counted_to(count(total), cap),
         })
     }
 
@@ -139,6 +150,14 @@ impl<DB: Backend> SqlStore<DB> {
         row.map(|row| row.text("login")).transpose()
     }
 }
+
+/// [`CLIENTS_PER_LOOKUP`] ids at once; unused places are bound to an
+/// empty string, which no client id is.
+const CLIENTS_BY_IDS: &str = concat!(
+    "SELECT ",
+    super::clients::client_columns!(),
+    " FROM clients WHERE client_id IN ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)"
+);
 
 #[async_trait]
 impl<DB: Backend> ListingStore for SqlStore<DB> {
@@ -165,7 +184,7 @@ impl<DB: Backend> ListingStore for SqlStore<DB> {
             }
         };
         let exact = by_login(login).await?;
-        if exact.total > 0 {
+        if exact.total.goes_past(0) {
             return Ok(exact);
         }
         match self.stored_login(login).await? {
@@ -196,12 +215,27 @@ impl<DB: Backend> ListingStore for SqlStore<DB> {
         let rows = stmt::<DB>(concat!(
             "SELECT ",
             summary_columns!(),
-            " FROM grants g WHERE g.client_id = $1 AND g.revoked_at IS NULL"
+            " FROM grants g WHERE g.client_id = $1 AND +g.revoked_at IS NULL"
         ))
         .bind(client_id)
         .fetch_all(&mut conn)
         .await?;
         rows.iter().map(summary_from_row).collect()
+    }
+
+    async fn clients_by_ids(&self, ids: &[&str]) -> Result<Vec<ClientRecord>, StoreError> {
+        let mut conn = self.conn().await?;
+        let mut found = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(CLIENTS_PER_LOOKUP) {
+            let mut looked_up = stmt::<DB>(CLIENTS_BY_IDS);
+            for place in 0..CLIENTS_PER_LOOKUP {
+                looked_up = looked_up.bind(chunk.get(place).copied().unwrap_or(""));
+            }
+            for row in looked_up.fetch_all(&mut conn).await? {
+                found.push(client_from_row(&row)?);
+            }
+        }
+        Ok(found)
     }
 
     async fn page_clients(
@@ -210,20 +244,26 @@ impl<DB: Backend> ListingStore for SqlStore<DB> {
         limit: u64,
     ) -> Result<Paged<ClientSummary>, StoreError> {
         let mut conn = self.conn().await?;
-        let total = stmt::<DB>("SELECT COUNT(*) AS n FROM clients")
-            .fetch_optional(&mut conn)
-            .await?
-            .ok_or(StoreError::Corrupt("client count"))?
-            .int("n")?;
+        let cap = offset.saturating_add(COUNTED_AHEAD);
+        let total =
+            stmt::<DB>("SELECT COUNT(*) AS n FROM (SELECT 1 FROM clients LIMIT $1) counted")
+                .bind(int(cap.saturating_add(1)))
+                .fetch_optional(&mut conn)
+                .await?
+                .ok_or(StoreError::Corrupt("client count"))?
+                .int("n")?;
         let rows = stmt::<DB>(concat!(
             "SELECT ",
             super::clients::client_columns!(),
-            ", (SELECT COUNT(*) FROM grants g WHERE g.client_id = clients.client_id AND ",
-            "g.revoked_at IS NULL AND g.activated_at IS NOT NULL) AS live_grants \
-             FROM clients ORDER BY created_at, client_id LIMIT $1 OFFSET $2"
+            ", (SELECT COUNT(*) FROM (SELECT 1 FROM grants g \
+             WHERE g.client_id = page.client_id AND +g.revoked_at IS NULL \
+             AND g.activated_at IS NOT NULL LIMIT $3) counted) AS live_grants \
+             FROM (SELECT * FROM clients ORDER BY created_at, client_id LIMIT $1 OFFSET $2) page \
+             ORDER BY created_at, client_id"
         ))
         .bind(int(limit))
         .bind(int(offset))
+        .bind(int(COUNTED_AHEAD + 1))
         .fetch_all(&mut conn)
         .await?;
         let items = rows
@@ -231,13 +271,13 @@ impl<DB: Backend> ListingStore for SqlStore<DB> {
             .map(|row| {
                 Ok(ClientSummary {
                     client: client_from_row(row)?,
-                    grants: count(row.int("live_grants")?),
+                    grants: ListLength::counted_to(count(row.int("live_grants")?), COUNTED_AHEAD),
                 })
             })
             .collect::<Result<_, StoreError>>()?;
         Ok(Paged {
             items,
-            total: count(total),
+            total: ListLength::counted_to(count(total), cap),
         })
     }
 }

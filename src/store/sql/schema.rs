@@ -9,6 +9,14 @@
 //! a binary from before it would refuse a store holding a migration it does
 //! not know, and the history exists to say which of those it may serve on.
 //! A binary that does not know the table never reads it.
+//!
+//! For the same reason the indexes of [`OPENING_INDEXES`] are created here
+//! (`IF NOT EXISTS`) rather than by a migration 0011: the previous release
+//! (0010) predates the history, and its migrator refuses to start on a
+//! store holding any migration it does not know, so a rolling upgrade
+//! whose old replica restarts would break. An index changes nothing any
+//! binary reads. The next release's first migration adopts them (with `IF
+//! NOT EXISTS`), and this list goes.
 
 use std::path::Path;
 
@@ -27,6 +35,25 @@ pub(crate) const HISTORY_TABLE: &str = "aegis_schema_history";
 const SQLX_TABLE: &str = "_sqlx_migrations";
 /// The database file's name inside a backup folder.
 pub(crate) const BACKUP_DB_FILE: &str = "aegis.db";
+
+/// Indexes the opening keeps, outside the numbered migrations (see the
+/// module's doc): the admin's pages, all grants or one client's, and the
+/// client list, ordered by age without a sort of every row, and a login
+/// looked up without regard to case without a scan (issue 55).
+pub(crate) const OPENING_INDEXES: [&str; 4] = [
+    "CREATE INDEX IF NOT EXISTS grants_created ON grants (created_at, id)",
+    "CREATE INDEX IF NOT EXISTS grants_client_created ON grants (client_id, created_at, id)",
+    "CREATE INDEX IF NOT EXISTS grants_login_lower ON grants (LOWER(login))",
+    "CREATE INDEX IF NOT EXISTS clients_created ON clients (created_at, client_id)",
+];
+
+async fn keep_opening_indexes<DB: Backend>(pool: &Pool<DB>) -> Result<(), StoreError> {
+    let mut conn = pool.acquire().await?;
+    for index in OPENING_INDEXES {
+        stmt::<DB>(index).execute(&mut conn).await?;
+    }
+    Ok(())
+}
 
 /// What the store says about its schema.
 #[derive(Debug, Clone, Default)]
@@ -117,6 +144,7 @@ async fn record<DB: Backend>(
     backup: Option<&str>,
     opening: &StoreOpening,
 ) -> Result<(), StoreError> {
+    keep_opening_indexes(pool).await?;
     let mut conn = pool.acquire().await?;
     stmt::<DB>(DB::CREATE_SCHEMA_HISTORY)
         .execute(&mut conn)

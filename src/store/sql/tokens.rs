@@ -46,13 +46,15 @@ impl<DB: Backend> SqlStore<DB> {
     }
 
     /// Row-locks an unrevoked grant for the rest of the transaction (a
-    /// no-op update); false when it is revoked or unknown.
+    /// no-op update of a column no index holds: SQLite rewrites the entry
+    /// of every index holding an assigned column, value changed or not);
+    /// false when it is revoked or unknown.
     async fn lock_live_grant(
         conn: &mut DB::Connection,
         grant_id: &str,
     ) -> Result<bool, StoreError> {
         let locked = stmt::<DB>(
-            "UPDATE grants SET revoked_at = revoked_at WHERE id = $1 AND revoked_at IS NULL",
+            "UPDATE grants SET last_used_at = last_used_at WHERE id = $1 AND revoked_at IS NULL",
         )
         .bind(grant_id)
         .execute(conn)
