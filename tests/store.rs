@@ -129,6 +129,19 @@ spec!(
     confirmations::a_confirmations_summary_and_arguments_are_not_stored_in_plaintext,
 );
 
+/// Replicas sharing one store: PostgreSQL only (a SQLite store serves
+/// one process, and refuses a file another is creating).
+mod shared_store {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[ignore = "PostgreSQL: run with `cargo test -- --ignored` (a throwaway cluster of its own, or AEGIS_TEST_POSTGRES_URL)"]
+    async fn openings_at_the_same_moment_all_open_the_new_store() {
+        let fixture = crate::store_spec::fixture::Fixture::postgres().await;
+        crate::store_spec::schema::openings_at_the_same_moment_all_open_the_new_store(&fixture)
+            .await;
+        fixture.drop_database().await;
+    }
+}
+
 /// The two migration dialects against each other: PostgreSQL only (it
 /// compares with a SQLite file of its own).
 mod dialects {

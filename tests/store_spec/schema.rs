@@ -105,6 +105,30 @@ pub async fn the_opening_keeps_its_indexes_outside_the_migrations(f: &Fixture) {
     store.ping().await.unwrap();
 }
 
+/// Replicas started together on a new store (a Deployment's first
+/// rollout): every one opens it, and its history is written once. Each
+/// opening is a task of its own, so their statements interleave as
+/// separate processes' would.
+pub async fn openings_at_the_same_moment_all_open_the_new_store(f: &Fixture) {
+    let tasks: Vec<_> = (0..4)
+        .map(|_| {
+            let location = f.location().clone();
+            tokio::spawn(async move {
+                let cipher = TokenCipher::new(&[SecretString::from(KEY_A)]).unwrap();
+                let opening = StoreOpening::auto(VERSION, NOW);
+                open_store_with(&location, cipher, StoreLimits::default(), &opening)
+                    .await
+                    .map(|(store, _)| store)
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap().unwrap().ping().await.unwrap();
+    }
+    assert_eq!(history(f).await.len() as i64, binary_level().0);
+    assert_eq!(opening_indexes(f).await.len(), 4);
+}
+
 pub async fn a_store_behind_under_never_is_refused_and_nothing_is_written(f: &Fixture) {
     f.apply_migrations_up_to(8).await;
     let err = open_as(f, MigrateMode::Never).await.unwrap_err();

@@ -74,6 +74,10 @@ pub(crate) trait Backend: Database {
     /// a transaction (`$1` the grant id), held until it ends; `None` where
     /// the store serves one process (SQLite).
     const UPSTREAM_REFRESH_LOCK: Option<&'static str>;
+    /// Takes the cross-process lock of the store's opening (its indexes
+    /// and history) inside a transaction; `None` where the store serves
+    /// one process (SQLite).
+    const OPENING_LOCK: Option<&'static str>;
     /// The versioned migrations' SQL, `(version, sql)`; their descriptions
     /// and compatibility are `store::schema::MIGRATIONS`.
     const MIGRATIONS: &'static [(i64, &'static str)];
@@ -186,7 +190,8 @@ impl<DB: Backend> SqlRow<DB> {
 /// against a concrete driver, hence the macro.
 macro_rules! impl_backend {
     (
-        $db:ty, $label:literal, $begin:literal, $shared:literal, $refresh_lock:expr, $folder:literal,
+        $db:ty, $label:literal, $begin:literal, $shared:literal, $refresh_lock:expr,
+        $opening_lock:expr, $folder:literal,
         $table_exists:literal, $history:literal, $copy_into:expr
     ) => {
         impl Backend for $db {
@@ -194,6 +199,7 @@ macro_rules! impl_backend {
             const SHARED_BY_PROCESSES: bool = $shared;
             const BEGIN_WRITE: &'static str = $begin;
             const UPSTREAM_REFRESH_LOCK: Option<&'static str> = $refresh_lock;
+            const OPENING_LOCK: Option<&'static str> = $opening_lock;
             const TABLE_EXISTS: &'static str = $table_exists;
             const CREATE_SCHEMA_HISTORY: &'static str = $history;
             const COPY_INTO: Option<&'static str> = $copy_into;
@@ -328,6 +334,7 @@ impl_backend!(
     "BEGIN IMMEDIATE",
     false,
     None,
+    None,
     "sqlite",
     "SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = $1",
     "CREATE TABLE IF NOT EXISTS aegis_schema_history (\
@@ -345,6 +352,7 @@ impl_backend!(
     "BEGIN",
     true,
     Some("SELECT pg_advisory_xact_lock(hashtextextended('aegis upstream refresh ' || $1, 0))"),
+    Some("SELECT pg_advisory_xact_lock(hashtextextended('aegis store opening', 0))"),
     "postgres",
     "SELECT COUNT(*) AS n FROM information_schema.tables \
      WHERE table_schema = current_schema() AND table_name = $1",

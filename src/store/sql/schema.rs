@@ -47,14 +47,6 @@ pub(crate) const OPENING_INDEXES: [&str; 4] = [
     "CREATE INDEX IF NOT EXISTS clients_created ON clients (created_at, client_id)",
 ];
 
-async fn keep_opening_indexes<DB: Backend>(pool: &Pool<DB>) -> Result<(), StoreError> {
-    let mut conn = pool.acquire().await?;
-    for index in OPENING_INDEXES {
-        stmt::<DB>(index).execute(&mut conn).await?;
-    }
-    Ok(())
-}
-
 /// What the store says about its schema.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct SchemaState {
@@ -144,10 +136,19 @@ async fn record<DB: Backend>(
     backup: Option<&str>,
     opening: &StoreOpening,
 ) -> Result<(), StoreError> {
-    keep_opening_indexes(pool).await?;
-    let mut conn = pool.acquire().await?;
+    // One transaction, under the opening's lock where replicas share the
+    // store: PostgreSQL's `IF NOT EXISTS` is no guard against another
+    // replica creating the same table or index at the same moment (found
+    // by three replicas starting together on a new database).
+    let mut tx = pool.begin().await?;
+    if let Some(lock) = DB::OPENING_LOCK {
+        stmt::<DB>(lock).execute(&mut tx).await?;
+    }
+    for index in OPENING_INDEXES {
+        stmt::<DB>(index).execute(&mut tx).await?;
+    }
     stmt::<DB>(DB::CREATE_SCHEMA_HISTORY)
-        .execute(&mut conn)
+        .execute(&mut tx)
         .await?;
     let applied_before = |level: SchemaLevel| state.applied.iter().any(|a| a.level == level);
     for known in MIGRATIONS {
@@ -174,9 +175,10 @@ async fn record<DB: Backend>(
         .bind(applied_by)
         .bind(backup)
         .bind(opening.now)
-        .execute(&mut conn)
+        .execute(&mut tx)
         .await?;
     }
+    tx.commit().await?;
     Ok(())
 }
 
