@@ -127,6 +127,10 @@ impl Builder<'_> {
             params::add_view_property(&mut input_schema);
         }
         let effect = effects::effect_of(&method, operation_id);
+        let mut fields = body_fields(&input_schema, &input.params);
+        if let Some(response) = &response {
+            fields.extend(self.shapes.field_names(response));
+        }
         Ok(Operation {
             title,
             effect,
@@ -146,8 +150,33 @@ impl Builder<'_> {
             consumes,
             deprecated,
             judged_as: None,
+            fields,
         })
     }
+}
+
+/// The top-level fields of the body an operation takes, as its schema
+/// names them (through its `$defs`).
+fn body_fields(schema: &Map<String, Value>, params: &[Param]) -> Vec<String> {
+    let Some(body) = params
+        .iter()
+        .find(|p| p.location == ParamLocation::Body)
+        .and_then(|p| schema.get("properties")?.get(&p.name))
+    else {
+        return Vec::new();
+    };
+    let body = match body
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix("#/$defs/"))
+    {
+        Some(name) => schema.get("$defs").and_then(|defs| defs.get(name)),
+        None => Some(body),
+    };
+    body.and_then(|b| b.get("properties"))
+        .and_then(Value::as_object)
+        .map(|properties| properties.keys().cloned().collect())
+        .unwrap_or_default()
 }
 
 /// Sets each deprecated operation's [`Operation::judged_as`] to its twin's

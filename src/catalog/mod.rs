@@ -133,6 +133,10 @@ pub struct Operation {
     /// For a deprecated operation, its current twin's tool name
     /// ([`twins`]): every rule by name judges it as that twin too.
     pub judged_as: Option<String>,
+    /// The names of the fields of the body it takes and of its answer (a
+    /// list's items'), which the search matches weakly: a person asks for
+    /// "the default branch" of a repository, or to make a user "active".
+    pub fields: Vec<String>,
 }
 
 impl Operation {

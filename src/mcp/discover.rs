@@ -77,7 +77,9 @@ const SHARED_ARGUMENTS: [&str; 4] = [VIEW_PROPERTY, SUDO_PROPERTY, "page", "limi
 pub fn describe_found(op: &Operation, call_with: &str) -> Value {
     let mut found = Map::new();
     found.insert("name".into(), json!(op.tool_name));
-    found.insert("does".into(), json!(op.title));
+    // What it is for in a person's words, where Gitea's summary says how.
+    let does = crate::catalog::search::purpose(&op.tool_name).unwrap_or(&op.title);
+    found.insert("does".into(), json!(does));
     found.insert(
         "args".into(),
         json!(argument_line(op.input_schema.object())),
@@ -140,6 +142,68 @@ fn fields(schema: &Map<String, Value>, skip: &[&str]) -> String {
 /// three dozen, and a search naming them all cost more than its answer.
 const MAX_OPTIONAL_SHOWN: usize = 12;
 
+/// Operations a search that found nothing looks through for the areas it
+/// names ([`nothing_found`]).
+pub const NEAR_RESULTS: usize = 12;
+/// Areas a search that found nothing names, and operations per area.
+const NEAR_AREAS: usize = 3;
+const NEAR_PER_AREA: usize = 3;
+
+/// What a search that matched nothing answers: never an empty list alone.
+/// It says so, and names the areas (toolsets) of `near`, the operations
+/// matching the catalog's words nearest to the query's, a few operations
+/// each; without any, every area this surface reaches with its number of
+/// operations, so that the next search is informed.
+pub fn nothing_found(
+    ops: &[Operation],
+    near: &[usize],
+    reachable: impl Iterator<Item = usize>,
+) -> Value {
+    let mut areas: Vec<(&str, Vec<Value>)> = Vec::new();
+    for &i in near {
+        let op = &ops[i];
+        let entry = json!({"name": op.tool_name, "does": op.title});
+        let full = areas.len() >= NEAR_AREAS;
+        match areas.iter_mut().find(|(toolset, _)| *toolset == op.toolset) {
+            Some((_, found)) if found.len() < NEAR_PER_AREA => found.push(entry),
+            Some(_) => {}
+            None if !full => areas.push((&op.toolset, vec![entry])),
+            None => {}
+        }
+    }
+    if !areas.is_empty() {
+        let areas: Vec<Value> = areas
+            .into_iter()
+            .map(|(toolset, operations)| json!({"toolset": toolset, "operations": operations}))
+            .collect();
+        return json!({
+            "operations": [],
+            "note": "No operation matched these words. The nearest areas follow, with a few of their operations: search again in their words, or pass `toolset`.",
+            "areas": areas,
+        });
+    }
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for i in reachable {
+        match counts
+            .iter_mut()
+            .find(|(toolset, _)| *toolset == ops[i].toolset)
+        {
+            Some((_, n)) => *n += 1,
+            None => counts.push((&ops[i].toolset, 1)),
+        }
+    }
+    counts.sort_unstable();
+    let areas: Vec<Value> = counts
+        .into_iter()
+        .map(|(toolset, n)| json!({"toolset": toolset, "operations": n}))
+        .collect();
+    json!({
+        "operations": [],
+        "note": "No operation matched these words. Search again in Gitea's words (repository, issue, pull request, branch, commit, release, webhook, workflow, user, organization, team, package…), or pass one of these `toolset`s.",
+        "areas": areas,
+    })
+}
+
 /// One operation in full, as a search by `name` gives it: its schema too.
 pub fn describe_operation(op: &Operation, call_with: &str) -> Value {
     json!({
@@ -183,6 +247,63 @@ mod tests {
             .to_owned();
         assert!(args.starts_with("owner, repo, body {"), "{args}");
         assert!(args.contains("type"), "{args}");
+    }
+
+    /// The bytes a search answers with, averaged over the queries of the
+    /// four evaluation sets (`cargo test --lib searches_answer -- --nocapture`
+    /// prints it): issue 56's bound is 2,000.
+    #[test]
+    fn searches_answer_in_under_two_thousand_bytes_on_average() {
+        let catalog = Catalog::bundled();
+        let ops = catalog.operations();
+        let index = catalog.search_index();
+        let (mut bytes, mut searches) = (0, 0);
+        for set in [
+            include_str!("../../tests/fixtures/search_eval/intents.json"),
+            include_str!("../../tests/fixtures/search_eval/held_out.json"),
+            include_str!("../../tests/fixtures/search_eval/fresh.json"),
+            include_str!("../../tests/fixtures/search_eval/fourth.json"),
+        ] {
+            let set: Value = serde_json::from_str(set).unwrap();
+            for intent in set["intents"].as_array().unwrap() {
+                let query = intent["query"].as_str().unwrap();
+                let found: Vec<Value> = index
+                    .search(query, |_| true, DEFAULT_SEARCH_LIMIT)
+                    .into_iter()
+                    .map(|i| describe_found(&ops[i], call_tool_for(&ops[i])))
+                    .collect();
+                bytes += json!({"operations": found}).to_string().len();
+                searches += 1;
+            }
+        }
+        let mean = bytes / searches;
+        println!("{searches} searches, {mean} bytes on average");
+        assert!(mean <= 2_000, "{mean} bytes");
+    }
+
+    #[test]
+    fn a_search_that_matches_nothing_names_areas_not_nothing() {
+        let catalog = Catalog::bundled();
+        let ops = catalog.operations();
+        let index = catalog.search_index();
+        assert!(index.search("zzqx wibble", |_| true, 5).is_empty());
+        let near = index.search_near("wokflows of acme/app", |_| true, NEAR_RESULTS);
+        let answer = nothing_found(ops, &near, 0..ops.len());
+        assert_eq!(answer["operations"], json!([]));
+        let areas = answer["areas"].as_array().unwrap();
+        assert!(!areas.is_empty() && areas.len() <= NEAR_AREAS, "{answer}");
+        assert!(
+            areas
+                .iter()
+                .all(|a| a["operations"].as_array().unwrap().len() <= NEAR_PER_AREA)
+        );
+        let nothing_near = nothing_found(ops, &[], 0..ops.len());
+        let every = nothing_near["areas"].as_array().unwrap();
+        assert!(
+            every
+                .iter()
+                .any(|a| a["toolset"] == "issue" && a["operations"].as_u64() > Some(10))
+        );
     }
 
     #[test]

@@ -21,15 +21,23 @@ use serde_json::{Value, json};
 /// `null`, as an id that could not be read.
 pub const MAX_ECHOED_ID_CHARS: usize = 128;
 
-/// The typed requests the gateway serves on the wires with a handshake
-/// (before 2026-07-28): one of these that rmcp could only read as a custom
-/// request had params that do not fit.
-const SERVED_METHODS: [&str; 4] = ["initialize", "ping", "tools/list", "tools/call"];
+/// The typed requests the gateway serves on every wire: one of these that
+/// rmcp could only read as a custom request had params that do not fit.
+const SERVED_METHODS: [&str; 8] = [
+    "tools/list",
+    "tools/call",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "prompts/list",
+    "prompts/get",
+    "completion/complete",
+];
 
-/// The same on the stateless wire (2026-07-28 on), where `initialize` and
-/// `ping` are removed: rmcp answers those `404` with `-32601`, as SEP-2575
-/// requires, whatever their params.
-const SERVED_METHODS_STATELESS: [&str; 2] = ["tools/list", "tools/call"];
+/// Served besides on the wires with a handshake (before 2026-07-28); on the
+/// stateless wire they are removed, and rmcp answers them `404` with
+/// `-32601`, as SEP-2575 requires, whatever their params.
+const HANDSHAKE_METHODS: [&str; 2] = ["initialize", "ping"];
 
 /// Why a body is not a message, with what JSON-RPC says to answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -163,8 +171,7 @@ fn read_as_rmcp_reads(
             // "method not found" naming the method: the caller would be told
             // `tools/call` does not exist.
             if let ClientRequest::CustomRequest(custom) = &request.request
-                && served_methods(&request.request, header_version)
-                    .contains(&custom.method.as_str())
+                && serves(&request.request, header_version, &custom.method)
             {
                 return Err(IntakeRefusal {
                     kind: RefusalKind::InvalidParams,
@@ -213,14 +220,11 @@ fn read_as_rmcp_reads(
     Err(IntakeRefusal { kind, id })
 }
 
-/// The methods served on the request's wire. The version is rmcp's pick:
+/// Whether `method` is served on the request's wire. The version is rmcp's pick:
 /// the body's `_meta` protocol version, else the header, else 2025-03-26;
 /// a request whose `_meta` names a version and client capabilities is on
 /// the stateless wire whatever the version.
-fn served_methods(
-    request: &ClientRequest,
-    header_version: Option<&str>,
-) -> &'static [&'static str] {
+fn serves(request: &ClientRequest, header_version: Option<&str>, method: &str) -> bool {
     let meta = request.get_meta();
     let carries_stateless_meta = meta
         .missing_required_keys(&ProtocolVersion::V_2026_07_28)
@@ -231,11 +235,8 @@ fn served_methods(
             header_version.and_then(|v| serde_json::from_value(Value::String(v.to_owned())).ok())
         })
         .unwrap_or(ProtocolVersion::V_2025_03_26);
-    if carries_stateless_meta || !version.has_initialize() {
-        &SERVED_METHODS_STATELESS
-    } else {
-        &SERVED_METHODS
-    }
+    let handshake = !carries_stateless_meta && version.has_initialize();
+    SERVED_METHODS.contains(&method) || handshake && HANDSHAKE_METHODS.contains(&method)
 }
 
 /// A request id rmcp read, as it may be echoed.

@@ -1,5 +1,6 @@
 //! MCP: the tool side of the gateway, under four names that each own one
-//! thing. [`RmcpAdapter`](rmcp_adapter::RmcpAdapter) translates rmcp's
+//! thing (and, beside the tools, the `resources`, `prompts` and `completion`
+//! a client offers its person, each read made as a call by `reads`). [`RmcpAdapter`](rmcp_adapter::RmcpAdapter) translates rmcp's
 //! types for both transports; [`call`] is one `tools/call` with no
 //! transport inside, run with [`CallServices`] (the audit log, metrics,
 //! confirmations, activity, the admin account); the [`Dispatcher`] admits
@@ -11,12 +12,17 @@ pub(crate) mod activity;
 pub(crate) mod call;
 pub(crate) mod call_events;
 pub(crate) mod caller;
+pub(crate) mod completion;
 pub(crate) mod confirmation;
 pub(crate) mod discover;
 pub(crate) mod dispatcher;
 pub(crate) mod exposure;
 pub mod intake;
+pub(crate) mod prompts;
+pub(crate) mod reads;
+pub(crate) mod resources;
 pub(crate) mod rmcp_adapter;
+pub(crate) mod rmcp_context;
 pub(crate) mod tool_lists;
 pub(crate) mod tools;
 pub(crate) mod transport;

@@ -114,6 +114,29 @@ pub fn tool_call(
     span
 }
 
+/// `resources/read`, `prompts/get` or `completion/complete`: the MCP
+/// server span of one such request, parented like [`tool_call`]; the
+/// calls it makes to read Gitea are its children.
+pub fn context_request(
+    method: &'static str,
+    protocol_version: Option<&str>,
+    meta: Carrier<'_>,
+    request: Option<&RequestSpan>,
+) -> Span {
+    let span = tracing::info_span!(
+        target: TARGET,
+        "mcp.server",
+        otel.name = method,
+        otel.kind = "server",
+        mcp.method.name = method,
+        mcp.protocol.version = protocol_version.unwrap_or_default(),
+        error.type = Empty,
+        otel.status_code = Empty,
+    );
+    adopt_parent_or(&span, meta, request.map(|r| &r.0));
+    span
+}
+
 /// How a call ended: `ok`, `error` or `refused`, and the error kind.
 pub fn outcome(span: &Span, outcome: &str, error_kind: Option<&str>) {
     span.record("aegis.outcome", outcome);

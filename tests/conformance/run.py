@@ -22,7 +22,9 @@ three parts:
    the person (our consent page, Gitea's login and grant pages) is headless
    Chromium;
 3. `ts-sdk`: `ts-client.mjs`, the TypeScript SDK's OAuth client signing in
-   (the same browser), listing the tools and calling one as the user.
+   (the same browser), listing the tools and calling one as the user, then
+   the resource templates, prompts and completion: files, an issue and a
+   pull request of the fixture read as resources, a prompt on each.
 
 Prints one row per scenario run and a closing `N passed, M failed`; exits 1
 when anything applicable failed. Results (the suite's checks.json files,
@@ -72,6 +74,13 @@ USER = FIXTURE["user"]
 # docs/conformance.md.
 SERVER_SCENARIOS = [
     ("server-initialize", ["2025-06-18", "2025-11-25"]),
+    # The gateway's own resources (templates only: resources/list is empty,
+    # which the scenario accepts), prompts and completion; an unknown URI is
+    # "resource not found" with its uri (SEP-2164).
+    ("resources-list", ["2025-06-18", "2025-11-25", "2026-07-28"]),
+    ("prompts-list", ["2025-06-18", "2025-11-25", "2026-07-28"]),
+    ("completion-complete", ["2025-06-18", "2025-11-25", "2026-07-28"]),
+    ("sep-2164-resource-not-found", ["2026-07-28"]),
     ("ping", ["2025-06-18", "2025-11-25"]),
     ("tools-list", ["2025-06-18", "2025-11-25", "2026-07-28"]),
     ("server-session-lifecycle", ["2025-03-26", "2025-06-18", "2025-11-25"]),
@@ -269,6 +278,16 @@ def run_authorization(person):
         row("authorization", scenario, "", summarize(checks), ok, seconds if scenario == "authorization-code-grant" else 0.0, note)
 
 
+def ts_context():
+    """What ts-client.mjs reads besides the user's own repository."""
+    org, own = FIXTURE["repos"]["org"], FIXTURE["repos"]["user"]
+    return {
+        "file": {"owner": org["owner"], "repo": org["name"], "path": FIXTURE["file_path"], "content": FIXTURE["file_content"]},
+        "issue": {"owner": own["owner"], "repo": own["name"], "index": FIXTURE["user_issue_number"]},
+        "pull": {"owner": org["owner"], "repo": org["name"], "index": FIXTURE["pr_number"]},
+    }
+
+
 def run_ts_client(person):
     began = time.monotonic()
 
@@ -281,7 +300,9 @@ def run_ts_client(person):
     driven = Driven(person, "ts-sdk", authorization_url, callback_of)
     # At /mcp/all: the TypeScript SDK signs in at a URL other than /mcp (its
     # own protected-resource document and audience) and lists every tool.
-    code, lines, seen, error = driven.run([NODE, TS_CLIENT, GATEWAY + "/mcp/all", USER["login"]])
+    # The context names what the user can read: the seeded file, the user's
+    # own issue, the organisation's pull request (a public repository).
+    code, lines, seen, error = driven.run([NODE, TS_CLIENT, GATEWAY + "/mcp/all", USER["login"], json.dumps(ts_context())])
     with open(os.path.join(RESULTS, "ts-sdk.log"), "w") as f:
         f.write("\n".join(lines) + "\n")
     result = {}
@@ -293,9 +314,10 @@ def run_ts_client(person):
     ok = code == 0 and result.get("ok") is True and error is None
     note = error or "; ".join("%s: %s" % (c["name"], c.get("detail")) for c in failed)
     if ok:
-        note = "%s tools; identity %s; browser: %s" % (result.get("tools"), result.get("identity"), " → ".join(seen))
+        note = "%s tools, %s templates, %s prompts; identity %s; browser: %s" % (
+            result.get("tools"), result.get("templates"), result.get("prompts"), result.get("identity"), " → ".join(seen))
     summary = "%d passed, %d failed" % (len(checks) - len(failed), len(failed)) if checks else "no result"
-    row("ts-sdk", "@modelcontextprotocol/sdk OAuth client + tools", "", summary, ok, time.monotonic() - began, note)
+    row("ts-sdk", "@modelcontextprotocol/sdk OAuth, tools, context", "", summary, ok, time.monotonic() - began, note)
 
 
 # -------------------------------------------------------------------- main

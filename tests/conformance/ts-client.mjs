@@ -4,7 +4,17 @@
 // dynamic registration as a confidential client_secret_basic client, PKCE,
 // `resource`), then lists the tools and calls one as the signed-in user.
 //
-// Usage: node ts-client.mjs <gateway>/mcp <expected login>
+// Then the context a client offers its person without a tool call: the
+// resource templates and prompts, a file of the user's own repository found
+// through a tool call and a completion and read as a resource, the files,
+// issue and pull request the context argument names (read as resources, the
+// file's text compared with what the seed wrote), a prompt on each, and the
+// completion of `ref`.
+//
+// Usage: node ts-client.mjs <gateway>/mcp <expected login> [context JSON]
+// The context (run.py writes it from fixture.json): {"file": {owner, repo,
+// path, content}, "issue": {owner, repo, index}, "pull": {owner, repo,
+// index}}; without it only the user's own repository is read.
 // The person is played elsewhere (run.py, headless Chromium): this process
 // prints `AUTHORIZE <url>` on stdout when the SDK wants the browser, and waits
 // on its loopback /callback (RFC 8252) for the redirect. Its last stdout line
@@ -16,11 +26,12 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { Ajv2020 } from "ajv/dist/2020.js";
 
-const [mcpUrl, expectedLogin] = process.argv.slice(2);
+const [mcpUrl, expectedLogin, contextArgument] = process.argv.slice(2);
 if (!mcpUrl || !expectedLogin) {
-  console.error("usage: node ts-client.mjs <gateway>/mcp <expected login>");
+  console.error("usage: node ts-client.mjs <gateway>/mcp <expected login> [context JSON]");
   process.exit(2);
 }
+const seeded = contextArgument ? JSON.parse(contextArgument) : {};
 const issuer = new URL(mcpUrl).origin;
 const checks = [];
 function check(name, ok, detail) {
@@ -89,6 +100,124 @@ class MemoryProvider {
   codeVerifier() {
     return this._verifier;
   }
+}
+
+// ------------------------------------------------ resources, prompts, completion
+
+const FILE_TEMPLATE = "gitea://{owner}/{repo}/contents/{+path}{?ref}";
+const TEMPLATES = [
+  FILE_TEMPLATE,
+  "gitea://{owner}/{repo}/issues/{index}",
+  "gitea://{owner}/{repo}/pulls/{index}",
+  "gitea://{owner}/{repo}/pulls/{index}/diff",
+  "gitea://{owner}/{repo}/pulls/{index}/reviews",
+];
+const PROMPTS = ["draft_release_notes", "review_pull_request", "summarize_issue", "triage_issues"];
+
+/** A gitea:// URI: each path segment percent-encoded, the ref as a query. */
+function giteaUri(owner, repo, kind, tail, ref) {
+  const path = String(tail).split("/").map(encodeURIComponent).join("/");
+  return `gitea://${encodeURIComponent(owner)}/${encodeURIComponent(repo)}/${kind}/${path}${ref ? `?ref=${encodeURIComponent(ref)}` : ""}`;
+}
+
+/** resources/read of `uri`: its one contents item (of that uri), else undefined. */
+async function readOne(client, uri) {
+  const read = await client.readResource({ uri });
+  const item = read.contents?.length === 1 ? read.contents[0] : undefined;
+  return item?.uri === uri ? item : undefined;
+}
+
+/** The one user text message of a prompt. */
+function promptText(answer) {
+  const message = answer.messages?.length === 1 ? answer.messages[0] : undefined;
+  return message?.role === "user" && message.content?.type === "text" ? message.content.text : "";
+}
+
+async function contextChecks(client) {
+  const capabilities = client.getServerCapabilities() ?? {};
+  check("initialize: resources, prompts and completions capabilities (no subscribe, no listChanged)",
+    capabilities.resources && capabilities.prompts && capabilities.completions && !capabilities.resources.subscribe &&
+      !capabilities.resources.listChanged && !capabilities.prompts.listChanged, capabilities);
+
+  const templates = (await client.listResourceTemplates()).resourceTemplates ?? [];
+  const listedTemplates = templates.map((t) => t.uriTemplate).sort();
+  check("resources/templates/list: the 5 gitea:// templates", JSON.stringify(listedTemplates) === JSON.stringify([...TEMPLATES].sort()), listedTemplates);
+  const prompts = (await client.listPrompts()).prompts ?? [];
+  const promptNames = prompts.map((p) => p.name).sort();
+  check("prompts/list: the 4 prompts, each described", JSON.stringify(promptNames) === JSON.stringify(PROMPTS) && prompts.every((p) => p.description), promptNames);
+
+  // The user's own repository, found as a client would: a tool call lists
+  // the repositories, a completion of `path` lists the root, a resource
+  // read gives the file.
+  const mine = await client.callTool({ name: "gitea_user_current_list_repos", arguments: {} });
+  const repos = JSON.parse(mine.content?.[0]?.text ?? "null")?.data ?? [];
+  // The compact view names the owner (a string); Gitea's full view nests it.
+  const ownerOf = (r) => (typeof r.owner === "string" ? r.owner : r.owner?.login) ?? r.full_name?.split("/")[0];
+  const found = repos.find((r) => ownerOf(r) === expectedLogin);
+  const own = found && { owner: { login: ownerOf(found) }, name: found.name ?? found.full_name.split("/")[1], full_name: found.full_name };
+  check("tools/call gitea_user_current_list_repos: a repository of the user's own", own, own?.full_name ?? repos.map((r) => r.full_name));
+  let readme;
+  if (own) {
+    const paths = (await client.complete({
+      ref: { type: "ref/resource", uri: FILE_TEMPLATE },
+      argument: { name: "path", value: "" },
+      context: { arguments: { owner: own.owner.login, repo: own.name } },
+    })).completion.values;
+    readme = paths.find((p) => /^readme/i.test(p));
+    check(`completion/complete path in ${own.full_name}: the root's entries`, readme, paths);
+    if (readme) {
+      const uri = giteaUri(own.owner.login, own.name, "contents", readme);
+      const item = await readOne(client, uri);
+      check(`resources/read ${uri}: text`, item?.text?.length > 0 && item?.mimeType?.startsWith("text/"),
+        item ? `${item.mimeType}, ${item.text?.length} chars` : "no single contents item");
+    }
+  }
+
+  const refs = seeded.file ?? (own && { owner: own.owner.login, repo: own.name });
+  if (refs) {
+    const values = (await client.complete({
+      ref: { type: "ref/resource", uri: FILE_TEMPLATE },
+      argument: { name: "ref", value: "" },
+      context: { arguments: { owner: refs.owner, repo: refs.repo } },
+    })).completion.values;
+    check(`completion/complete ref in ${refs.owner}/${refs.repo}: main`, values.includes("main"), values);
+  }
+
+  if (seeded.file) {
+    const { owner, repo, path, content } = seeded.file;
+    const uri = giteaUri(owner, repo, "contents", path);
+    const item = await readOne(client, uri);
+    check(`resources/read ${uri}: the text the seed wrote`, item?.text === content, item ? { mimeType: item.mimeType, text: item.text?.slice(0, 80) } : "no single contents item");
+  }
+
+  let summarized;
+  if (seeded.issue) {
+    const { owner, repo, index } = seeded.issue;
+    const item = await readOne(client, giteaUri(owner, repo, "issues", index));
+    const title = JSON.parse(item?.text ?? "null")?.data?.title;
+    check(`resources/read gitea://${owner}/${repo}/issues/${index}: the issue`, title, title);
+    const text = promptText(await client.getPrompt({ name: "summarize_issue", arguments: { owner, repo, index: String(index) } }));
+    summarized = title && text.includes(JSON.stringify(title));
+    check(`prompts/get summarize_issue ${owner}/${repo}#${index}: one message with the title`, summarized, `${text.length} chars`);
+  }
+  if (seeded.pull) {
+    const { owner, repo, index } = seeded.pull;
+    const item = await readOne(client, giteaUri(owner, repo, "pulls", index));
+    const title = JSON.parse(item?.text ?? "null")?.data?.title;
+    const diff = await readOne(client, giteaUri(owner, repo, "pulls", `${index}/diff`));
+    check(`resources/read gitea://${owner}/${repo}/pulls/${index} and its /diff`, title && diff?.mimeType === "text/x-diff" && diff.text?.startsWith("diff --git"),
+      { title, diff: diff?.text?.length });
+    const text = promptText(await client.getPrompt({ name: "review_pull_request", arguments: { owner, repo, index: String(index) } }));
+    check(`prompts/get review_pull_request ${owner}/${repo}#${index}: one message with the title and the diff`,
+      title && text.includes(JSON.stringify(title)) && diff?.text && text.includes(diff.text.trimEnd()), `${text.length} chars`);
+  }
+  const missing = await client.readResource({ uri: "gitea://no-such-owner-x/no-such-repo/issues/1" }).then(
+    () => null,
+    (error) => error,
+  );
+  check("resources/read of a missing repository: JSON-RPC -32002 with data.uri", missing?.code === -32002 && missing?.data?.uri === "gitea://no-such-owner-x/no-such-repo/issues/1",
+    missing ? { code: missing.code, message: missing.message } : "no error");
+  return { templates: templates.length, prompts: prompts.length, readme };
 }
 
 const provider = new MemoryProvider();
@@ -184,8 +313,10 @@ try {
     (error) => error,
   );
   check("tools/call of an unknown tool: JSON-RPC -32602", unknown?.code === -32602, unknown?.message);
+
+  const context = await contextChecks(client);
   await client.close();
-  result = { ok: checks.every((c) => c.ok), tools: tools.length, identity: envelope?.identity, checks };
+  result = { ok: checks.every((c) => c.ok), tools: tools.length, identity: envelope?.identity, ...context, checks };
 } catch (error) {
   check("no exception", false, error instanceof Error ? `${error.name}: ${error.message}` : String(error));
   result = { ok: false, checks };

@@ -58,6 +58,27 @@ tail), when a call fails, or when a fact is missing. The totals line gives
 the searches, the answers and both, and the average bytes of a default
 search answer.
 
+Review a pull request, by the prompt or by tools: on the seeded pull
+request, `prompts/get review_pull_request` (owner, repo, index as a
+string), whose one user message the gateway assembles, against the tool
+calls a model makes for the same facts: `gitea_repo_get_pull_request`,
+`gitea_repo_get_pull_request_files`, then through
+`gitea_call_read_operation` (not listed at /mcp)
+`gitea_repo_download_pull_diff_or_patch` with diffType "diff",
+`gitea_repo_list_pull_reviews` and, for each review its answer shows with
+comments, `gitea_repo_get_pull_review_comments`. The prompt's figure is the
+UTF-8 length of its message's text, the tools' the sum of their results'
+texts; a third table gives each part both ways (the message split at its
+`## Heading (operation)` lines). The facts a reviewer needs (`facts_review`:
+the title, the description's first line, the changed files' names, per
+file its first added line of 8 characters or more and the diff's last such
+line, each review's author and first line, its comments' files and first
+lines) come from Gitea's own answers (its `.diff` included) and must be
+found in both; a missing fact, a failed prompt or a failed call fails the
+run. Left out on both sides: `tools/list`, `prompts/list`, and the searches
+that find the two operations not listed. With --replay it is skipped (no
+diff or reviews are captured).
+
 The seeded repository (`context_bench_data.py`): 4 labels, a milestone, 25
 open issues (alice assigned to several, comments by the admin and by alice,
 an @mention of the admin, one issue hiding text), 11 commits on main, 2 more
@@ -94,10 +115,11 @@ With `--replay`, every long-tail search runs (the catalog needs no Gitea),
 and each call only when its route was captured (`lt_*.json`).
 
 Options: `--json PATH` writes every figure as JSON (the long tail under
-`long_tail` and `long_tail_totals`); `--no-fail` only reports missing facts
+`long_tail` and `long_tail_totals`, the review under `review_pull_request`); `--no-fail` only reports missing facts
 and long-tail failures; `--no-peers` skips the peers (they never run with
 --replay: their routes are not all captured); `--save-answers DIR` writes the gateway's
-answer texts as DIR/<name>.txt. Environment: `AEGIS_BIN` (the
+answer texts as DIR/<name>.txt (the review's as review_prompt.txt and
+review_tools.txt). Environment: `AEGIS_BIN` (the
 gateway binary, default target/debug/aegis-gitea-mcp), `AEGIS_E2E_DIR`
 (where fixture.json is, default /tmp/aegis-e2e), `PERF_PEERS_DIR`.
 
@@ -105,7 +127,8 @@ The Markdown table goes to stdout, progress to stderr.
 
 Exit code: 0 when every fact of every question was found in the gateway's
 answers and every long-tail search found its operation (or with --no-fail);
-1 when a fact is missing, a gateway call failed or a long-tail search missed;
+1 when a fact is missing, a gateway call or the review prompt failed or a
+long-tail search missed;
 2 when the run itself could not be done (no Gitea, no binary, ...).
 The peers' answers never change the exit code.
 """
@@ -209,6 +232,12 @@ class Gitea:
 
     def get(self, path, query=None, expect=(200,)):
         return self.request("GET", path, query, expect=expect)
+
+    def text(self, path):
+        """The body of a route that answers text, not JSON (a `.diff`)."""
+        request = urllib.request.Request(self.api_url + path, headers={"Authorization": "token " + self.token})
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.read().decode()
 
     def exists(self, path, query=None):
         return self.get(path, query, expect=(200, 404)).status == 200
@@ -1060,6 +1089,126 @@ def rank_cell(rank):
 
 
 # ---------------------------------------------------------------------------
+# Review a pull request: the prompt against the tools
+# ---------------------------------------------------------------------------
+
+REVIEW_PROMPT = "review_pull_request"
+
+
+def review_tool_calls(pull):
+    """The calls a model makes for the facts the review prompt holds, in
+    the prompt's order: [(label, tool, arguments, operation)]. The diff and
+    the reviews are not listed at /mcp: `gitea_call_read_operation` runs
+    them. The comments of each review that has any follow, once the
+    reviews are known (review_comment_call)."""
+    repo = {"owner": DATA.OWNER, "repo": DATA.REPO, "index": pull}
+    return [
+        ("the pull request", "gitea_repo_get_pull_request", dict(repo), "gitea_repo_get_pull_request"),
+        ("its files", "gitea_repo_get_pull_request_files", dict(repo), "gitea_repo_get_pull_request_files"),
+        (
+            "its diff", CALL_READ_TOOL,
+            {"name": "gitea_repo_download_pull_diff_or_patch", "arguments": dict(repo, diffType="diff")},
+            "gitea_repo_download_pull_diff_or_patch",
+        ),
+        (
+            "its reviews", CALL_READ_TOOL, {"name": "gitea_repo_list_pull_reviews", "arguments": dict(repo)},
+            "gitea_repo_list_pull_reviews",
+        ),
+    ]
+
+
+def review_comment_call(pull, review_id):
+    arguments = {"owner": DATA.OWNER, "repo": DATA.REPO, "index": pull, "id": review_id}
+    return (
+        "comments of review %d" % review_id, CALL_READ_TOOL,
+        {"name": "gitea_repo_get_pull_review_comments", "arguments": arguments},
+        "gitea_repo_get_pull_review_comments",
+    )
+
+
+def reviews_with_comments(texts):
+    """The ids of the reviews, in a list-reviews answer (the gateway's
+    envelope), that a model would read the comments of: those whose
+    `comments_count` is not 0 (or not shown)."""
+    try:
+        reviews = json.loads(texts[0])["data"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        return []
+    if not isinstance(reviews, list):
+        return []
+    return [r["id"] for r in reviews if isinstance(r, dict) and "id" in r and r.get("comments_count", 1) != 0]
+
+
+def review_upstream(gitea, pull):
+    """Gitea's own answers for the review's facts: the pull request, its
+    files, its `.diff`, its reviews and each one's comments."""
+    path = "%s/pulls/%d" % (REPO_PATH, pull)
+    reviews = gitea.all_pages(path + "/reviews", {})
+    comments = {}
+    for review in reviews:
+        if review.get("comments_count"):
+            comments[review["id"]] = gitea.get("%s/reviews/%d/comments" % (path, review["id"])).body
+    return {
+        "pull": gitea.get(path).body,
+        "files": gitea.all_pages(path + "/files", {}),
+        "diff": gitea.text(path + ".diff"),
+        "reviews": reviews,
+        "review_comments": comments,
+    }
+
+
+def diff_line_facts(diff):
+    """A line of the diff per file (its first added line with 8 characters
+    or more) and the diff's last such line (a cut diff misses it)."""
+    per_file, last, current, in_header = {}, None, None, False
+    for line in diff.splitlines():
+        if line.startswith("diff --git "):
+            current, in_header = line.rsplit(" b/", 1)[-1], True
+        elif line.startswith("@@"):
+            in_header = False
+        elif not in_header and line.startswith("+") and len(line[1:].strip()) >= 8:
+            per_file.setdefault(current, line)
+            last = line
+    facts = [("diff line of %s" % name, line) for name, line in per_file.items()]
+    if last is not None and last not in per_file.values():
+        facts.append(("last diff line", last))
+    return facts
+
+
+def facts_review(upstream):
+    """What a reviewer needs, from Gitea's answers: the title, the
+    description's first line, the changed files' names, lines of the diff,
+    and who reviewed with what (each review's first line and its comments'
+    files and first lines)."""
+    pull = upstream["pull"]
+    facts = [("title", pull["title"])]
+    if (pull.get("body") or "").strip():
+        facts.append(("description start", first_line(pull["body"])))
+    facts += [("file", f["filename"]) for f in upstream["files"]]
+    facts += diff_line_facts(upstream["diff"])
+    for review in upstream["reviews"]:
+        facts.append(("reviewer", review["user"]["login"]))
+        if (review.get("body") or "").strip():
+            facts.append(("review start", first_line(review["body"])))
+        for comment in upstream["review_comments"].get(review["id"], []):
+            facts += [("review comment file", comment["path"]), ("review comment start", first_line(comment["body"]))]
+    return dedupe(facts)
+
+
+def prompt_sections(text):
+    """The message's parts: [(heading, operation, bytes)], the task and
+    the notice first (heading None), then each read's part from its
+    `## Heading (operation)` line to the next."""
+    marks = list(re.finditer(r"^## (.+) \((gitea_[a-z0-9_]+)\)$", text, re.M))
+    cuts = [0] + [m.start() for m in marks] + [len(text)]
+    names = [(None, None)] + [(m.group(1), m.group(2)) for m in marks]
+    return [
+        (heading, operation, len(text[cuts[i]:cuts[i + 1]].encode()))
+        for i, (heading, operation) in enumerate(names)
+    ]
+
+
+# ---------------------------------------------------------------------------
 # The peers: their closest tool for each question (None: no such tool)
 # ---------------------------------------------------------------------------
 
@@ -1163,6 +1312,45 @@ async def ask(url, bearer, calls):
                         texts, is_error = ["%s: %s" % (type(err).__name__, err)], True
                     answers[name] = {"tool": tool, "arguments": arguments, "texts": texts, "is_error": is_error}
     return answers
+
+
+async def ask_review(url, bearer, pull):
+    """One MCP session at `url`: `prompts/get review_pull_request` for
+    pull request `pull`, then the tool calls a model makes for the same
+    facts (review_tool_calls, then the comments of each review the
+    reviews' answer shows with comments). Returns {"prompt": {text,
+    is_error, messages}, "calls": [{label, tool, operation, arguments,
+    texts, is_error}]}."""
+    import httpx2
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with httpx2.AsyncClient(headers={"Authorization": "Bearer " + bearer}, timeout=120) as http:
+        async with streamable_http_client(url, http_client=http) as (read, write, *_):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                arguments = {"owner": DATA.OWNER, "repo": DATA.REPO, "index": str(pull)}
+                try:
+                    result = await session.get_prompt(REVIEW_PROMPT, arguments)
+                    messages = result.messages
+                    texts = [m.content.text for m in messages if getattr(m.content, "type", None) == "text"]
+                    one = len(messages) == 1 and messages[0].role == "user" and len(texts) == 1
+                    prompt = {"arguments": arguments, "text": "\n".join(texts), "messages": len(messages), "is_error": not one}
+                except Exception as err:
+                    prompt = {"arguments": arguments, "text": "%s: %s" % (type(err).__name__, err), "messages": 0, "is_error": True}
+                calls, planned = [], review_tool_calls(pull)
+                while planned:
+                    label, tool, tool_arguments, operation = planned.pop(0)
+                    try:
+                        result = await session.call_tool(tool, tool_arguments)
+                        texts, is_error = result_texts(result), bool(result.is_error)
+                    except Exception as err:
+                        texts, is_error = ["%s: %s" % (type(err).__name__, err)], True
+                    calls.append({"label": label, "tool": tool, "operation": operation, "arguments": tool_arguments,
+                                  "texts": texts, "is_error": is_error})
+                    if operation == "gitea_repo_list_pull_reviews" and not is_error:
+                        planned += [review_comment_call(pull, rid) for rid in reviews_with_comments(texts)]
+    return {"prompt": prompt, "calls": calls}
 
 
 def figures(answer):
@@ -1446,14 +1634,15 @@ def prepare_replay(directory):
 
 def prepare_gitea(capture_dir):
     """The real Gitea, seeded: (its URL, the admin's token, the subject,
-    Gitea's body of each route, captured into `capture_dir` if given)."""
+    Gitea's body of each route, captured into `capture_dir` if given, and
+    its answers for the review's facts)."""
     fixture = load_fixture()
     gitea_url, token = fixture["gitea_url"].rstrip("/"), fixture["admin"]["token"]
     subject = seed(fixture)
     gitea = Gitea(fixture["api_url"], token)
     routes = questions(subject) + long_tail(subject)
     bodies = upstream_bodies(routes, subject, gitea, capture_dir, fixture_secrets(fixture))
-    return gitea_url, token, subject, bodies
+    return gitea_url, token, subject, bodies, review_upstream(gitea, subject["pull"])
 
 
 def run(args, work_dir):
@@ -1461,8 +1650,10 @@ def run(args, work_dir):
     replay_server = None
     if args.replay:
         replay_server, gitea_url, token, subject, bodies = prepare_replay(args.replay)
+        # The diff (text, not JSON) and the reviews are not captured.
+        review = "replay: the diff and the reviews are not captured; runs against the real Gitea only"
     else:
-        gitea_url, token, subject, bodies = prepare_gitea(args.capture)
+        gitea_url, token, subject, bodies, review_source = prepare_gitea(args.capture)
     all_questions = questions(subject)
     tail = long_tail(subject)
     # A replay runs every search (the catalog needs no Gitea) but only the
@@ -1480,9 +1671,14 @@ def run(args, work_dir):
                     del asked[question.name]
                 calls.update(asked)
             gateway_answers = asyncio.run(ask(url, bearer, calls))
+            if not args.replay:
+                review = {"upstream": review_source, "answers": asyncio.run(ask_review(url, bearer, subject["pull"]))}
         finally:
             stop_process(gateway)
         step("gateway %s: %d questions asked, %d of the long tail" % (gateway_binary(), len(all_questions) + len(tail), len(tail)))
+        if not isinstance(review, str):
+            step("review of pull request #%d: prompts/get %s, then %d tool calls" % (
+                subject["pull"], REVIEW_PROMPT, len(review["answers"]["calls"])))
         peers = {}
         for peer in [] if args.no_peers else PEERS:
             if args.replay:
@@ -1501,7 +1697,7 @@ def run(args, work_dir):
         for peer, answers in peers.items()
         if not isinstance(answers, str)
     }
-    return all_questions, tail, gateway_answers, checked, peers, peer_checked
+    return all_questions, tail, gateway_answers, checked, peers, peer_checked, review
 
 
 # ---------------------------------------------------------------------------
@@ -1675,6 +1871,132 @@ def long_tail_markdown(mode, results, totals):
     return "\n".join(lines) + "\n"
 
 
+def review_part_key(operation, heading=None, arguments=None):
+    """Which read a prompt part or a tool call is: the operation, and the
+    review for a review's comments."""
+    review = None
+    if heading:
+        match = re.search(r"review (\d+)$", heading)
+        review = int(match.group(1)) if match else None
+    elif arguments:
+        review = (arguments.get("arguments") or {}).get("id")
+    return operation, review
+
+
+def review_results(review, average_search_bytes=None):
+    """The review figures: the prompt's one message against the tool calls'
+    results, part by part, and the facts found in each (None: skipped)."""
+    if isinstance(review, str):
+        return {"skipped": review}
+    answers, upstream = review["answers"], review["upstream"]
+    prompt, calls = answers["prompt"], answers["calls"]
+    facts = facts_review(upstream)
+    prompt_check = missing_facts(facts, {"texts": [prompt["text"]]})
+    tools_check = missing_facts(facts, {"texts": [t for call in calls for t in call["texts"]]})
+    prompt_bytes = len(prompt["text"].encode())
+    tool_calls = []
+    for call in calls:
+        entry = {k: call[k] for k in ("label", "tool", "operation", "arguments", "is_error")}
+        entry.update(figures(call))
+        tool_calls.append(entry)
+    tools_bytes = sum(c["bytes"] for c in tool_calls)
+    sections = [{"heading": h, "operation": o, "bytes": b} for h, o, b in prompt_sections(prompt["text"])]
+    result = {
+        "prompt": REVIEW_PROMPT,
+        "pull": upstream["pull"]["number"],
+        "arguments": prompt["arguments"],
+        "prompt_bytes": prompt_bytes,
+        "prompt_approx_tokens": round(prompt_bytes / 4),
+        "prompt_messages": prompt["messages"],
+        "prompt_is_error": prompt["is_error"],
+        "prompt_cut": "(cut at the gateway's bounds)" in prompt["text"],
+        "prompt_sections": sections,
+        "tool_calls": tool_calls,
+        "calls": len(tool_calls),
+        "operations_not_listed": len({c["operation"] for c in tool_calls if c["tool"] == CALL_READ_TOOL}),
+        "tools_bytes": tools_bytes,
+        "tools_approx_tokens": round(tools_bytes / 4),
+        "tools_cut": any(envelope_truncated(c["texts"]) for c in calls),
+        "saved_bytes": tools_bytes - prompt_bytes,
+        "prompt_share": round(prompt_bytes / tools_bytes, 3) if tools_bytes else None,
+        "average_search_bytes": average_search_bytes,
+        "facts": len(facts),
+        "prompt_facts_missing": [list(f) for f in prompt_check[1]],
+        "tools_facts_missing": [list(f) for f in tools_check[1]],
+    }
+    failures = []
+    if prompt["is_error"]:
+        failures.append("the prompt failed: %s" % prompt["text"][:200])
+    failures += ["the call %s (%s) failed" % (c["label"], c["operation"]) for c in tool_calls if c["is_error"]]
+    for who, missing in (("the prompt", prompt_check[1]), ("the tools", tools_check[1])):
+        if missing:
+            shown = ", ".join("%s %r" % (what, value) for what, value in missing[:6])
+            failures.append("%d facts missing from %s (%s)" % (len(missing), who, shown))
+    result["failures"] = failures
+    return result
+
+
+def envelope_truncated(texts):
+    """Whether a call's envelope (its first text item) says it was cut."""
+    try:
+        return json.loads(texts[0]).get("truncated") is True
+    except (ValueError, IndexError, AttributeError):
+        return False
+
+
+def review_markdown(mode, r):
+    lines = ["", "## Review a pull request: the prompt or the tools (%s)" % mode, ""]
+    if "skipped" in r:
+        return "\n".join(lines + ["- review: skipped (%s)" % r["skipped"]]) + "\n"
+    lines += [
+        "| part | operation | by tools: bytes | by the prompt: bytes |",
+        "|---|---|---:|---:|",
+    ]
+    sections = {review_part_key(s["operation"], s["heading"]): s for s in r["prompt_sections"] if s["operation"]}
+    preamble = sum(s["bytes"] for s in r["prompt_sections"] if not s["operation"])
+    lines.append("| the task and the untrusted notice | | | %s |" % n(preamble))
+    seen = set()
+    for call in r["tool_calls"]:
+        key = review_part_key(call["operation"], arguments=call["arguments"])
+        seen.add(key)
+        operation = "`%s`" % call["operation"]
+        if call["tool"] != call["operation"]:
+            operation += " (by `%s`)" % call["tool"]
+        section = sections.get(key)
+        cell = n(call["bytes"]) + (" (error)" if call["is_error"] else "")
+        lines.append("| %s | %s | %s | %s |" % (call["label"], operation, cell, n(section["bytes"]) if section else "not read"))
+    for key, section in sections.items():
+        if key not in seen:
+            lines.append("| %s | `%s` | not called | %s |" % (section["heading"], section["operation"], n(section["bytes"])))
+    prompt_cell = n(r["prompt_bytes"]) + (" (error)" if r["prompt_is_error"] else "")
+    lines.append("| review pull request #%d | %d tool calls, or `prompts/get %s` | %s | %s |" % (
+        r["pull"], r["calls"], r["prompt"], n(r["tools_bytes"]), prompt_cell))
+    lines.append("| ~tokens | | %s | %s |" % (n(r["tools_approx_tokens"]), n(r["prompt_approx_tokens"])))
+    facts = r["facts"]
+    lines.append("| facts (title, description, files, diff lines, reviews) | | %d/%d | %d/%d |" % (
+        facts - len(r["tools_facts_missing"]), facts, facts - len(r["prompt_facts_missing"]), facts))
+    lines.append("")
+    share = "%.0f %%" % (100 * r["prompt_share"]) if r["prompt_share"] is not None else "n/a"
+    lines.append(
+        "- review: the prompt's one message is %s bytes, %s of the %s bytes the %d tool calls return (%s bytes fewer)"
+        % (n(r["prompt_bytes"]), share, n(r["tools_bytes"]), r["calls"], n(r["saved_bytes"]))
+    )
+    searches = ""
+    if r["average_search_bytes"]:
+        searches = " (a default search answer: %s bytes on average, in the long tail above)" % n(r["average_search_bytes"])
+    lines.append(
+        "- review: the tools' figure leaves out `tools/list` and the searches that find the %d operations not listed "
+        "at /mcp%s; the prompt's leaves out `prompts/list`" % (r["operations_not_listed"], searches)
+    )
+    if r["prompt_cut"] or r["tools_cut"]:
+        lines.append("- review: cut at the gateway's bounds: the prompt %s, the tools %s" % (r["prompt_cut"], r["tools_cut"]))
+    for failure in r["failures"]:
+        lines.append("- review: %s" % failure)
+    if not r["failures"]:
+        lines.append("- review: every fact found in both (%d)" % facts)
+    return "\n".join(lines) + "\n"
+
+
 def raw_hidden(answer):
     """Raw hidden characters (RAW_HIDDEN) in an answer: in its text as
     sent, and once its JSON escapes (`\\u202e`) are decoded."""
@@ -1719,7 +2041,7 @@ def peer_lines(peer, answers, checked):
     return lines + missing_lines(peer, {name: checked[name] for name in asked}, quiet=True)
 
 
-def json_report(mode, all_questions, gateway_answers, checked, peers, peer_checked, tail_results):
+def json_report(mode, all_questions, gateway_answers, checked, peers, peer_checked, tail_results, review_result):
     report = {"mode": mode, "gateway": gateway_binary(), "repository": "%s/%s" % (DATA.OWNER, DATA.REPO), "questions": []}
     for question in all_questions:
         answer = gateway_answers[question.name]
@@ -1737,8 +2059,11 @@ def json_report(mode, all_questions, gateway_answers, checked, peers, peer_check
     report["long_tail"] = tail_results
     report["long_tail_totals"] = long_tail_totals(tail_results)
     report["total_bytes_with_long_tail"] = report["total_call_bytes"] + report["long_tail_totals"]["bytes"]
-    # Every fact of every question, the long tail's included.
+    report["review_pull_request"] = review_result
+    # Every fact of every question, the long tail's and the review's included.
     report["missing_facts"] = sum(len(e["facts_missing"]) for e in report["questions"] + tail_results)
+    report["missing_facts"] += len(review_result.get("prompt_facts_missing", []))
+    report["missing_facts"] += len(review_result.get("tools_facts_missing", []))
     report["peers_skipped"] = {p: a for p, a in peers.items() if isinstance(a, str)}
     return report
 
@@ -1763,11 +2088,16 @@ def peer_entry(answers, checked, name):
     return entry
 
 
-def save_answers(directory, answers):
+def save_answers(directory, answers, review):
     os.makedirs(directory, exist_ok=True)
     for name, answer in answers.items():
         with open(os.path.join(directory, name + ".txt"), "w") as f:
             f.write("\n".join(answer["texts"]) + "\n")
+    if not isinstance(review, str):
+        with open(os.path.join(directory, "review_prompt.txt"), "w") as f:
+            f.write(review["answers"]["prompt"]["text"] + "\n")
+        with open(os.path.join(directory, "review_tools.txt"), "w") as f:
+            f.write("\n".join(t for call in review["answers"]["calls"] for t in call["texts"]) + "\n")
 
 
 def main():
@@ -1784,23 +2114,27 @@ def main():
     mode = "replay of %s" % args.replay if args.replay else "real Gitea"
     work_dir = tempfile.mkdtemp(prefix="context-bench-")
     try:
-        all_questions, tail, answers, checked, peers, peer_checked = run(args, work_dir)
+        all_questions, tail, answers, checked, peers, peer_checked, review = run(args, work_dir)
     except Exception as err:
         traceback.print_exc()
         step("could not run: %s (logs in %s)" % (err, work_dir))
         return 2
     tail_results = long_tail_results(tail, answers, checked)
+    tail_totals = long_tail_totals(tail_results)
+    review_result = review_results(review, tail_totals["average_search_bytes"])
     sys.stdout.write(markdown(mode, all_questions, answers, checked, peers, peer_checked))
-    sys.stdout.write(long_tail_markdown(mode, tail_results, long_tail_totals(tail_results)))
-    report = json_report(mode, all_questions, answers, checked, peers, peer_checked, tail_results)
+    sys.stdout.write(long_tail_markdown(mode, tail_results, tail_totals))
+    sys.stdout.write(review_markdown(mode, review_result))
+    report = json_report(mode, all_questions, answers, checked, peers, peer_checked, tail_results, review_result)
     if args.save_answers:
-        save_answers(args.save_answers, answers)
+        save_answers(args.save_answers, answers, review)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2, ensure_ascii=False)
             f.write("\n")
     failed = report["missing_facts"] or any(e["is_error"] for e in report["questions"])
     failed = failed or any(r["failures"] for r in tail_results)
+    failed = failed or bool(review_result.get("failures"))
     shutil.rmtree(work_dir, ignore_errors=True)
     return 1 if failed and not args.no_fail else 0
 

@@ -14,6 +14,7 @@ mod audit_process;
 mod cli;
 mod connection_slots;
 mod connections;
+mod context_reads;
 mod fake_gitea_oauth;
 mod health;
 mod http_guards;

@@ -139,6 +139,19 @@ impl Shapes {
         generic_field(key, place)
     }
 
+    /// The fields of an answer of `node` at its top (a list's items'
+    /// fields), the full view's (`ssh_url` too), in no set order.
+    pub fn field_names(&self, node: &Node) -> Vec<String> {
+        match node {
+            Node::Object(id) => self
+                .objects
+                .get(id.0)
+                .map_or_else(Vec::new, |shape| shape.fields.keys().cloned().collect()),
+            Node::List(items) | Node::Results(items) => self.field_names(items),
+            Node::Any | Node::Drop | Node::Named(_) | Node::Verbatim => Vec::new(),
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.objects.len()
     }
@@ -199,6 +212,11 @@ impl<'d> ShapeBuilder<'d> {
             builder.shapes.objects[id.0] = shape;
         }
         builder
+    }
+
+    /// [`Shapes::field_names`] of the shapes built so far.
+    pub(crate) fn field_names(&self, node: &Node) -> Vec<String> {
+        self.shapes.field_names(node)
     }
 
     pub(crate) fn into_shapes(self) -> Shapes {

@@ -17,15 +17,22 @@ const HELD_OUT_SET: &str = include_str!("../../../tests/fixtures/search_eval/hel
 /// Written last, by someone who had seen neither the ranking nor the other
 /// sets, and read only to measure.
 const FRESH_SET: &str = include_str!("../../../tests/fixtures/search_eval/fresh.json");
+/// Written after the ranking learned word forms, answer fields, purposes
+/// and near words (issue 56), by someone who had seen neither the ranking
+/// nor the other sets, in verbs and nouns Gitea's summaries do not use;
+/// read only to measure.
+const FOURTH_SET: &str = include_str!("../../../tests/fixtures/search_eval/fourth.json");
 
 /// The floors these tests hold, per set: a little under what the ranking
 /// measured when they were set (docs/benchmarks.md, "Finding an operation"),
-/// so a change that loses recall fails. The issue's goals were 70 % first
-/// and 90 % in the top three.
-const FLOORS: [(&str, f64, f64); 3] = [
-    ("evaluation", 0.75, 0.90),
-    ("held out", 0.75, 0.87),
-    ("fresh", 0.77, 0.87),
+/// so a change that loses recall fails. The first goals were 70 % first
+/// and 90 % in the top three; issue 56's, on a set written after its
+/// changes, 80 % and 92 % (the fourth set measures how far that is).
+const FLOORS: [(&str, f64, f64); 4] = [
+    ("evaluation", 0.76, 0.91),
+    ("held out", 0.79, 0.92),
+    ("fresh", 0.79, 0.93),
+    ("fourth", 0.55, 0.72),
 ];
 
 #[derive(Deserialize)]
@@ -142,4 +149,49 @@ fn search_recall_on_the_fresh_set_holds_its_floors() {
         at3 * 100.0
     );
     holds_floor("fresh", at1, at3);
+}
+
+#[test]
+fn search_recall_on_the_fourth_set_holds_its_floors() {
+    let catalog = Catalog::bundled();
+    let index = SearchIndex::new(catalog.operations());
+    let (at1, at3, misses) = evaluate(&catalog, &index, FOURTH_SET);
+    for miss in &misses {
+        println!("fourth {miss}");
+    }
+    println!(
+        "fourth: recall@1 {:.1} %, recall@3 {:.1} %",
+        at1 * 100.0,
+        at3 * 100.0
+    );
+    holds_floor("fourth", at1, at3);
+}
+
+/// Recall on a set kept outside the repository, so that whoever tunes the
+/// ranking never reads it: `AEGIS_SEARCH_EVAL_FILE=/path/set.json cargo
+/// test --lib search_recall_on_a_set_kept_outside -- --ignored
+/// --nocapture` prints recall@1 and recall@3, and nothing of the set
+/// (`AEGIS_SEARCH_EVAL_SHOW=1`: its misses too, for a development set). A
+/// measurement, not a test: it needs the file.
+#[test]
+#[ignore = "a measurement: needs AEGIS_SEARCH_EVAL_FILE, a set kept outside the repository"]
+fn search_recall_on_a_set_kept_outside_the_repository() {
+    let path = std::env::var("AEGIS_SEARCH_EVAL_FILE")
+        .expect("AEGIS_SEARCH_EVAL_FILE names the set to measure");
+    let set = std::fs::read_to_string(&path).expect("the set is readable");
+    let catalog = Catalog::bundled();
+    let index = SearchIndex::new(catalog.operations());
+    let (at1, at3, misses) = evaluate(&catalog, &index, &set);
+    // A development set's misses, for whoever tunes on it; never a held-out set's.
+    if std::env::var("AEGIS_SEARCH_EVAL_SHOW").is_ok_and(|v| v == "1") {
+        for miss in &misses {
+            println!("{miss}");
+        }
+    }
+    println!(
+        "{path}: recall@1 {:.1} %, recall@3 {:.1} % ({} misses)",
+        at1 * 100.0,
+        at3 * 100.0,
+        misses.len()
+    );
 }

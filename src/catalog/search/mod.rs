@@ -21,9 +21,13 @@
 //!
 //! Recall is a test ([`eval_tests`]) and a figure in `docs/benchmarks.md`.
 
+mod nearest;
+mod purposes;
 mod query;
 mod synonyms;
 mod words;
+
+pub use purposes::purpose;
 
 #[cfg(test)]
 mod eval_tests;
@@ -42,7 +46,9 @@ use super::Operation;
 const NAME_WEIGHT: f32 = 1.0;
 const ROUTE_WEIGHT: f32 = 0.9;
 const SUMMARY_WEIGHT: f32 = 0.8;
+const PURPOSE_WEIGHT: f32 = 0.8;
 const PARAM_WEIGHT: f32 = 0.4;
+const FIELD_WEIGHT: f32 = 0.3;
 const DESCRIPTION_WEIGHT: f32 = 0.2;
 const ALSO_FOUND: f32 = 0.05;
 /// What a topic word of the name that the query does not name costs.
@@ -50,7 +56,7 @@ const UNMATCHED_TOPIC_COST: f32 = 0.6;
 /// Words of a name that say whose the resource is, or how it is reached:
 /// not its topic.
 const NOT_TOPIC: &[&str] = &[
-    "repo", "user", "current", "org", "admin", "all", "by", "gitea",
+    "repo", "user", "current", "org", "admin", "all", "by", "gitea", "download",
 ];
 
 /// The words of one operation, by field, and what its route and method say.
@@ -65,7 +71,18 @@ struct Document {
     topic: HashSet<String>,
     route: HashSet<String>,
     summary: HashSet<String>,
+    /// What the operation is for, in a person's words, where Gitea's
+    /// summary says how it works ([`purposes`]).
+    purpose: HashSet<String>,
     params: HashSet<String>,
+    /// The fields of its answer, or of the body it takes
+    /// ([`Operation::fields`]): "size" and "default branch" are fields of
+    /// the repository, "active" a field of a user's edit.
+    fields: HashSet<String>,
+    /// The pairs of words of one field's name (`hide_email`,
+    /// `default_branch`): a query naming both names the field
+    /// ([`FIELD_PAIR_BONUS`]).
+    field_pairs: Vec<(String, String)>,
     description: HashSet<String>,
     intent: Intent,
     owner: RouteOwner,
@@ -76,6 +93,9 @@ struct Document {
     fixed_segments: usize,
     /// A GET whose route ends in a fixed segment: a list (or a singleton).
     collection: bool,
+    /// The route ends in a fixed segment: it acts on a whole collection
+    /// ("remove all labels"), not one item of it.
+    whole: bool,
     deprecated: bool,
 }
 
@@ -108,6 +128,7 @@ impl SearchIndex {
                 .iter()
                 .chain(&doc.route)
                 .chain(&doc.summary)
+                .chain(&doc.purpose)
                 .collect();
             for word in seen {
                 *frequency.entry(word.clone()).or_default() += 1;
@@ -145,7 +166,7 @@ impl SearchIndex {
     /// from) that `keep` keeps, best match first, at most `limit`. Equal
     /// scores keep the catalog's order.
     pub fn search(&self, query: &str, keep: impl Fn(usize) -> bool, limit: usize) -> Vec<usize> {
-        let query = read_query(query, |word| self.frequency.contains_key(word));
+        let query = read_query(query, |word| self.frequency.contains_key(&words::key(word)));
         if query.terms.is_empty() {
             return (0..self.documents.len())
                 .filter(|&i| keep(i))
@@ -161,6 +182,34 @@ impl SearchIndex {
             .collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         scored.into_iter().take(limit).map(|(_, i)| i).collect()
+    }
+
+    /// For a query no operation matches ([`Self::search`] found nothing):
+    /// the operations that match the catalog's words nearest to its words
+    /// in spelling, best first, at most `limit`; empty when no word is near.
+    pub fn search_near(
+        &self,
+        query: &str,
+        keep: impl Fn(usize) -> bool,
+        limit: usize,
+    ) -> Vec<usize> {
+        let mut vocabulary: Vec<&str> = self.frequency.keys().map(String::as_str).collect();
+        vocabulary.sort_unstable();
+        let mut near = Vec::new();
+        for token in words::tokens(query) {
+            let words::Token::Word(word) = token else {
+                continue;
+            };
+            let stemmed = words::stem(&word);
+            if words::is_stopword(&stemmed) || words::verb(&stemmed).is_some() {
+                continue;
+            }
+            near.extend(nearest::near_words(&words::key(&stemmed), &vocabulary));
+        }
+        if near.is_empty() {
+            return Vec::new();
+        }
+        self.search(&format!("{query} {}", near.join(" ")), keep, limit)
     }
 
     /// The score of `doc` for `query`, or `None` when no word matches.
@@ -185,15 +234,17 @@ impl SearchIndex {
             .topic
             .iter()
             .filter(|word| {
-                !query
-                    .terms
-                    .iter()
-                    .any(|forms| forms.iter().any(|(form, _)| form == *word))
+                !query.terms.iter().any(|forms| {
+                    forms
+                        .iter()
+                        .any(|(form, _)| form == *word || near_forms(form, word))
+                })
             })
             .count();
         score -= UNMATCHED_TOPIC_COST * unmatched_topics as f32;
+        score += FIELD_PAIR_BONUS * named_fields(query, doc).min(MAX_FIELD_PAIRS) as f32;
         score += intent_bonus(query.intent, doc.intent);
-        score += scope_bonus(query.scope, doc.owner);
+        score += scope_bonus(query.scope, doc.owner, query.names_someone);
         score += shape_bonus(query, doc);
         Some(score)
     }
@@ -204,7 +255,7 @@ impl SearchIndex {
     /// Why the top `n` results of `query` ranked as they did, one line
     /// each: score, term matches, bonuses.
     pub(crate) fn explain(&self, ops: &[Operation], query: &str, n: usize) -> Vec<String> {
-        let read = read_query(query, |word| self.frequency.contains_key(word));
+        let read = read_query(query, |word| self.frequency.contains_key(&words::key(word)));
         let mut lines = vec![format!(
             "{query:?}: terms {:?} intent {:?} scope {:?} plural {} singular {}",
             read.terms
@@ -240,7 +291,7 @@ impl SearchIndex {
                 doc.intent,
                 intent_bonus(read.intent, doc.intent),
                 doc.owner,
-                scope_bonus(read.scope, doc.owner),
+                scope_bonus(read.scope, doc.owner, read.names_someone),
                 shape_bonus(&read, doc),
                 doc.topic,
             ));
@@ -256,15 +307,57 @@ fn field_score(doc: &Document, form: &str) -> f32 {
         (&doc.name, NAME_WEIGHT),
         (&doc.route, ROUTE_WEIGHT),
         (&doc.summary, SUMMARY_WEIGHT),
+        (&doc.purpose, PURPOSE_WEIGHT),
         (&doc.params, PARAM_WEIGHT),
+        (&doc.fields, FIELD_WEIGHT),
         (&doc.description, DESCRIPTION_WEIGHT),
     ] {
-        if field.contains(form) {
-            best = best.max(weight);
-            sum += weight;
-        }
+        let matched = if field.contains(form) {
+            weight
+        } else if field.iter().any(|word| near_forms(word, form)) {
+            weight * NEAR_FORM
+        } else {
+            continue;
+        };
+        best = best.max(matched);
+        sum += matched;
     }
     best + ALSO_FOUND * (sum - best)
+}
+
+/// What naming both words of one of an operation's field names adds
+/// ("hide my email": `hide_email` of the user settings), at most
+/// [`MAX_FIELD_PAIRS`] times.
+const FIELD_PAIR_BONUS: f32 = 0.8;
+const MAX_FIELD_PAIRS: usize = 2;
+
+/// How many of `doc`'s field pairs two different terms of `query` name.
+fn named_fields(query: &Query, doc: &Document) -> usize {
+    let term_with = |key: &str| {
+        query
+            .terms
+            .iter()
+            .position(|forms| forms.iter().any(|(form, _)| form == key))
+    };
+    doc.field_pairs
+        .iter()
+        .filter(
+            |(first, second)| match (term_with(first), term_with(second)) {
+                (Some(a), Some(b)) => a != b,
+                _ => false,
+            },
+        )
+        .count()
+}
+
+/// What a match of a near form counts ([`near_forms`]).
+const NEAR_FORM: f32 = 0.8;
+
+/// Two keys of one word the stemmer leaves apart ("register" and
+/// "registration", "assign" and "assignee"): one starts with the other,
+/// and both have five letters or more.
+fn near_forms(a: &str, b: &str) -> bool {
+    a.len() >= 5 && b.len() >= 5 && a != b && (a.starts_with(b) || b.starts_with(a))
 }
 
 fn intent_bonus(asked: Option<Intent>, does: Intent) -> f32 {
@@ -283,8 +376,12 @@ fn intent_bonus(asked: Option<Intent>, does: Intent) -> f32 {
     }
 }
 
-fn scope_bonus(asked: Option<Scope>, owner: RouteOwner) -> f32 {
+fn scope_bonus(asked: Option<Scope>, owner: RouteOwner, names_someone: bool) -> f32 {
     match (asked, owner) {
+        // A name in a query with no owner word is most often someone
+        // else's login: their resource, not mine.
+        (None, RouteOwner::AnotherUser) if names_someone => 0.3,
+        (None, RouteOwner::Own) if names_someone => -0.3,
         (Some(Scope::Own), RouteOwner::Own) => 1.5,
         (Some(Scope::Own), RouteOwner::AnotherUser | RouteOwner::Site) => -1.0,
         (Some(Scope::AnotherUser), RouteOwner::AnotherUser) => 1.5,
@@ -308,6 +405,9 @@ fn shape_bonus(query: &Query, doc: &Document) -> f32 {
         bonus -= 1.5;
     }
     if query.numbered && doc.path_params >= 3 {
+        bonus += 0.3;
+    }
+    if doc.intent == Intent::Remove && query.plural && doc.whole {
         bonus += 0.3;
     }
     if doc.intent == Intent::Read {
@@ -349,30 +449,73 @@ fn document(op: &Operation) -> Document {
         .next()
         .is_some_and(|s| !s.starts_with('{'));
     let name = stems(&mut name_words.iter().map(String::as_str));
-    let topic = name
-        .iter()
-        .filter(|w| !NOT_TOPIC.contains(&w.as_str()) && words::verb(w).is_none())
-        .cloned()
-        .collect();
-    Document {
-        name,
-        topic,
-        route: stems(&mut route_words.iter().map(String::as_str)),
-        summary: stems(&mut words::split(&op.summary)),
-        params: op
-            .params
-            .iter()
-            .flat_map(|p| words::identifier_words(&p.name))
-            .map(|w| words::stem(&w))
+    let topic = keyed(
+        name.iter()
+            .filter(|w| !NOT_TOPIC.contains(&w.as_str()) && words::verb(w).is_none())
+            .cloned()
             .collect(),
-        description: stems(&mut words::split(&op.description)),
+    );
+    Document {
+        name: keyed(name),
+        topic,
+        route: keyed(stems(&mut route_words.iter().map(String::as_str))),
+        summary: keyed(stems(&mut words::split(&op.summary))),
+        purpose: keyed(stems(&mut words::split(
+            purposes::purpose(&op.tool_name).unwrap_or_default(),
+        ))),
+        params: keyed(
+            op.params
+                .iter()
+                .flat_map(|p| words::identifier_words(&p.name))
+                .map(|w| words::stem(&w))
+                .collect(),
+        ),
+        fields: keyed(stems(
+            &mut op
+                .fields
+                .iter()
+                .flat_map(|f| words::identifier_words(f))
+                .collect::<Vec<_>>()
+                .iter()
+                .map(String::as_str),
+        )),
+        field_pairs: field_pairs(&op.fields),
+        description: keyed(stems(&mut words::split(&op.description))),
         intent: intent_of(op, &name_words),
         owner: owner_of(fixed_segments.first().copied().unwrap_or("")),
         path_params,
         fixed_segments: fixed_segments.len(),
         collection: op.is_read_only() && last_fixed,
+        whole: last_fixed,
         deprecated: op.deprecated,
     }
+}
+
+/// The pairs of keys within each field name of `fields`, each once.
+fn field_pairs(fields: &[String]) -> Vec<(String, String)> {
+    let mut pairs = Vec::new();
+    for field in fields {
+        let keys: Vec<String> = words::identifier_words(field)
+            .iter()
+            .map(|w| words::stem(w))
+            .filter(|w| !words::is_stopword(w))
+            .map(|w| words::key(&w))
+            .collect();
+        for (i, first) in keys.iter().enumerate() {
+            for second in &keys[i + 1..] {
+                let pair = (first.clone(), second.clone());
+                if first != second && !pairs.contains(&pair) {
+                    pairs.push(pair);
+                }
+            }
+        }
+    }
+    pairs
+}
+
+/// The match keys of a set of stems ([`words::key`]).
+fn keyed(stems: HashSet<String>) -> HashSet<String> {
+    stems.iter().map(|w| words::key(w)).collect()
 }
 
 /// What an operation does, from its method and the verbs of its name.

@@ -10,6 +10,12 @@ const SYNONYM_WEIGHT: f32 = 0.8;
 /// A word after a preposition names the context ("commits on a *branch*"),
 /// and counts this much of the resource asked for.
 const CONTEXT_WEIGHT: f32 = 0.6;
+/// What "who" adds: the word `people` (purposes say who an answer lists).
+const WHO_WEIGHT: f32 = 0.5;
+/// Words after which "make" changes a thing rather than creating one.
+const MADE_INTO: &[&str] = &[
+    "private", "public", "admin", "default", "visible", "internal", "archived", "owner",
+];
 /// What "my" adds: the word `current` (the signed-in user's operations
 /// are named `user_current_…`), weighted this much.
 const OWN_WORD_WEIGHT: f32 = 0.5;
@@ -25,6 +31,10 @@ pub(super) struct Query {
     pub(super) singular: bool,
     /// The query names one item by a number, sha or version.
     pub(super) numbered: bool,
+    /// The query holds a word the catalog does not have: a name.
+    pub(super) names_someone: bool,
+    /// How many refs (shas, versions, branches) the query names.
+    pub(super) refs: usize,
 }
 
 /// Reads a query: content words with their synonyms, the values it
@@ -33,13 +43,15 @@ pub(super) struct Query {
 /// have is tried without `-d`, `-ed` and `-ing` ("resolved" → "resolve").
 pub(super) fn read_query(text: &str, known: impl Fn(&str) -> bool) -> Query {
     let mut query = Query::default();
-    let tokens = words::tokens(text);
+    let tokens = resolve_hyphens(words::tokens(text), &known);
     let word_at = |i: usize| match tokens.get(i) {
         Some(words::Token::Word(w)) => Some(w.as_str()),
         _ => None,
     };
     let mut in_context = false;
     let mut words_seen = 0;
+    // "make the org private": a change, not a creation ([`MADE_INTO`]).
+    let mut made = false;
     for (position, token) in tokens.iter().enumerate() {
         let lower = match token {
             words::Token::Value(value) => {
@@ -47,14 +59,42 @@ pub(super) fn read_query(text: &str, known: impl Fn(&str) -> bool) -> Query {
                 continue;
             }
             words::Token::Word(word) => word.clone(),
+            words::Token::Hyphenated(_) => continue,
         };
         let first = words_seen == 0;
         words_seen += 1;
+        let next = word_at(position + 1);
+        // "across all repositories": every repository, which a search reads.
+        if lower == "across" {
+            push_once(&mut query, "search", SYNONYM_WEIGHT);
+        }
         if words::is_preposition(&lower) {
             in_context = true;
             continue;
         }
-        let next = word_at(position + 1);
+        // "kick off a workflow" starts it; "look at a pull request" reviews it.
+        if lower == "kick" && next == Some("off") {
+            query.intent.get_or_insert(Intent::Create);
+            push_once(&mut query, "dispatch", SYNONYM_WEIGHT);
+            push_once(&mut query, "run", SYNONYM_WEIGHT);
+            continue;
+        }
+        if lower == "look" && next == Some("at") {
+            push_once(&mut query, "review", SYNONYM_WEIGHT);
+            continue;
+        }
+        // "who can review", "who starred": people.
+        if lower == "who" {
+            push_once(&mut query, "people", WHO_WEIGHT);
+            continue;
+        }
+        // "logged in as", "signed in": the signed-in user.
+        if matches!(lower.as_str(), "logged" | "signed") && next == Some("in") {
+            push_once(&mut query, "current", OWN_WORD_WEIGHT);
+            push_once(&mut query, "user", SYNONYM_WEIGHT);
+            query.scope.get_or_insert(Scope::Own);
+            continue;
+        }
         let followed_by_article = next.is_some_and(|n| matches!(n, "a" | "an" | "new"));
         // "open a …", "file an issue" create; "open pull requests" are
         // those in the open state.
@@ -99,7 +139,12 @@ pub(super) fn read_query(text: &str, known: impl Fn(&str) -> bool) -> Query {
                 continue;
             }
         }
-        let stemmed = known_stem(&lower, &known);
+        let (stemmed, form_weight) = known_stem(&lower, &known);
+        // A word the catalog does not have, of a name's shape: most often
+        // someone's login ("followers of alice", "add erin to the team").
+        if !known(&stemmed) && lower.chars().all(char::is_alphanumeric) && lower.len() >= 3 {
+            query.names_someone = true;
+        }
         if words::is_stopword(&stemmed) {
             if matches!(
                 lower.as_str(),
@@ -117,8 +162,26 @@ pub(super) fn read_query(text: &str, known: impl Fn(&str) -> bool) -> Query {
                 .push(vec![("search".to_owned(), SYNONYM_WEIGHT)]);
             continue;
         }
-        if let Some(intent) = words::verb(&stemmed) {
+        if first && lower == "make" {
+            made = true;
+        }
+        // A past participle ("what changed", "merged branches") says what
+        // happened, not what to do: a word, not the call's verb.
+        let participle = lower.len() > 4
+            && lower.ends_with("ed")
+            && !matches!(lower.as_str(), "need" | "feed" | "seed" | "speed" | "embed");
+        if let Some(intent) = words::verb(&stemmed).filter(|_| !participle) {
             query.intent.get_or_insert(intent);
+            continue;
+        }
+        // "start following", "stop watching": the -ing word is the
+        // action; the first says only whether it begins or ends.
+        let gerund_next = next.is_some_and(|n| n.len() > 5 && n.ends_with("ing"));
+        if first && gerund_next && matches!(lower.as_str(), "start" | "begin" | "stop" | "quit") {
+            let ends = matches!(lower.as_str(), "stop" | "quit");
+            query
+                .intent
+                .get_or_insert(if ends { Intent::Remove } else { Intent::Create });
             continue;
         }
         if let Some(intent) = words::action(&stemmed)
@@ -127,6 +190,7 @@ pub(super) fn read_query(text: &str, known: impl Fn(&str) -> bool) -> Query {
         {
             query.intent.get_or_insert(intent);
         }
+
         // "new" after a verb that creates only repeats it.
         if stemmed == "new" && (first || query.intent == Some(Intent::Create)) {
             query.intent.get_or_insert(Intent::Create);
@@ -135,7 +199,9 @@ pub(super) fn read_query(text: &str, known: impl Fn(&str) -> bool) -> Query {
         if stemmed != lower && lower.ends_with('s') && !lower.ends_with("'s") {
             query.plural = true;
         }
-        let weight = if in_context { CONTEXT_WEIGHT } else { 1.0 };
+        // A participle qualifies ("merged branches") more than it names.
+        let qualifies = in_context || participle;
+        let weight = form_weight * if qualifies { CONTEXT_WEIGHT } else { 1.0 };
         let mut forms = vec![(stemmed.clone(), weight)];
         for synonym in synonyms::synonyms(&stemmed)
             .iter()
@@ -147,7 +213,57 @@ pub(super) fn read_query(text: &str, known: impl Fn(&str) -> bool) -> Query {
         }
         query.terms.push(forms);
     }
+    if made
+        && query.intent == Some(Intent::Create)
+        && query
+            .terms
+            .iter()
+            .any(|forms| MADE_INTO.contains(&forms[0].0.as_str()))
+    {
+        query.intent = Some(Intent::Change);
+    }
+    for forms in &mut query.terms {
+        let mut keyed: Vec<(String, f32)> = Vec::with_capacity(forms.len());
+        for (form, weight) in forms.drain(..) {
+            let key = words::key(&form);
+            if !keyed.iter().any(|(k, _)| *k == key) {
+                keyed.push((key, weight));
+            }
+        }
+        *forms = keyed;
+    }
     query
+}
+
+/// Words joined by hyphens, read: one word when the catalog has them
+/// joined (`pre-release`), the words when it has each (`force-push`),
+/// else a name (`old-site`, `release-1.4`: a repository's or a branch's).
+fn resolve_hyphens(tokens: Vec<words::Token>, known: &impl Fn(&str) -> bool) -> Vec<words::Token> {
+    let mut resolved = Vec::with_capacity(tokens.len());
+    for token in tokens {
+        let words::Token::Hyphenated(parts) = token else {
+            resolved.push(token);
+            continue;
+        };
+        let joined = parts.concat();
+        let is_known =
+            |w: &str| known(&words::stem(w)) || words::is_stopword(w) || words::verb(w).is_some();
+        if known(&words::stem(&joined)) {
+            resolved.push(words::Token::Word(joined));
+        } else if parts.iter().all(|p| is_known(p)) {
+            resolved.extend(parts.into_iter().map(words::Token::Word));
+        } else {
+            resolved.push(words::Token::Value(words::Value::Name));
+        }
+    }
+    resolved
+}
+
+/// Adds `form` as a term of its own, unless a term has it already.
+fn push_once(query: &mut Query, form: &str, weight: f32) {
+    if !query.terms.iter().any(|forms| forms[0].0 == form) {
+        query.terms.push(vec![(form.to_owned(), weight)]);
+    }
 }
 
 /// What a value in a query says: its kind, as a word of the context
@@ -155,18 +271,33 @@ pub(super) fn read_query(text: &str, known: impl Fn(&str) -> bool) -> Query {
 fn read_value(query: &mut Query, value: words::Value) {
     let forms: &[&str] = match value {
         words::Value::Path => &["path", "file"],
+        words::Value::Workflow => &["workflow", "file"],
         words::Value::Version => &["tag", "release"],
         words::Value::Sha => &["commit", "sha"],
         words::Value::Branch => &["branch"],
         words::Value::Number | words::Value::Name => &[],
     };
+    // Two refs named ("v1.2 and v1.3", "main and develop") ask for what
+    // lies between them.
+    if matches!(
+        value,
+        words::Value::Sha | words::Value::Version | words::Value::Branch
+    ) {
+        if query.refs > 0 {
+            push_once(query, "compare", SYNONYM_WEIGHT);
+        }
+        query.refs += 1;
+    }
     if matches!(
         value,
         words::Value::Number | words::Value::Sha | words::Value::Version
     ) {
         query.numbered = true;
     }
-    if !forms.is_empty() {
+    let already = forms
+        .first()
+        .is_some_and(|first| query.terms.iter().any(|t| t[0].0 == *first));
+    if !forms.is_empty() && !already {
         query.terms.push(
             forms
                 .iter()
@@ -177,11 +308,14 @@ fn read_value(query: &mut Query, value: words::Value) {
 }
 
 /// `word`'s stem, or, when the catalog does not have it, the first of its
-/// shorter forms it has (`resolved` → `resolve`, `merging` → `merge`).
-fn known_stem(word: &str, known: &impl Fn(&str) -> bool) -> String {
+/// shorter forms it has (`resolved` → `resolve`, `merging` → `merge`),
+/// else the longest word of the catalog it starts with, of four letters or
+/// more, at a synonym's weight (`administrator` → `admin`,
+/// `teammates` → `team`); with the weight the form counts.
+fn known_stem(word: &str, known: &impl Fn(&str) -> bool) -> (String, f32) {
     let stemmed = words::stem(word);
     if known(&stemmed) {
-        return stemmed;
+        return (stemmed, 1.0);
     }
     let candidates = [
         word.strip_suffix('d')
@@ -191,11 +325,113 @@ fn known_stem(word: &str, known: &impl Fn(&str) -> bool) -> String {
         word.strip_suffix("ing").map(|w| format!("{w}e")),
         word.strip_suffix("ing").map(str::to_owned),
     ];
-    candidates
+    if let Some(shorter) = candidates
         .into_iter()
         .flatten()
         .filter(|c| c.len() > 2)
         .map(|c| words::stem(&c))
         .find(|c| known(c))
-        .unwrap_or(stemmed)
+    {
+        return (shorter, 1.0);
+    }
+    // "inactive", "unarchive", "deactivate": the word they negate, whose
+    // operation (or field) sets both.
+    if let Some(negated) = ["un", "in", "de", "dis"]
+        .iter()
+        .filter_map(|prefix| word.strip_prefix(prefix))
+        .filter(|rest| rest.len() > 3)
+        .map(words::stem)
+        .find(|rest| known(rest))
+    {
+        return (negated, SYNONYM_WEIGHT);
+    }
+    let chars: Vec<(usize, char)> = word.char_indices().collect();
+    (MIN_PREFIX..chars.len())
+        .rev()
+        .map(|n| &word[..chars[n].0])
+        .find(|prefix| {
+            known(prefix) && words::verb(prefix).is_none() && !words::is_stopword(prefix)
+        })
+        .map_or((stemmed, 1.0), |prefix| (prefix.to_owned(), SYNONYM_WEIGHT))
+}
+
+/// The shortest word of the catalog a longer query word is read as.
+const MIN_PREFIX: usize = 4;
+#[cfg(test)]
+mod tests {
+    use super::super::SearchIndex;
+    use super::*;
+    use crate::catalog::Catalog;
+
+    /// `text` read against the bundled catalog's words.
+    fn read(text: &str) -> Query {
+        let index = SearchIndex::new(Catalog::bundled().operations());
+        read_query(text, |word| index.frequency.contains_key(&words::key(word)))
+    }
+
+    fn has_term(query: &Query, key: &str) -> bool {
+        query
+            .terms
+            .iter()
+            .any(|forms| forms.iter().any(|(form, _)| form == key))
+    }
+
+    #[test]
+    fn a_past_participle_is_a_word_not_the_calls_verb() {
+        let query = read("what changed in the readme");
+        assert_eq!(query.intent, None);
+        assert!(has_term(&query, "commit"));
+    }
+
+    #[test]
+    fn two_refs_ask_for_what_lies_between_them() {
+        assert!(has_term(&read("diff v1.2 v1.3"), "compar"));
+        assert!(!has_term(&read("release v1.3"), "compar"));
+    }
+
+    #[test]
+    fn a_hyphenated_name_is_a_name_not_its_words() {
+        let query = read("archive the old-site repository");
+        assert_eq!(query.scope, None);
+        assert!(!has_term(&query, "site"));
+        assert!(has_term(
+            &read("list pre-release versions"),
+            &words::key("prerelease")
+        ));
+    }
+
+    #[test]
+    fn a_negated_word_reads_as_the_word_it_negates() {
+        assert!(has_term(
+            &read("unarchive a repository"),
+            &words::key("archive")
+        ));
+    }
+
+    #[test]
+    fn an_unknown_longer_word_reads_as_the_catalog_word_it_starts_with() {
+        assert!(has_term(&read("teammates of backend"), "team"));
+    }
+
+    #[test]
+    fn start_before_a_gerund_leaves_the_action_to_it() {
+        let query = read("start following bob");
+        assert_eq!(query.intent, Some(Intent::Create));
+        assert!(!has_term(&query, "start"));
+        assert_eq!(read("stop watching acme/app").intent, Some(Intent::Remove));
+    }
+
+    #[test]
+    fn make_into_an_adjective_is_a_change() {
+        assert_eq!(read("make the org private").intent, Some(Intent::Change));
+        assert_eq!(read("make a new label").intent, Some(Intent::Create));
+    }
+
+    #[test]
+    fn phrases_read_as_what_they_mean() {
+        assert!(has_term(&read("kick off the nightly build"), "dispatch"));
+        assert_eq!(read("who am i logged in as").scope, Some(Scope::Own));
+        assert!(has_term(&read("who can review"), &words::key("people")));
+        assert!(has_term(&read("open issues across all repos"), "search"));
+    }
 }

@@ -98,6 +98,12 @@ const STOPWORDS: &[&str] = &[
     "whom",
     "whose",
     "who",
+    "could",
+    "would",
+    "should",
+    "must",
+    "may",
+    "might",
     "all",
     "detail",
     "info",
@@ -131,7 +137,6 @@ const VERBS: &[(&str, Intent)] = &[
     ("add", Intent::Create),
     ("make", Intent::Create),
     ("post", Intent::Create),
-    ("register", Intent::Create),
     ("publish", Intent::Create),
     ("submit", Intent::Create),
     ("put", Intent::Create),
@@ -197,6 +202,35 @@ const ACTION_VERBS: &[(&str, Intent)] = &[
     ("unpin", Intent::Remove),
     ("clear", Intent::Remove),
     ("dismiss", Intent::Create),
+    // Everyday verbs a model asks with that Gitea's names do not use; each
+    // also reaches Gitea's word through `super::synonyms`.
+    ("ask", Intent::Create),
+    ("register", Intent::Create),
+    ("start", Intent::Create),
+    ("launch", Intent::Create),
+    ("ship", Intent::Create),
+    ("cut", Intent::Create),
+    ("squash", Intent::Create),
+    ("bump", Intent::Create),
+    ("invite", Intent::Create),
+    ("grant", Intent::Create),
+    ("ban", Intent::Create),
+    ("freeze", Intent::Create),
+    ("hand", Intent::Create),
+    ("pause", Intent::Change),
+    ("resume", Intent::Change),
+    ("promote", Intent::Change),
+    ("demote", Intent::Change),
+    ("hide", Intent::Change),
+    ("force", Intent::Change),
+    ("mute", Intent::Remove),
+    ("strip", Intent::Remove),
+    ("throw", Intent::Remove),
+    ("cancel", Intent::Remove),
+    ("withdraw", Intent::Remove),
+    ("kill", Intent::Remove),
+    ("wipe", Intent::Remove),
+    ("purge", Intent::Remove),
 ];
 
 /// Words that name the same thing in Gitea's own vocabulary; both a query
@@ -249,6 +283,9 @@ const SCOPES: &[(&str, Scope)] = &[
 pub enum Value {
     /// `src/lib.rs`, `CHANGELOG.md`: a file's path.
     Path,
+    /// `deploy.yml`, `ci.yaml`: a workflow's file, as a model names a
+    /// workflow.
+    Workflow,
     /// `v1.4.2`, `v*`: a tag.
     Version,
     /// `9f3e2a1`: a commit.
@@ -262,11 +299,13 @@ pub enum Value {
     Name,
 }
 
-/// One piece of a query: a word, or a value.
+/// One piece of a query: a word, a value, or words joined by hyphens
+/// (`old-site`, `read-only`), which the reader of the query resolves.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Token {
     Word(String),
     Value(Value),
+    Hyphenated(Vec<String>),
 }
 
 /// Branch names common enough to read as "a branch".
@@ -279,9 +318,18 @@ pub fn tokens(text: &str) -> Vec<Token> {
     for raw in text.split_whitespace() {
         let trimmed =
             raw.trim_matches(|c: char| matches!(c, ',' | ';' | ':' | '?' | '!' | '"' | '(' | ')'));
+        let lower = trimmed.to_lowercase();
         match value_of(trimmed) {
             Some(value) => tokens.push(Token::Value(value)),
-            None => tokens.extend(split(trimmed).map(|w| Token::Word(w.to_lowercase()))),
+            None if lower.contains('-') && scope(&lower).is_none() => {
+                let parts: Vec<String> = split(&lower).map(str::to_owned).collect();
+                match parts.len() {
+                    0 => {}
+                    1 => tokens.push(Token::Word(parts.into_iter().next().unwrap_or_default())),
+                    _ => tokens.push(Token::Hyphenated(parts)),
+                }
+            }
+            None => tokens.extend(split(&lower).map(|w| Token::Word(w.to_owned()))),
         }
     }
     tokens
@@ -317,6 +365,8 @@ fn value_of(token: &str) -> Option<Value> {
         && bare.chars().any(|c| c.is_ascii_alphabetic())
     {
         Some(Value::Sha)
+    } else if has_extension(bare) && (bare.ends_with(".yml") || bare.ends_with(".yaml")) {
+        Some(Value::Workflow)
     } else if has_extension(bare) {
         Some(Value::Path)
     } else if bare.contains('/') {
@@ -334,6 +384,18 @@ fn value_of(token: &str) -> Option<Value> {
     } else {
         None
     }
+}
+
+/// The form a word is matched by: its [`stem`], then cut by the Snowball
+/// English stemmer, so that the forms of one word meet ("attach" and
+/// "attachment", "following" and "follow", "protected" and "protection").
+/// The tables of this module and of `super::synonyms` are read on the
+/// [`stem`]; only the match compares keys.
+pub fn key(stemmed: &str) -> String {
+    static ENGLISH: std::sync::LazyLock<rust_stemmers::Stemmer> = std::sync::LazyLock::new(|| {
+        rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English)
+    });
+    ENGLISH.stem(stemmed).into_owned()
 }
 
 /// A word cut to its stem (lower case, no possessive, no plural), in
@@ -464,5 +526,13 @@ mod tests {
     #[test]
     fn forge_words_reach_giteas() {
         assert_eq!(stem("webhooks"), "hook");
+    }
+
+    #[test]
+    fn the_forms_of_one_word_share_a_key() {
+        assert_eq!(key(&stem("attach")), key(&stem("attachments")));
+        assert_eq!(key(&stem("following")), key(&stem("follow")));
+        assert_eq!(key(&stem("protected")), key(&stem("protection")));
+        assert_ne!(key(&stem("issue")), key(&stem("user")));
     }
 }

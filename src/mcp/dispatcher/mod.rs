@@ -14,8 +14,8 @@ use serde_json::{Map, Value, json};
 
 use super::caller::Caller;
 use super::discover::{
-    CALL_READ_TOOL_NAME, CALL_WRITE_TOOL_NAME, DEFAULT_SEARCH_LIMIT, SEARCH_TOOL_NAME,
-    describe_found, describe_operation,
+    CALL_READ_TOOL_NAME, CALL_WRITE_TOOL_NAME, DEFAULT_SEARCH_LIMIT, NEAR_RESULTS,
+    SEARCH_TOOL_NAME, describe_found, describe_operation, nothing_found,
 };
 use super::exposure::Exposure;
 use super::tool_lists::ToolLists;
@@ -36,6 +36,16 @@ use crate::surface::{Surface, SurfaceError};
 use crate::telemetry::spans;
 
 mod target;
+
+/// Which tool a read made for a resource, a prompt or a completion runs
+/// as ([`Dispatcher::read_route`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadRoute {
+    /// The operation's own tool, which the URL lists.
+    OwnTool,
+    /// `gitea_call_read_operation`, naming the operation.
+    CallTool,
+}
 
 pub use target::Target;
 
@@ -191,6 +201,24 @@ impl Dispatcher {
     /// Any tool of ours by name, whatever the surface.
     pub fn any_tool(&self, name: &str) -> Option<Tool> {
         self.tools.any_tool(name)
+    }
+
+    /// How a read made for a resource, a prompt or a completion reaches
+    /// the operation `name` on `surface`: by its own tool where the URL
+    /// lists it, else through the read call tool where the URL lists that
+    /// and may run it; `None` where neither (the read is refused, as a
+    /// call would be).
+    pub fn read_route(&self, surface: &Surface, name: &str) -> Option<ReadRoute> {
+        let op = self.catalog().get(name)?;
+        if self.tools.lists_operation(surface, op) {
+            Some(ReadRoute::OwnTool)
+        } else if self.tools.lists_fixed(surface, CALL_READ_TOOL_NAME)
+            && self.tools.callable(surface, op)
+        {
+            Some(ReadRoute::CallTool)
+        } else {
+            None
+        }
     }
 
     /// True when `name` names a tool of ours on some surface.
@@ -437,23 +465,27 @@ impl Dispatcher {
             .and_then(Value::as_u64)
             .map_or(DEFAULT_SEARCH_LIMIT, |l| l as usize);
         let ops = catalog.operations();
-        let found: Vec<Value> = catalog
-            .search_index()
-            .search(
-                query,
-                |i| {
-                    let op = &ops[i];
-                    toolset.is_none_or(|t| op.toolsets.iter().any(|s| s == t))
-                        && self.tools.callable(surface, op)
-                },
-                limit,
-            )
+        let keep = |i: usize| {
+            let op = &ops[i];
+            toolset.is_none_or(|t| op.toolsets.iter().any(|s| s == t))
+                && self.tools.callable(surface, op)
+        };
+        let index = catalog.search_index();
+        let found: Vec<Value> = index
+            .search(query, keep, limit)
             .into_iter()
             .map(|i| describe_found(&ops[i], self.tools.call_with(surface, &ops[i])))
             .collect();
+        let body = if found.is_empty() {
+            let near = index.search_near(query, keep, NEAR_RESULTS);
+            let reachable = (0..ops.len()).filter(|&i| keep(i));
+            nothing_found(ops, &near, reachable)
+        } else {
+            json!({"operations": found})
+        };
         ToolOutcome::Success {
             status: None,
-            body: json!({"operations": found}).to_string(),
+            body: body.to_string(),
         }
     }
 

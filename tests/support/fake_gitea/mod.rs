@@ -18,6 +18,7 @@
 //! so does a `Sudo` header.
 
 mod oauth;
+pub mod reviews;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -417,6 +418,9 @@ async fn handle(State(state): State<FakeState>, request: Request) -> Response {
         return message(StatusCode::UNAUTHORIZED, &base, "auth required");
     }
     if let Some(response) = hygiene_route(&parts.method, &segments, &body, &base).await {
+        return response;
+    }
+    if let Some(response) = reviews::route(&parts.method, &segments, &base) {
         return response;
     }
     match (parts.method.clone(), segments.as_slice()) {
