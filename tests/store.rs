@@ -92,6 +92,7 @@ spec!(
     refresh::concurrent_rotations_leave_exactly_one_active_refresh_token,
     refresh::expired_or_unknown_refresh_tokens_are_invalid,
     grants::access_tokens_resolve_until_expiry_or_revocation,
+    grants::a_revocation_elsewhere_is_seen_within_the_stale_bound,
     grants::revoke_grant_deletes_its_tokens_and_codes,
     grants::tokens_for_a_revoked_grant_are_not_stored,
     grants::grants_per_login_cap_revokes_the_least_recently_used,

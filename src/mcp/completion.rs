@@ -98,6 +98,28 @@ pub fn plan(
     let Some(repo) = chosen.get("repo").filter(|r| !r.is_empty()) else {
         return Completion::Nothing;
     };
+    in_repository(subject, argument, typed, chosen, (owner, repo))
+}
+
+/// A completion within the chosen repository: refs, tags, paths, numbers.
+fn in_repository(
+    subject: Subject<'_>,
+    argument: &str,
+    typed: &str,
+    chosen: &HashMap<String, String>,
+    (owner, repo): (&str, &str),
+) -> Completion {
+    let read = |operation, args: Value, pick| match args {
+        Value::Object(args) => Completion::Read {
+            read: Read {
+                heading: String::new(),
+                operation,
+                args,
+            },
+            pick,
+        },
+        _ => Completion::Nothing,
+    };
     let base = json!({"owner": owner, "repo": repo, "limit": READ_LIMIT});
     let with = |extra: Value| {
         let mut args = base.clone();

@@ -134,6 +134,16 @@ pub const MAX_ARGUMENT_CHARS: usize = 256;
 /// appear; the first is the subject, whose failure fails the prompt.
 pub fn plan(name: &str, arguments: &Map<String, Value>) -> Result<Vec<Read>, PromptError> {
     let spec = spec(name).ok_or_else(|| PromptError::Unknown(name.chars().take(64).collect()))?;
+    let values = checked_arguments(spec, arguments)?;
+    Ok(reads_for(spec, &values))
+}
+
+/// `spec`'s arguments from `arguments`: each present, bounded, trimmed,
+/// and `index` a number.
+fn checked_arguments(
+    spec: &PromptSpec,
+    arguments: &Map<String, Value>,
+) -> Result<Map<String, Value>, PromptError> {
     let mut values = Map::new();
     for argument in spec.arguments {
         let value = match arguments.get(argument.name) {
@@ -155,6 +165,12 @@ pub fn plan(name: &str, arguments: &Map<String, Value>) -> Result<Vec<Read>, Pro
         };
         values.insert(argument.name.into(), value);
     }
+    Ok(values)
+}
+
+/// The reads of `spec` with its checked `values`, in the order their
+/// answers appear.
+fn reads_for(spec: &PromptSpec, values: &Map<String, Value>) -> Vec<Read> {
     let with = |extra: Value| {
         let mut args = Map::new();
         args.insert("owner".into(), values["owner"].clone());
@@ -170,7 +186,7 @@ pub fn plan(name: &str, arguments: &Map<String, Value>) -> Result<Vec<Read>, Pro
         args: with(extra),
     };
     let index = values.get("index").cloned().unwrap_or(Value::Null);
-    Ok(match spec.name {
+    match spec.name {
         "review_pull_request" => vec![
             read(
                 "Pull request",
@@ -226,7 +242,7 @@ pub fn plan(name: &str, arguments: &Map<String, Value>) -> Result<Vec<Read>, Pro
                 json!({"state": "open", "limit": 50}),
             ),
         ],
-    })
+    }
 }
 
 /// The review prompt's second reads: the comments of the newest reviews

@@ -290,6 +290,12 @@ pub trait CodeStore: Send + Sync {
     ) -> Result<CodeRedemption, StoreError>;
 }
 
+/// How stale a resolved access token may be: a write made through
+/// another store on the same database (another replica's revocation) is
+/// seen by [`TokenStore::resolve_access_token`] from the next second of
+/// the caller's clock on; one made through the same store at once.
+pub const RESOLVED_STALE_FOR: UnixTime = 1;
+
 /// Our access and refresh tokens.
 #[async_trait]
 pub trait TokenStore: Send + Sync {
@@ -300,7 +306,9 @@ pub trait TokenStore: Send + Sync {
         tokens: &[NewToken],
         now: UnixTime,
     ) -> Result<(), StoreError>;
-    /// An unexpired access token of an unrevoked grant.
+    /// An unexpired access token of an unrevoked grant at `now`: at most
+    /// [`RESOLVED_STALE_FOR`] behind a write of another store on the same
+    /// database, never behind one of this store.
     async fn resolve_access_token(
         &self,
         token_hash: &SecretHash,

@@ -130,7 +130,9 @@ fn leaves_stay_leaves() {
     let edges = imports();
     let allowed: &[(&str, &[&str])] = &[
         ("catalog", &[]),
-        ("store", &[]),
+        // The store reads no clock; the resolved tokens' test moves the
+        // caller's time with the clock's `ManualClock`.
+        ("store", &["clock"]),
         ("clock", &[]),
         ("build_info", &[]),
         ("random", &[]),

@@ -41,6 +41,41 @@ pub async fn access_tokens_resolve_until_expiry_or_revocation(f: &Fixture) {
     );
 }
 
+/// The staleness bound of the `TokenStore` contract: a revocation through
+/// another store on the same database (another replica) is seen from the
+/// next second of the caller's clock; one through the same store at once.
+pub async fn a_revocation_elsewhere_is_seen_within_the_stale_bound(f: &Fixture) {
+    use aegis_gitea_mcp::store::RESOLVED_STALE_FOR;
+    let here = f.open().await;
+    let elsewhere = f.open().await;
+    issued_grant(&here, "g1", "alice", "c1", "t1").await;
+    issued_grant(&here, "g2", "bob", "c1", "t2").await;
+    for token in ["t1", "t2"] {
+        let resolved = here
+            .resolve_access_token(&access(token), NOW)
+            .await
+            .unwrap();
+        assert!(resolved.is_some(), "{token} resolves");
+    }
+    assert!(elsewhere.revoke_grant("g1", NOW).await.unwrap());
+    let later = NOW + RESOLVED_STALE_FOR;
+    assert!(
+        here.resolve_access_token(&access("t1"), later)
+            .await
+            .unwrap()
+            .is_none(),
+        "seen within the bound"
+    );
+    assert!(here.revoke_grant("g2", NOW).await.unwrap());
+    assert!(
+        here.resolve_access_token(&access("t2"), NOW)
+            .await
+            .unwrap()
+            .is_none(),
+        "seen at once through the same store"
+    );
+}
+
 pub async fn revoke_grant_deletes_its_tokens_and_codes(f: &Fixture) {
     let store = f.open().await;
     issued_grant(&store, "g1", "alice", "c1", "t1").await;

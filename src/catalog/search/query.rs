@@ -42,197 +42,252 @@ pub(super) struct Query {
 /// `known` says whether the catalog has a word: a query word it does not
 /// have is tried without `-d`, `-ed` and `-ing` ("resolved" → "resolve").
 pub(super) fn read_query(text: &str, known: impl Fn(&str) -> bool) -> Query {
-    let mut query = Query::default();
     let tokens = resolve_hyphens(words::tokens(text), &known);
-    let word_at = |i: usize| match tokens.get(i) {
-        Some(words::Token::Word(w)) => Some(w.as_str()),
-        _ => None,
+    let mut reading = Reading {
+        query: Query::default(),
+        tokens: &tokens,
+        known: &known,
+        in_context: false,
+        words_seen: 0,
+        made: false,
     };
-    let mut in_context = false;
-    let mut words_seen = 0;
-    // "make the org private": a change, not a creation ([`MADE_INTO`]).
-    let mut made = false;
     for (position, token) in tokens.iter().enumerate() {
-        let lower = match token {
-            words::Token::Value(value) => {
-                read_value(&mut query, *value);
-                continue;
-            }
-            words::Token::Word(word) => word.clone(),
-            words::Token::Hyphenated(_) => continue,
-        };
-        let first = words_seen == 0;
-        words_seen += 1;
-        let next = word_at(position + 1);
-        // "across all repositories": every repository, which a search reads.
-        if lower == "across" {
-            push_once(&mut query, "search", SYNONYM_WEIGHT);
+        match token {
+            words::Token::Value(value) => read_value(&mut reading.query, *value),
+            words::Token::Word(word) => reading.word(position, word),
+            words::Token::Hyphenated(_) => {}
         }
-        if words::is_preposition(&lower) {
-            in_context = true;
-            continue;
+    }
+    reading.finish()
+}
+
+/// A query as it is read, word by word.
+struct Reading<'t, K> {
+    query: Query,
+    tokens: &'t [words::Token],
+    known: &'t K,
+    /// Past a preposition: the words name the context.
+    in_context: bool,
+    words_seen: usize,
+    /// "make the org private": a change, not a creation ([`MADE_INTO`]).
+    made: bool,
+}
+
+impl<'t, K: Fn(&str) -> bool> Reading<'t, K> {
+    fn word_at(&self, i: usize) -> Option<&'t str> {
+        match self.tokens.get(i) {
+            Some(words::Token::Word(w)) => Some(w.as_str()),
+            _ => None,
         }
-        // "kick off a workflow" starts it; "look at a pull request" reviews it.
-        if lower == "kick" && next == Some("off") {
-            query.intent.get_or_insert(Intent::Create);
-            push_once(&mut query, "dispatch", SYNONYM_WEIGHT);
-            push_once(&mut query, "run", SYNONYM_WEIGHT);
-            continue;
+    }
+
+    /// One word, at `position`: a phrase, an owner word, a function word,
+    /// a verb, or a content word with its synonyms.
+    fn word(&mut self, position: usize, lower: &str) {
+        let first = self.words_seen == 0;
+        self.words_seen += 1;
+        if self.phrase(position, lower, first) || self.owner_word(position, lower) {
+            return;
         }
-        if lower == "look" && next == Some("at") {
-            push_once(&mut query, "review", SYNONYM_WEIGHT);
-            continue;
-        }
-        // "who can review", "who starred": people.
-        if lower == "who" {
-            push_once(&mut query, "people", WHO_WEIGHT);
-            continue;
-        }
-        // "logged in as", "signed in": the signed-in user.
-        if matches!(lower.as_str(), "logged" | "signed") && next == Some("in") {
-            push_once(&mut query, "current", OWN_WORD_WEIGHT);
-            push_once(&mut query, "user", SYNONYM_WEIGHT);
-            query.scope.get_or_insert(Scope::Own);
-            continue;
-        }
-        let followed_by_article = next.is_some_and(|n| matches!(n, "a" | "an" | "new"));
-        // "open a …", "file an issue" create; "open pull requests" are
-        // those in the open state.
-        if lower == "open" || (lower == "file" && first && followed_by_article) {
-            if followed_by_article {
-                query.intent.get_or_insert(Intent::Create);
-            }
-            continue;
-        }
-        // "pull request", "merge request": one word.
-        if lower.starts_with("request")
-            && position > 0
-            && word_at(position - 1).is_some_and(|p| matches!(p, "pull" | "merge"))
-        {
-            continue;
-        }
-        if lower == "merge" && next.is_some_and(|n| n.starts_with("request")) {
-            query.terms.push(vec![("pull".to_owned(), 1.0)]);
-            continue;
-        }
-        if let Some(scope) = words::scope(&lower) {
-            // "show me" is not "mine".
-            let after_asking = position > 0
-                && word_at(position - 1)
-                    .is_some_and(|p| matches!(p, "show" | "tell" | "give" | "get"));
-            if matches!(scope, Scope::Own) && after_asking {
-                continue;
-            }
-            // "my" and "I" win over "org" in "my organizations".
-            if query.scope != Some(Scope::Own) {
-                query.scope = Some(scope);
-            }
-            if matches!(scope, Scope::Own) {
-                if !query.terms.iter().any(|forms| forms[0].0 == "current") {
-                    query
-                        .terms
-                        .push(vec![("current".to_owned(), OWN_WORD_WEIGHT)]);
-                }
-                continue;
-            }
-            if words::is_stopword(&lower) {
-                continue;
-            }
-        }
-        let (stemmed, form_weight) = known_stem(&lower, &known);
+        let (stemmed, form_weight) = known_stem(lower, self.known);
         // A word the catalog does not have, of a name's shape: most often
         // someone's login ("followers of alice", "add erin to the team").
-        if !known(&stemmed) && lower.chars().all(char::is_alphanumeric) && lower.len() >= 3 {
-            query.names_someone = true;
+        if !(self.known)(&stemmed) && lower.chars().all(char::is_alphanumeric) && lower.len() >= 3 {
+            self.query.names_someone = true;
         }
-        if words::is_stopword(&stemmed) {
-            if matches!(
-                lower.as_str(),
-                "a" | "an" | "one" | "the" | "single" | "specific" | "detail" | "details" | "info"
-            ) {
-                query.singular = true;
-            }
-            continue;
-        }
-        // "find" and "look up" name the search operations too.
-        if matches!(stemmed.as_str(), "find" | "look") {
-            query.intent.get_or_insert(Intent::Read);
-            query
-                .terms
-                .push(vec![("search".to_owned(), SYNONYM_WEIGHT)]);
-            continue;
-        }
-        if first && lower == "make" {
-            made = true;
+        if self.function_word(lower, &stemmed) {
+            return;
         }
         // A past participle ("what changed", "merged branches") says what
         // happened, not what to do: a word, not the call's verb.
         let participle = lower.len() > 4
             && lower.ends_with("ed")
-            && !matches!(lower.as_str(), "need" | "feed" | "seed" | "speed" | "embed");
-        if let Some(intent) = words::verb(&stemmed).filter(|_| !participle) {
-            query.intent.get_or_insert(intent);
-            continue;
-        }
-        // "start following", "stop watching": the -ing word is the
-        // action; the first says only whether it begins or ends.
-        let gerund_next = next.is_some_and(|n| n.len() > 5 && n.ends_with("ing"));
-        if first && gerund_next && matches!(lower.as_str(), "start" | "begin" | "stop" | "quit") {
-            let ends = matches!(lower.as_str(), "stop" | "quit");
-            query
-                .intent
-                .get_or_insert(if ends { Intent::Remove } else { Intent::Create });
-            continue;
-        }
-        if let Some(intent) = words::action(&stemmed)
-            && first
-            && stemmed == lower
-        {
-            query.intent.get_or_insert(intent);
-        }
-
-        // "new" after a verb that creates only repeats it.
-        if stemmed == "new" && (first || query.intent == Some(Intent::Create)) {
-            query.intent.get_or_insert(Intent::Create);
-            continue;
+            && !matches!(lower, "need" | "feed" | "seed" | "speed" | "embed");
+        if self.verb(position, lower, &stemmed, first, participle) {
+            return;
         }
         if stemmed != lower && lower.ends_with('s') && !lower.ends_with("'s") {
-            query.plural = true;
+            self.query.plural = true;
         }
         // A participle qualifies ("merged branches") more than it names.
-        let qualifies = in_context || participle;
+        let qualifies = self.in_context || participle;
         let weight = form_weight * if qualifies { CONTEXT_WEIGHT } else { 1.0 };
         let mut forms = vec![(stemmed.clone(), weight)];
         for synonym in synonyms::synonyms(&stemmed)
             .iter()
-            .chain(synonyms::synonyms(&lower))
+            .chain(synonyms::synonyms(lower))
         {
             if !forms.iter().any(|(f, _)| f == synonym) {
                 forms.push(((*synonym).to_owned(), weight * SYNONYM_WEIGHT));
             }
         }
-        query.terms.push(forms);
+        self.query.terms.push(forms);
     }
-    if made
-        && query.intent == Some(Intent::Create)
-        && query
-            .terms
-            .iter()
-            .any(|forms| MADE_INTO.contains(&forms[0].0.as_str()))
-    {
-        query.intent = Some(Intent::Change);
-    }
-    for forms in &mut query.terms {
-        let mut keyed: Vec<(String, f32)> = Vec::with_capacity(forms.len());
-        for (form, weight) in forms.drain(..) {
-            let key = words::key(&form);
-            if !keyed.iter().any(|(k, _)| *k == key) {
-                keyed.push((key, weight));
-            }
+
+    /// Words read together, or as the context; true when the word is read.
+    fn phrase(&mut self, position: usize, lower: &str, first: bool) -> bool {
+        let next = self.word_at(position + 1);
+        let query = &mut self.query;
+        // "across all repositories": every repository, which a search reads.
+        if lower == "across" {
+            push_once(query, "search", SYNONYM_WEIGHT);
         }
-        *forms = keyed;
+        if words::is_preposition(lower) {
+            self.in_context = true;
+            return true;
+        }
+        let followed_by_article = next.is_some_and(|n| matches!(n, "a" | "an" | "new"));
+        match (lower, next) {
+            // "kick off a workflow" starts it.
+            ("kick", Some("off")) => {
+                query.intent.get_or_insert(Intent::Create);
+                push_once(query, "dispatch", SYNONYM_WEIGHT);
+                push_once(query, "run", SYNONYM_WEIGHT);
+            }
+            // "look at a pull request" reviews it.
+            ("look", Some("at")) => push_once(query, "review", SYNONYM_WEIGHT),
+            // "who can review", "who starred": people.
+            ("who", _) => push_once(query, "people", WHO_WEIGHT),
+            // "logged in as", "signed in": the signed-in user.
+            ("logged" | "signed", Some("in")) => {
+                push_once(query, "current", OWN_WORD_WEIGHT);
+                push_once(query, "user", SYNONYM_WEIGHT);
+                query.scope.get_or_insert(Scope::Own);
+            }
+            // "open a …", "file an issue" create; "open pull requests" are
+            // those in the open state.
+            ("open", _) | ("file", _) if lower == "open" || first && followed_by_article => {
+                if followed_by_article {
+                    query.intent.get_or_insert(Intent::Create);
+                }
+            }
+            // "merge request": a pull request.
+            ("merge", Some(n)) if n.starts_with("request") => {
+                query.terms.push(vec![("pull".to_owned(), 1.0)]);
+            }
+            // "pull request", "merge request": one word.
+            (l, _)
+                if l.starts_with("request")
+                    && position > 0
+                    && self
+                        .word_at(position - 1)
+                        .is_some_and(|p| matches!(p, "pull" | "merge")) => {}
+            _ => return false,
+        }
+        true
     }
-    query
+
+    /// "my", "org", "admin": whose resource; true when the word is read.
+    fn owner_word(&mut self, position: usize, lower: &str) -> bool {
+        let Some(scope) = words::scope(lower) else {
+            return false;
+        };
+        // "show me" is not "mine".
+        let after_asking = position > 0
+            && self
+                .word_at(position - 1)
+                .is_some_and(|p| matches!(p, "show" | "tell" | "give" | "get"));
+        let query = &mut self.query;
+        if matches!(scope, Scope::Own) && after_asking {
+            return true;
+        }
+        // "my" and "I" win over "org" in "my organizations".
+        if query.scope != Some(Scope::Own) {
+            query.scope = Some(scope);
+        }
+        if matches!(scope, Scope::Own) {
+            push_once(query, "current", OWN_WORD_WEIGHT);
+            return true;
+        }
+        words::is_stopword(lower)
+    }
+
+    /// A word that says nothing of the operation (an article says one item
+    /// is meant), or "find"/"look", which name the searches; true when read.
+    fn function_word(&mut self, lower: &str, stemmed: &str) -> bool {
+        if words::is_stopword(stemmed) {
+            if matches!(
+                lower,
+                "a" | "an" | "one" | "the" | "single" | "specific" | "detail" | "details" | "info"
+            ) {
+                self.query.singular = true;
+            }
+            return true;
+        }
+        if matches!(stemmed, "find" | "look") {
+            self.query.intent.get_or_insert(Intent::Read);
+            push_once(&mut self.query, "search", SYNONYM_WEIGHT);
+            return true;
+        }
+        false
+    }
+
+    /// What a verb says the call does; true when the word is only a verb.
+    fn verb(
+        &mut self,
+        position: usize,
+        lower: &str,
+        stemmed: &str,
+        first: bool,
+        participle: bool,
+    ) -> bool {
+        if first && lower == "make" {
+            self.made = true;
+        }
+        let next = self.word_at(position + 1);
+        let query = &mut self.query;
+        if let Some(intent) = words::verb(stemmed).filter(|_| !participle) {
+            query.intent.get_or_insert(intent);
+            return true;
+        }
+        // "start following", "stop watching": the -ing word is the
+        // action; the first says only whether it begins or ends.
+        let gerund_next = next.is_some_and(|n| n.len() > 5 && n.ends_with("ing"));
+        if first && gerund_next && matches!(lower, "start" | "begin" | "stop" | "quit") {
+            let ends = matches!(lower, "stop" | "quit");
+            query
+                .intent
+                .get_or_insert(if ends { Intent::Remove } else { Intent::Create });
+            return true;
+        }
+        if let Some(intent) = words::action(stemmed)
+            && first
+            && stemmed == lower
+        {
+            query.intent.get_or_insert(intent);
+        }
+        // "new" after a verb that creates only repeats it.
+        if stemmed == "new" && (first || query.intent == Some(Intent::Create)) {
+            query.intent.get_or_insert(Intent::Create);
+            return true;
+        }
+        false
+    }
+
+    /// The query, its "make … private" a change, its forms as match keys.
+    fn finish(mut self) -> Query {
+        let query = &mut self.query;
+        if self.made
+            && query.intent == Some(Intent::Create)
+            && query
+                .terms
+                .iter()
+                .any(|forms| MADE_INTO.contains(&forms[0].0.as_str()))
+        {
+            query.intent = Some(Intent::Change);
+        }
+        for forms in &mut query.terms {
+            let mut keyed: Vec<(String, f32)> = Vec::with_capacity(forms.len());
+            for (form, weight) in forms.drain(..) {
+                let key = words::key(&form);
+                if !keyed.iter().any(|(k, _)| *k == key) {
+                    keyed.push((key, weight));
+                }
+            }
+            *forms = keyed;
+        }
+        self.query
+    }
 }
 
 /// Words joined by hyphens, read: one word when the catalog has them

@@ -6,7 +6,7 @@
 use async_trait::async_trait;
 
 use super::backend::{SqlRow, Stmt, stmt};
-use super::{Backend, SqlStore};
+use super::{Backend, EndingTx, SqlStore};
 use crate::store::ClientStore;
 use crate::store::{
     ClientRecord, EndedGrant, ORPHANED_CLIENT_TTL, RESERVED_CLIENT_SHARE, Registration, Removed,
@@ -65,21 +65,21 @@ impl<DB: Backend> SqlStore<DB> {
     /// Inside the caller's transaction: deletes a client with everything
     /// hanging off it (its grants revoked, their tokens and codes deleted,
     /// its pending requests and consent records removed). Whether it
-    /// existed. The caller invalidates the resolved tokens once committed.
+    /// existed.
     pub(super) async fn delete_client_in(
-        tx: &mut DB::Connection,
+        tx: &mut EndingTx<'_, DB>,
         client_id: &str,
         now: UnixTime,
     ) -> Result<bool, StoreError> {
         let existed = stmt::<DB>("DELETE FROM clients WHERE client_id = $1")
             .bind(client_id)
-            .execute(&mut *tx)
+            .execute(tx.conn())
             .await?
             > 0;
         stmt::<DB>("UPDATE grants SET revoked_at = $2 WHERE client_id = $1 AND revoked_at IS NULL")
             .bind(client_id)
             .bind(now)
-            .execute(&mut *tx)
+            .execute(tx.conn())
             .await?;
         for sql in [
             "DELETE FROM tokens WHERE grant_id IN (SELECT id FROM grants WHERE client_id = $1)",
@@ -87,7 +87,7 @@ impl<DB: Backend> SqlStore<DB> {
             "DELETE FROM pending_authorizations WHERE client_id = $1",
             "DELETE FROM consents WHERE client_id = $1",
         ] {
-            stmt::<DB>(sql).bind(client_id).execute(&mut *tx).await?;
+            stmt::<DB>(sql).bind(client_id).execute(tx.conn()).await?;
         }
         Ok(existed)
     }
@@ -135,21 +135,20 @@ impl<DB: Backend> SqlStore<DB> {
     /// Deletes the clients whose grants all ended more than
     /// [`ORPHANED_CLIENT_TTL`] ago, each with its consents and pending
     /// requests, a bounded batch per call (the pruning runs every few
-    /// minutes).
-    pub(super) async fn delete_orphaned_clients(
-        conn: &mut DB::Connection,
-        now: UnixTime,
-    ) -> Result<u64, StoreError> {
+    /// minutes), in one ending transaction.
+    pub(super) async fn delete_orphaned_clients(&self, now: UnixTime) -> Result<u64, StoreError> {
+        let mut tx = self.begin_ending().await?;
         let orphaned = stmt::<DB>(SELECT_ORPHANED_CLIENTS)
             .bind(now - ORPHANED_CLIENT_TTL)
-            .fetch_all(&mut *conn)
+            .fetch_all(tx.conn())
             .await?;
         let mut deleted = 0;
         for row in &orphaned {
-            if Self::delete_client_in(&mut *conn, &row.text("client_id")?, now).await? {
+            if Self::delete_client_in(&mut tx, &row.text("client_id")?, now).await? {
                 deleted += 1;
             }
         }
+        tx.commit().await?;
         Ok(deleted)
     }
 
@@ -334,10 +333,9 @@ impl<DB: Backend> ClientStore for SqlStore<DB> {
     /// revoked (their tokens and codes deleted), its pending requests and
     /// consent records removed.
     async fn delete_client(&self, client_id: &str, now: UnixTime) -> Result<bool, StoreError> {
-        let mut tx = self.begin_write().await?;
+        let mut tx = self.begin_ending().await?;
         let existed = Self::delete_client_in(&mut tx, client_id, now).await?;
         tx.commit().await?;
-        self.resolved.invalidate();
         Ok(existed)
     }
 
@@ -346,7 +344,7 @@ impl<DB: Backend> ClientStore for SqlStore<DB> {
         login: &str,
         now: UnixTime,
     ) -> Result<Removed, StoreError> {
-        let mut tx = self.begin_write().await?;
+        let mut tx = self.begin_ending().await?;
         Self::lock_cap(&mut tx, "grants").await?;
         // The clients it used that no one else holds a live grant for.
         let clients = stmt::<DB>(
@@ -375,7 +373,6 @@ impl<DB: Backend> ClientStore for SqlStore<DB> {
             }
         }
         tx.commit().await?;
-        self.resolved.invalidate();
         Ok(removed)
     }
 
@@ -384,7 +381,7 @@ impl<DB: Backend> ClientStore for SqlStore<DB> {
         network: &str,
         now: UnixTime,
     ) -> Result<Removed, StoreError> {
-        let mut tx = self.begin_write().await?;
+        let mut tx = self.begin_ending().await?;
         Self::lock_cap(&mut tx, "grants").await?;
         let live = stmt::<DB>(
             "SELECT id, login, client_id FROM grants WHERE revoked_at IS NULL AND client_id IN \
@@ -409,7 +406,6 @@ impl<DB: Backend> ClientStore for SqlStore<DB> {
             }
         }
         tx.commit().await?;
-        self.resolved.invalidate();
         Ok(removed)
     }
 

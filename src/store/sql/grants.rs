@@ -6,7 +6,7 @@
 use async_trait::async_trait;
 
 use super::backend::{SqlRow, stmt};
-use super::{Backend, SqlStore};
+use super::{Backend, EndingTx, SqlStore};
 use crate::store::GrantStore;
 use crate::store::{
     AuthCodeRecord, GiteaApp, GiteaTokens, GrantRecord, StoreError, UnixTime, UpstreamRefreshLock,
@@ -52,7 +52,7 @@ impl<DB: Backend> SqlStore<DB> {
     /// [`Self::insert_grant`] inside the caller's transaction.
     async fn insert_grant_in(
         &self,
-        tx: &mut DB::Connection,
+        tx: &mut EndingTx<'_, DB>,
         grant: &GrantRecord,
         now: UnixTime,
     ) -> Result<Vec<String>, StoreError> {
@@ -243,12 +243,10 @@ impl<DB: Backend> GrantStore for SqlStore<DB> {
         grant: &GrantRecord,
         now: UnixTime,
     ) -> Result<Vec<String>, StoreError> {
-        let mut tx = self.begin_write().await?;
+        // An ending transaction: the per-login cap may evict a grant.
+        let mut tx = self.begin_ending().await?;
         let evicted = self.insert_grant_in(&mut tx, grant, now).await?;
         tx.commit().await?;
-        if !evicted.is_empty() {
-            self.resolved.invalidate();
-        }
         Ok(evicted)
     }
 
@@ -268,7 +266,7 @@ impl<DB: Backend> GrantStore for SqlStore<DB> {
     ) -> Result<bool, StoreError> {
         let access = self.seal(&tokens.access_token);
         let refresh = tokens.refresh_token.as_ref().map(|t| self.seal(t));
-        let mut conn = self.conn().await?;
+        let mut tx = self.begin_ending().await?;
         let replaced = stmt::<DB>(
             "UPDATE grants SET gitea_access_token_enc = $2, gitea_refresh_token_enc = $3, \
              gitea_expires_at = $4, gitea_issued_at = $6, \
@@ -281,11 +279,9 @@ impl<DB: Backend> GrantStore for SqlStore<DB> {
         .bind(tokens.expires_at)
         .bind(replaced_version)
         .bind(tokens.issued_at)
-        .execute(&mut conn)
+        .execute(tx.conn())
         .await?;
-        if replaced == 1 {
-            self.resolved.invalidate();
-        }
+        tx.commit().await?;
         Ok(replaced == 1)
     }
 
@@ -307,7 +303,7 @@ impl<DB: Backend> GrantStore for SqlStore<DB> {
         version: i64,
         now: UnixTime,
     ) -> Result<bool, StoreError> {
-        let mut tx = self.begin_write().await?;
+        let mut tx = self.begin_ending().await?;
         let current = stmt::<DB>("SELECT gitea_tokens_version FROM grants WHERE id = $1")
             .bind(grant_id)
             .fetch_optional(&mut tx)
@@ -319,7 +315,6 @@ impl<DB: Backend> GrantStore for SqlStore<DB> {
         }
         let revoked = Self::revoke_in(&mut tx, grant_id, now).await?;
         tx.commit().await?;
-        self.resolved.invalidate();
         Ok(revoked)
     }
 
@@ -342,10 +337,9 @@ impl<DB: Backend> GrantStore for SqlStore<DB> {
     }
 
     async fn revoke_grant(&self, grant_id: &str, now: UnixTime) -> Result<bool, StoreError> {
-        let mut tx = self.begin_write().await?;
+        let mut tx = self.begin_ending().await?;
         let found = Self::revoke_in(&mut tx, grant_id, now).await?;
         tx.commit().await?;
-        self.resolved.invalidate();
         Ok(found)
     }
 
@@ -391,7 +385,7 @@ impl<DB: Backend> GrantStore for SqlStore<DB> {
         code: &AuthCodeRecord,
         now: UnixTime,
     ) -> Result<Vec<String>, StoreError> {
-        let mut tx = self.begin_write().await?;
+        let mut tx = self.begin_ending().await?;
         // Cap locks in one order everywhere: grants, then codes.
         let evicted = self.insert_grant_in(&mut tx, grant, now).await?;
         Self::record_consent_in(&mut tx, &grant.login, &grant.client_id, &grant.scope, now).await?;
@@ -400,9 +394,6 @@ impl<DB: Backend> GrantStore for SqlStore<DB> {
             return Err(err);
         }
         tx.commit().await?;
-        if !evicted.is_empty() {
-            self.resolved.invalidate();
-        }
         Ok(evicted)
     }
 
@@ -412,7 +403,7 @@ impl<DB: Backend> GrantStore for SqlStore<DB> {
     /// [`Self::revoke_grant`], its tokens and codes with it. A grant
     /// revoked concurrently by someone else is not counted.
     async fn revoke_grants_for_login(&self, login: &str, now: UnixTime) -> Result<u64, StoreError> {
-        let mut tx = self.begin_write().await?;
+        let mut tx = self.begin_ending().await?;
         Self::lock_cap(&mut tx, "grants").await?;
         let held =
             stmt::<DB>("SELECT id FROM grants WHERE login = $1 AND revoked_at IS NULL ORDER BY id")
@@ -426,7 +417,6 @@ impl<DB: Backend> GrantStore for SqlStore<DB> {
             }
         }
         tx.commit().await?;
-        self.resolved.invalidate();
         Ok(revoked)
     }
 }

@@ -177,9 +177,9 @@ impl<DB: Backend> StoreMaintenance for SqlStore<DB> {
     /// code expired". Tokens and codes of deleted grants go with them
     /// (`ON DELETE CASCADE`) and are not counted.
     async fn prune(&self, now: UnixTime) -> Result<PruneCounts, StoreError> {
+        let clients = self.delete_orphaned_clients(now).await?;
         let mut conn = self.conn().await?;
-        let clients = Self::delete_unused_registrations(&mut conn, now).await?
-            + Self::delete_orphaned_clients(&mut conn, now).await?;
+        let clients = clients + Self::delete_unused_registrations(&mut conn, now).await?;
         let pending = stmt::<DB>("DELETE FROM pending_authorizations WHERE expires_at <= $1")
             .bind(now)
             .execute(&mut conn)

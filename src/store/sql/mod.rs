@@ -27,6 +27,7 @@ mod backend;
 mod clients;
 mod codes;
 mod confirmations;
+mod ending;
 mod grants;
 mod listing;
 mod maintenance;
@@ -43,6 +44,7 @@ use sqlx::{Pool, Transaction};
 
 pub(crate) use backend::Backend;
 use backend::stmt;
+use ending::EndingTx;
 
 use super::cipher::TokenCipher;
 use super::{StoreError, StoreLimits, UnixTime};
@@ -169,7 +171,7 @@ impl<DB: Backend> SqlStore<DB> {
     /// Revokes a grant and deletes its tokens and codes, inside the caller's
     /// transaction. Returns whether it was unrevoked before.
     async fn revoke_in(
-        conn: &mut DB::Connection,
+        tx: &mut EndingTx<'_, DB>,
         grant_id: &str,
         now: UnixTime,
     ) -> Result<bool, StoreError> {
@@ -177,15 +179,15 @@ impl<DB: Backend> SqlStore<DB> {
             stmt::<DB>("UPDATE grants SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL")
                 .bind(grant_id)
                 .bind(now)
-                .execute(&mut *conn)
+                .execute(tx.conn())
                 .await?;
         stmt::<DB>("DELETE FROM tokens WHERE grant_id = $1")
             .bind(grant_id)
-            .execute(&mut *conn)
+            .execute(tx.conn())
             .await?;
         stmt::<DB>("DELETE FROM auth_codes WHERE grant_id = $1")
             .bind(grant_id)
-            .execute(&mut *conn)
+            .execute(tx.conn())
             .await?;
         Ok(revoked > 0)
     }

@@ -4,15 +4,18 @@
 //! bearer's; `docs/benchmarks.md` has by how much).
 //!
 //! What keeps it as strict as no cache:
-//! - an entry is used for at most [`FRESH_FOR`], so a grant revoked by
-//!   another replica on the same database is refused by this one within a
-//!   second; PostgreSQL's `LISTEN/NOTIFY` could say it sooner, but a lost
+//! - an entry is used within the second of the caller's clock it was
+//!   resolved in ([`FRESH_FOR`]: the store reads no clock; the resolver
+//!   passes its `Clock`'s time), so a grant revoked by another replica on
+//!   the same database is refused by this one within a second (the
+//!   `TokenStore` contract's [`crate::store::RESOLVED_STALE_FOR`]); PostgreSQL's `LISTEN/NOTIFY` could say it sooner, but a lost
 //!   notification connection would then keep revoked tokens alive, and a
 //!   second is what a person who revokes can wait;
 //! - every write of this store that can end a grant or change what a token
 //!   resolves to (a revocation, a rotation, new Gitea tokens, a deleted
-//!   client, an evicted grant) moves the [`generation`] on once it
-//!   has committed, and an entry of an older generation is never used: on
+//!   client, an evicted grant) is an `super::ending::EndingTx`, whose commit
+//!   moves the [`generation`] on, and an entry of an older generation is
+//!   never used: on
 //!   the replica that revokes, the next call is refused. A lookup that
 //!   read the database before such a commit stores its result under the
 //!   generation it started in, which is already old;
@@ -26,15 +29,14 @@
 //!
 //! [`generation`]: ResolvedCache::generation
 
+use crate::store::{RESOLVED_STALE_FOR, ResolvedAccess, UnixTime};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
 
-use crate::store::{ResolvedAccess, UnixTime};
-
-/// How long a resolved token is used without asking the database again.
-pub(super) const FRESH_FOR: Duration = Duration::from_secs(1);
+/// How long a resolved token is used without asking the database again:
+/// the second it was resolved in.
+pub(super) const FRESH_FOR: UnixTime = RESOLVED_STALE_FOR;
 /// Tokens kept at most; past it the map is emptied (a second's worth of
 /// distinct tokens beyond it would be looked up again, nothing more).
 const MAX_ENTRIES: usize = 10_000;
@@ -42,7 +44,8 @@ const MAX_ENTRIES: usize = 10_000;
 struct Entry {
     access: ResolvedAccess,
     generation: u64,
-    at: Instant,
+    /// When it was resolved, by the caller's clock.
+    at: UnixTime,
 }
 
 #[derive(Default)]
@@ -79,7 +82,8 @@ impl ResolvedCache {
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         let entry = entries.by_token.get(token_hash)?;
         if entry.generation != generation
-            || entry.at.elapsed() >= FRESH_FOR
+            || now >= entry.at + FRESH_FOR
+            || now < entry.at
             || entry.access.expires_at <= now
         {
             return None;
@@ -104,15 +108,22 @@ impl ResolvedCache {
         *latest = (*latest).max(at);
     }
 
-    /// Keeps `access`, resolved by a lookup that started in `generation`.
-    pub(super) fn put(&self, token_hash: &str, access: &ResolvedAccess, generation: u64) {
+    /// Keeps `access`, resolved at `now` by a lookup that started in
+    /// `generation`.
+    pub(super) fn put(
+        &self,
+        token_hash: &str,
+        access: &ResolvedAccess,
+        generation: u64,
+        now: UnixTime,
+    ) {
         if generation != self.generation() {
             return;
         }
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         let by_token = &mut entries.by_token;
         if by_token.len() >= MAX_ENTRIES && !by_token.contains_key(token_hash) {
-            by_token.retain(|_, e| e.generation == generation && e.at.elapsed() < FRESH_FOR);
+            by_token.retain(|_, e| e.generation == generation && now < e.at + FRESH_FOR);
             if by_token.len() >= MAX_ENTRIES {
                 by_token.clear();
             }
@@ -122,7 +133,7 @@ impl ResolvedCache {
             Entry {
                 access: access.clone(),
                 generation,
-                at: Instant::now(),
+                at: now,
             },
         );
     }
@@ -139,6 +150,7 @@ impl std::fmt::Debug for ResolvedCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clock::{Clock, ManualClock};
     use crate::store::{GiteaApp, GiteaTokens, GrantRecord};
     use secrecy::SecretString;
 
@@ -174,16 +186,17 @@ mod tests {
     fn a_token_resolved_in_this_generation_is_used_until_it_expires() {
         let cache = ResolvedCache::default();
         let generation = cache.generation();
-        cache.put("h", &access(100), generation);
+        cache.put("h", &access(100), generation, 99);
         assert!(cache.get("h", 99).is_some());
-        assert!(cache.get("h", 100).is_none(), "expired");
         assert!(cache.get("other", 99).is_none());
+        cache.put("h", &access(100), cache.generation(), 100);
+        assert!(cache.get("h", 100).is_none(), "expired");
     }
 
     #[test]
     fn a_committed_revocation_ends_every_entry_from_before() {
         let cache = ResolvedCache::default();
-        cache.put("h", &access(100), cache.generation());
+        cache.put("h", &access(100), cache.generation(), 1);
         cache.invalidate();
         assert!(cache.get("h", 1).is_none());
     }
@@ -194,14 +207,14 @@ mod tests {
         let started = cache.generation();
         // The revocation commits while the lookup reads the old row.
         cache.invalidate();
-        cache.put("h", &access(100), started);
+        cache.put("h", &access(100), started, 1);
         assert!(cache.get("h", 1).is_none());
     }
 
     #[test]
     fn a_recorded_use_moves_the_grants_last_use_on_and_ends_nothing() {
         let cache = ResolvedCache::default();
-        cache.put("h", &access(100), cache.generation());
+        cache.put("h", &access(100), cache.generation(), 1);
         cache.used("g1", 42);
         let kept = cache.get("h", 1).expect("still cached");
         assert_eq!(kept.grant.last_used_at, Some(42));
@@ -210,17 +223,13 @@ mod tests {
     }
 
     #[test]
-    fn an_entry_is_used_for_one_second_at_most() {
+    fn an_entry_is_used_within_the_second_of_the_clock_it_was_resolved_in() {
+        let clock = ManualClock::starting_at(50);
         let cache = ResolvedCache::default();
-        cache.put("h", &access(100), cache.generation());
-        cache
-            .entries
-            .lock()
-            .unwrap()
-            .by_token
-            .get_mut("h")
-            .unwrap()
-            .at -= FRESH_FOR;
-        assert!(cache.get("h", 1).is_none());
+        cache.put("h", &access(100), cache.generation(), clock.now());
+        assert!(cache.get("h", clock.now()).is_some());
+        clock.advance(FRESH_FOR);
+        assert!(cache.get("h", clock.now()).is_none());
+        assert!(cache.get("h", 49).is_none(), "a clock set back reads again");
     }
 }

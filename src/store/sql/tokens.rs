@@ -11,7 +11,7 @@
 use async_trait::async_trait;
 
 use super::backend::stmt;
-use super::{Backend, SqlStore};
+use super::{Backend, EndingTx, SqlStore};
 use crate::store::TokenStore;
 use crate::store::{
     GrantRecord, NewToken, PREVIOUS_REFRESH_GRACE_SECS, RefreshOutcome, ResolvedAccess, SecretHash,
@@ -139,7 +139,7 @@ impl<DB: Backend> SqlStore<DB> {
     /// token retired, so presenting it is reuse; its access token deleted),
     /// leaving one live pair.
     async fn advance_rotation(
-        conn: &mut DB::Connection,
+        tx: &mut EndingTx<'_, DB>,
         grant_id: &str,
         token_hash: &str,
         state: PresentedState,
@@ -156,7 +156,7 @@ impl<DB: Backend> SqlStore<DB> {
                 .bind(grant_id)
                 .bind(token_hash)
                 .bind(now)
-                .execute(&mut *conn)
+                .execute(tx.conn())
                 .await?;
             }
             PresentedState::PreviousInGrace => {
@@ -166,7 +166,7 @@ impl<DB: Backend> SqlStore<DB> {
                 )
                 .bind(grant_id)
                 .bind(token_hash)
-                .execute(&mut *conn)
+                .execute(tx.conn())
                 .await?;
                 stmt::<DB>(
                     "DELETE FROM tokens WHERE grant_id = $1 AND kind = 'access' \
@@ -174,7 +174,7 @@ impl<DB: Backend> SqlStore<DB> {
                 )
                 .bind(grant_id)
                 .bind(token_hash)
-                .execute(&mut *conn)
+                .execute(tx.conn())
                 .await?;
             }
         }
@@ -254,7 +254,7 @@ impl<DB: Backend> TokenStore for SqlStore<DB> {
             .read_retrying(|| self.resolve_access_token_once(token_hash, now))
             .await?;
         if let Some(access) = &found {
-            self.resolved.put(token_hash, access, generation);
+            self.resolved.put(token_hash, access, generation, now);
         }
         Ok(found)
     }
@@ -270,7 +270,7 @@ impl<DB: Backend> TokenStore for SqlStore<DB> {
         now: UnixTime,
     ) -> Result<RefreshOutcome, StoreError> {
         let token_hash = token_hash.as_str();
-        let mut tx = self.begin_write().await?;
+        let mut tx = self.begin_ending().await?;
         let (grant_id, state) =
             match Self::lock_refresh_token(&mut tx, token_hash, client_id, now).await? {
                 Ok(found) => found,
@@ -284,7 +284,6 @@ impl<DB: Backend> TokenStore for SqlStore<DB> {
             Presented::Reuse => {
                 Self::revoke_in(&mut tx, &grant_id, now).await?;
                 tx.commit().await?;
-                self.resolved.invalidate();
                 return Ok(RefreshOutcome::ReuseDetected { grant_id });
             }
         };
@@ -297,7 +296,6 @@ impl<DB: Backend> TokenStore for SqlStore<DB> {
             .await?;
         let grant = self.grant_in(&mut tx, &grant_id).await?;
         tx.commit().await?;
-        self.resolved.invalidate();
         match grant {
             Some(grant) => Ok(RefreshOutcome::Rotated {
                 grant: Box::new(grant),
