@@ -31,6 +31,9 @@ pub(super) struct Query {
     pub(super) singular: bool,
     /// The query names one item by a number, sha or version.
     pub(super) numbered: bool,
+    /// The query names an item by its number ("issue 5", "#12"): an item
+    /// of a repository, whatever "my" says of it.
+    pub(super) item_number: bool,
     /// The query holds a word the catalog does not have: a name.
     pub(super) names_someone: bool,
     /// How many refs (shas, versions, branches) the query names.
@@ -148,6 +151,26 @@ impl<'t, K: Fn(&str) -> bool> Reading<'t, K> {
             ("look", Some("at")) => push_once(query, "review", SYNONYM_WEIGHT),
             // "who can review", "who starred": people.
             ("who", _) => push_once(query, "people", WHO_WEIGHT),
+            // "get rid of": remove.
+            ("get", Some("rid")) | ("rid", _) => {
+                query.intent.get_or_insert(Intent::Remove);
+            }
+            // "lock down main": protect it.
+            ("lock", Some("down")) => {
+                query.intent.get_or_insert(Intent::Create);
+                push_once(query, "protection", SYNONYM_WEIGHT);
+            }
+            // "spin up", "set up", "stand up" a thing: create it.
+            ("spin" | "stand", Some("up")) => {
+                query.intent.get_or_insert(Intent::Create);
+            }
+            // "when did alice sign up": her account's creation.
+            ("sign", Some("up")) => {
+                push_once(query, "created", SYNONYM_WEIGHT);
+                push_once(query, "user", SYNONYM_WEIGHT);
+            }
+            // "part of the org": a member of it.
+            ("part", Some("of")) => push_once(query, "member", SYNONYM_WEIGHT),
             // "logged in as", "signed in": the signed-in user.
             ("logged" | "signed", Some("in")) => {
                 push_once(query, "current", OWN_WORD_WEIGHT);
@@ -264,9 +287,16 @@ impl<'t, K: Fn(&str) -> bool> Reading<'t, K> {
         false
     }
 
-    /// The query, its "make … private" a change, its forms as match keys.
+    /// The query, its "make … private" a change, "my" with a numbered
+    /// item the item's author, its forms as match keys.
     fn finish(mut self) -> Query {
         let query = &mut self.query;
+        // "my comment 4512", "my +1 on issue 5": a repository's item I
+        // wrote, not a resource of my account.
+        if query.item_number && query.scope == Some(Scope::Own) {
+            query.scope = None;
+            query.terms.retain(|forms| forms[0].0 != "current");
+        }
         if self.made
             && query.intent == Some(Intent::Create)
             && query
@@ -303,7 +333,7 @@ fn resolve_hyphens(tokens: Vec<words::Token>, known: &impl Fn(&str) -> bool) -> 
         let joined = parts.concat();
         let is_known =
             |w: &str| known(&words::stem(w)) || words::is_stopword(w) || words::verb(w).is_some();
-        if known(&words::stem(&joined)) {
+        if known(&words::stem(&joined)) || !synonyms::synonyms(&joined).is_empty() {
             resolved.push(words::Token::Word(joined));
         } else if parts.iter().all(|p| is_known(p)) {
             resolved.extend(parts.into_iter().map(words::Token::Word));
@@ -348,6 +378,9 @@ fn read_value(query: &mut Query, value: words::Value) {
         words::Value::Number | words::Value::Sha | words::Value::Version
     ) {
         query.numbered = true;
+    }
+    if value == words::Value::Number {
+        query.item_number = true;
     }
     let already = forms
         .first()

@@ -231,6 +231,14 @@ const ACTION_VERBS: &[(&str, Intent)] = &[
     ("kill", Intent::Remove),
     ("wipe", Intent::Remove),
     ("purge", Intent::Remove),
+    ("undo", Intent::Remove),
+    ("propose", Intent::Create),
+    ("retitle", Intent::Change),
+    ("slap", Intent::Create),
+    ("define", Intent::Create),
+    ("provision", Intent::Create),
+    ("classify", Intent::Create),
+    ("connect", Intent::Create),
 ];
 
 /// Words that name the same thing in Gitea's own vocabulary; both a query
@@ -272,6 +280,9 @@ const SCOPES: &[(&str, Scope)] = &[
     ("site", Scope::Site),
     ("instance", Scope::Site),
     ("instance-wide", Scope::Site),
+    ("site-wide", Scope::Site),
+    ("server-wide", Scope::Site),
+    ("global", Scope::Site),
     ("server", Scope::Site),
     ("system-wide", Scope::Site),
 ];
@@ -319,6 +330,11 @@ pub fn tokens(text: &str) -> Vec<Token> {
         let trimmed =
             raw.trim_matches(|c: char| matches!(c, ',' | ';' | ':' | '?' | '!' | '"' | '(' | ')'));
         let lower = trimmed.to_lowercase();
+        // "+1", "-1", "👍": a reaction.
+        if matches!(lower.as_str(), "+1" | "-1" | "👍" | "👎") {
+            tokens.push(Token::Word("reaction".to_owned()));
+            continue;
+        }
         match value_of(trimmed) {
             Some(value) => tokens.push(Token::Value(value)),
             None if lower.contains('-') && scope(&lower).is_none() => {
