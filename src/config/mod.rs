@@ -575,7 +575,11 @@ impl Settings {
                 .as_ref()
                 .map(|(_, secret)| secret.clone()),
         );
-        out.extend(self.database_url.as_ref().and_then(database_password));
+        out.extend(
+            self.database_url
+                .as_ref()
+                .and_then(parse::database_password),
+        );
         out.extend(
             self.audit_forward
                 .as_ref()
@@ -588,15 +592,6 @@ impl Settings {
         );
         out
     }
-}
-
-/// The password in a `DATABASE_URL`, percent-decoded (as the server sees
-/// it), when it has one.
-fn database_password(url: &SecretString) -> Option<SecretString> {
-    let url = url::Url::parse(secrecy::ExposeSecret::expose_secret(url)).ok()?;
-    let password = url.password()?;
-    let decoded = percent_encoding::percent_decode_str(password).decode_utf8_lossy();
-    Some(SecretString::from(decoded.into_owned()))
 }
 
 #[cfg(test)]

@@ -159,3 +159,12 @@ pub(super) fn parse_scopes(value: &str) -> Result<Vec<String>, ConfigError> {
     }
     Ok(scopes)
 }
+
+/// The password in a `DATABASE_URL`, percent-decoded (as the server sees
+/// it), when it has one.
+pub(super) fn database_password(url: &SecretString) -> Option<SecretString> {
+    let url = Url::parse(url.expose_secret()).ok()?;
+    let password = url.password()?;
+    let decoded = percent_encoding::percent_decode_str(password).decode_utf8_lossy();
+    Some(SecretString::from(decoded.into_owned()))
+}
