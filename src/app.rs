@@ -1,5 +1,5 @@
 //! The application, built from settings the same way by the CLI and by the
-//! tests: catalog (bundled or live), Gitea client, dispatcher, admin account,
+//! tests: catalog (bundled or live), Gitea client, admission and runner, admin account,
 //! and, when OAuth is configured, the store and the authorization server.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,7 +17,7 @@ use crate::identity::{Identity, IdentityMode};
 use crate::mcp::activity::ActivityRecorder;
 use crate::mcp::confirmation::{ConfirmationGate, ConfirmationRules, StateSeal};
 use crate::mcp::exposure::Exposure;
-use crate::mcp::{CallServices, Dispatcher};
+use crate::mcp::{Admission, CallServices, Runner};
 use crate::metrics::Metrics;
 use crate::oauth::upstream::{GiteaOAuth, UpstreamAuthError};
 use crate::oauth::{OAuthConfig, OAuthServer};
@@ -104,14 +104,15 @@ impl App {
         let client = GiteaClient::new(settings.gitea_api_base(), &settings.limits)
             .map_err(|_| BuildError::HttpClient)?;
         let (catalog, exposure) = load_catalog(&settings, &client).await?;
-        let dispatcher = Dispatcher::new(catalog, exposure, client, &settings);
+        let admission = Admission::new(catalog, exposure);
+        let runner = Runner::new(client, &settings);
         let admin = settings.gitea_token.clone().map(AdminAccount::new);
         let oauth = match GiteaOAuth::from_settings(&settings) {
             None => None,
             Some(upstream) => Some(
                 build_oauth(
                     &settings,
-                    dispatcher.catalog().clone(),
+                    admission.catalog().clone(),
                     upstream?,
                     clock,
                     audit.clone(),
@@ -119,9 +120,9 @@ impl App {
                 .await?,
             ),
         };
-        let policy = load_active_policy(&settings, &dispatcher, oauth.as_deref())?;
+        let policy = load_active_policy(&settings, (&admission, &runner), oauth.as_deref())?;
         let mut call_services =
-            CallServices::new(dispatcher, audit.clone(), metrics.clone(), admin)
+            CallServices::new((admission, runner), audit.clone(), metrics.clone(), admin)
                 .with_confirmation_rules(ConfirmationRules::new(settings.confirm.clone()));
         if let Some(server) = &oauth {
             call_services = call_services.with_confirmations(ConfirmationGate::new(
@@ -162,8 +163,14 @@ impl App {
         &self.settings
     }
 
-    pub fn dispatcher(&self) -> &Dispatcher {
-        self.call_services.dispatcher()
+    /// The tools each URL lists and the rules that admit a call.
+    pub fn admission(&self) -> &Admission {
+        self.call_services.admission()
+    }
+
+    /// The client that sends to Gitea.
+    pub fn gitea_client(&self) -> &GiteaClient {
+        self.call_services.runner().client()
     }
 
     /// What the MCP transports are handed.
@@ -205,7 +212,7 @@ impl App {
     /// "At startup").
     pub async fn check_gitea(&self) {
         let gitea_url = self.settings.gitea_url.as_str();
-        let client = self.dispatcher().client();
+        let client = self.gitea_client();
         let url = format!("{}/version", self.settings.gitea_api_base());
         match client.get_json(&url, None).await {
             Ok(answer) => {
@@ -213,7 +220,7 @@ impl App {
                     .get("version")
                     .and_then(|v| v.as_str())
                     .unwrap_or("?");
-                let catalog = self.dispatcher().catalog().api_version();
+                let catalog = self.admission().catalog().api_version();
                 if version != catalog {
                     tracing::warn!(
                         gitea_url,
@@ -272,7 +279,7 @@ async fn open_audit(settings: &Settings, metrics: Arc<Metrics>) -> Result<AuditL
 /// person's connections may do, so it needs OAuth.
 fn load_active_policy(
     settings: &Settings,
-    dispatcher: &Dispatcher,
+    (admission, runner): (&Admission, &Runner),
     oauth: Option<&OAuthServer>,
 ) -> Result<Option<Arc<ActivePolicy>>, BuildError> {
     let Some(path) = &settings.policy_file else {
@@ -285,15 +292,14 @@ fn load_active_policy(
         )
         .into());
     };
-    let policy =
-        crate::policy::load_for(path, dispatcher.catalog(), &crate::mcp::FIXED_TOOL_NAMES)?;
+    let policy = crate::policy::load_for(path, admission.catalog(), &crate::mcp::FIXED_TOOL_NAMES)?;
     tracing::info!(
         file = %path.display(),
         rules = policy.rules.len(),
         "policy loaded"
     );
     let facts = FactSource::new(
-        dispatcher.client().clone(),
+        runner.client().clone(),
         oauth.store().clone(),
         policy.needs(),
     );

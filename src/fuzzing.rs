@@ -251,26 +251,13 @@ pub fn oauth_form(data: &[u8]) {
 /// NUL of the rest becomes the secret. It never reaches the output, which
 /// is JSON within its bounds.
 pub fn result_pipeline(data: &[u8]) {
-    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     let [flags, rest @ ..] = data else { return };
     if rest.len() < 11 {
         return;
     }
     let (seed, body) = rest.split_at(11);
-    let secret: String = std::iter::once('S')
-        .chain(
-            seed.iter()
-                .map(|b| char::from(ALPHABET[usize::from(*b) % ALPHABET.len()])),
-        )
-        .collect();
-    let mut planted = Vec::with_capacity(body.len());
-    for &byte in body {
-        if byte == 0 {
-            planted.extend_from_slice(secret.as_bytes());
-        } else {
-            planted.push(byte);
-        }
-    }
+    let secret = planted_secret(seed);
+    let planted = plant_secret(body, &secret);
     let mode = match flags % 3 {
         0 => SecretDetectionMode::Off,
         1 => SecretDetectionMode::Mask,
@@ -295,22 +282,8 @@ pub fn result_pipeline(data: &[u8]) {
         body: Bytes::from(planted),
         body_truncated: false,
     };
-    let identity = Identity {
-        login: Some("fuzz".into()),
-        mode: IdentityMode::Bearer,
-        token: SecretString::from("fuzz-token-0123456789"),
-        refresh_token: None,
-        renewal: None,
-        access: crate::identity::Access::ReadWrite,
-    };
-    let call = GiteaCall {
-        method: http::Method::GET,
-        path: "/repos/o/r/issues".into(),
-        route: "/repos/{owner}/{repo}/issues".into(),
-        query: vec![],
-        body: CallBody::None,
-        sudo: None,
-    };
+    let identity = fuzz_identity();
+    let call = issues_call();
     let redactor = Redactor::new([secret.as_str()]);
     let shown = match tool_result(
         &identity,
@@ -335,6 +308,55 @@ pub fn result_pipeline(data: &[u8]) {
         Err(err) => err.to_json().to_string(),
     };
     assert!(!shown.contains(&secret), "{secret} survived: {shown}");
+}
+
+/// The secret [`result_pipeline`] plants: `S` and a character of its
+/// alphabet for each byte of `seed`.
+fn planted_secret(seed: &[u8]) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    std::iter::once('S')
+        .chain(
+            seed.iter()
+                .map(|b| char::from(ALPHABET[usize::from(*b) % ALPHABET.len()])),
+        )
+        .collect()
+}
+
+/// `body` with every NUL replaced by `secret`.
+fn plant_secret(body: &[u8], secret: &str) -> Vec<u8> {
+    let mut planted = Vec::with_capacity(body.len());
+    for &byte in body {
+        if byte == 0 {
+            planted.extend_from_slice(secret.as_bytes());
+        } else {
+            planted.push(byte);
+        }
+    }
+    planted
+}
+
+/// The caller a fuzzed result is shown to.
+fn fuzz_identity() -> Identity {
+    Identity {
+        login: Some("fuzz".into()),
+        mode: IdentityMode::Bearer,
+        token: SecretString::from("fuzz-token-0123456789"),
+        refresh_token: None,
+        renewal: None,
+        access: crate::identity::Access::ReadWrite,
+    }
+}
+
+/// The Gitea call a fuzzed result answers: a list of issues.
+fn issues_call() -> GiteaCall {
+    GiteaCall {
+        method: http::Method::GET,
+        path: "/repos/o/r/issues".into(),
+        route: "/repos/{owner}/{repo}/issues".into(),
+        query: vec![],
+        body: CallBody::None,
+        sudo: None,
+    }
 }
 
 fn keyed() -> ChainKey {

@@ -37,6 +37,7 @@ pub(crate) mod masking;
 pub mod mcp;
 pub(crate) mod metrics;
 pub mod oauth;
+pub mod outcome;
 pub(crate) mod page_kit;
 pub(crate) mod pages;
 pub mod policy;

@@ -13,6 +13,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use crate::outcome::CallOutcome;
+
 /// The label a request without a matched route gets (404s, guard refusals
 /// before routing).
 pub const UNMATCHED_ROUTE: &str = "unmatched";
@@ -96,27 +98,6 @@ fn request_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.005, 2.0, 13))
 }
 
-/// How a tool call ended, for the `outcome` label.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CallOutcome {
-    /// Gitea answered with success.
-    Ok,
-    /// An error result (Gitea's error, validation, transport).
-    Error,
-    /// Refused before anything went upstream (the audit log was unavailable).
-    Refused,
-}
-
-impl CallOutcome {
-    fn as_str(self) -> &'static str {
-        match self {
-            CallOutcome::Ok => "ok",
-            CallOutcome::Error => "error",
-            CallOutcome::Refused => "refused",
-        }
-    }
-}
-
 /// Every metric the gateway exports. Cheap to share (`Arc`); recording is
 /// lock-free apart from the first use of a label set.
 #[derive(Debug)]
@@ -152,6 +133,8 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    // One table, kept whole: each family's name, help and type read
+    // together, in the order `/metrics` lists them.
     pub fn new() -> Self {
         let mut registry = Registry::with_prefix("aegis");
         let requests = Family::<RequestLabels, Counter>::default();

@@ -6,9 +6,10 @@
 use std::sync::Arc;
 
 use aegis_gitea_mcp::app::App;
+use aegis_gitea_mcp::outcome::CallOutcome;
 use aegis_gitea_mcp::store::{
-    ActivityNote, ActivityOutcome, ClientRecord, GiteaApp, GiteaTokens, GrantRecord, NewToken,
-    PageSession, Store, TokenKind, hash_secret,
+    ActivityNote, ClientRecord, GiteaApp, GiteaTokens, GrantRecord, NewToken, PageSession, Store,
+    TokenKind, hash_secret,
 };
 use anyhow::{Context, anyhow};
 use secrecy::SecretString;
@@ -204,7 +205,7 @@ pub async fn fill_activity(app: &App, people: usize, hours_a_day: i64) -> anyhow
                         "gitea_user_get_current",
                     ][(p + hour as usize) % 3]
                         .to_owned(),
-                    outcome: ActivityOutcome::Ok,
+                    outcome: CallOutcome::Ok,
                     at: now - day * 86_400 - hour * 3600,
                 });
             }

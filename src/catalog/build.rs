@@ -65,26 +65,9 @@ impl Builder<'_> {
         let Value::Object(operation) = operation else {
             return Err(SkipReason::NotAnObject);
         };
-        let operation_id = operation
-            .get("operationId")
-            .and_then(Value::as_str)
-            .filter(|id| !id.trim().is_empty())
-            .ok_or(SkipReason::MissingOperationId)?;
-        if self.operation_ids.contains(operation_id) {
-            return Err(SkipReason::DuplicateOperationId(operation_id.to_string()));
-        }
-        let tool_name = tool_name_for_operation_id(operation_id);
-        if self.index.contains_key(&tool_name) {
-            return Err(SkipReason::DuplicateToolName(tool_name));
-        }
-        let consumes = match operation.get("consumes") {
-            Some(list) => string_list(Some(list)),
-            None => self.consumes.clone(),
-        };
-        let produces = match operation.get("produces") {
-            Some(list) => string_list(Some(list)),
-            None => self.produces.clone(),
-        };
+        let (operation_id, tool_name) = self.new_names(operation)?;
+        let consumes = media_types(operation, "consumes", &self.consumes);
+        let produces = media_types(operation, "produces", &self.produces);
         let input = params::build_input(&params::OperationContext {
             doc: self.doc,
             definitions: &self.definitions,
@@ -96,14 +79,7 @@ impl Builder<'_> {
         let tags = string_list(operation.get("tags"));
         let toolsets = toolsets::toolsets_for(&tags, route);
         let deprecated = operation.get("deprecated") == Some(&Value::Bool(true));
-        let summary = match operation
-            .get("summary")
-            .and_then(Value::as_str)
-            .map(str::trim)
-        {
-            Some(summary) if !summary.is_empty() => summary.to_string(),
-            _ => format!("{method} {route}"),
-        };
+        let summary = summary_of(operation, &method, route);
         let mut description = wording::description(
             &summary,
             operation.get("description").and_then(Value::as_str),
@@ -152,6 +128,47 @@ impl Builder<'_> {
             judged_as: None,
             fields,
         })
+    }
+
+    /// The operation's id and tool name, when neither is in the catalog yet.
+    fn new_names<'o>(
+        &self,
+        operation: &'o Map<String, Value>,
+    ) -> Result<(&'o str, String), SkipReason> {
+        let operation_id = operation
+            .get("operationId")
+            .and_then(Value::as_str)
+            .filter(|id| !id.trim().is_empty())
+            .ok_or(SkipReason::MissingOperationId)?;
+        if self.operation_ids.contains(operation_id) {
+            return Err(SkipReason::DuplicateOperationId(operation_id.to_string()));
+        }
+        let tool_name = tool_name_for_operation_id(operation_id);
+        if self.index.contains_key(&tool_name) {
+            return Err(SkipReason::DuplicateToolName(tool_name));
+        }
+        Ok((operation_id, tool_name))
+    }
+}
+
+/// The operation's own `consumes` or `produces` (`key`), else the
+/// document's.
+fn media_types(operation: &Map<String, Value>, key: &str, document: &[String]) -> Vec<String> {
+    match operation.get(key) {
+        Some(list) => string_list(Some(list)),
+        None => document.to_vec(),
+    }
+}
+
+/// The operation's summary, or its method and route when it has none.
+fn summary_of(operation: &Map<String, Value>, method: &http::Method, route: &str) -> String {
+    match operation
+        .get("summary")
+        .and_then(Value::as_str)
+        .map(str::trim)
+    {
+        Some(summary) if !summary.is_empty() => summary.to_string(),
+        _ => format!("{method} {route}"),
     }
 }
 

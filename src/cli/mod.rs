@@ -319,41 +319,9 @@ fn load_settings(
 
 /// `settings` are those `run` read for `serve` and `stdio`.
 async fn run_command(cli: Cli, settings: Option<Settings>) -> Result<(), CliError> {
-    let loaded = settings;
     match cli.command {
-        Command::Serve => {
-            let settings = loaded.ok_or_else(missing_settings)?;
-            settings.check_for_serve()?;
-            // Both listeners first: a port that is taken stops startup
-            // before anything is created or written (DATA_DIR, the audit
-            // log, the store).
-            let addr = SocketAddr::new(settings.mcp_host, settings.mcp_port);
-            let listener = bind(addr, "MCP_HOST, MCP_PORT").await?;
-            let metrics = match settings.metrics_bind {
-                Some(metrics_addr) => Some(bind(metrics_addr, "METRICS_BIND").await?),
-                None => None,
-            };
-            let app = App::build(settings).await?;
-            app.check_gitea().await;
-            allocator::release_free_memory();
-            if app.settings().unauthenticated_loopback() {
-                tracing::warn!(
-                    address = %addr,
-                    "no authentication: any process on this machine can call /mcp and act with GITEA_TOKEN; set MCP_BEARER_TOKEN or configure OAuth"
-                );
-            }
-            serve_http(app, listener, metrics).await
-        }
-        Command::Stdio => {
-            let settings = loaded.ok_or_else(missing_settings)?;
-            settings.check_for_stdio()?;
-            let app = App::build(settings).await?;
-            app.check_gitea().await;
-            allocator::release_free_memory();
-            let served = crate::mcp::transport::serve_stdio(app.call_services().clone()).await;
-            app.audit().flush().await;
-            served.map_err(CliError::Other)
-        }
+        Command::Serve => serve(settings.ok_or_else(missing_settings)?).await,
+        Command::Stdio => stdio(settings.ok_or_else(missing_settings)?).await,
         Command::Setup(args) => crate::setup::run(*args).await.map_err(|err| match err {
             crate::setup::SetupError::Config(c) => CliError::Config(c),
             other => CliError::other(other),
@@ -375,23 +343,7 @@ async fn run_command(cli: Cli, settings: Option<Settings>) -> Result<(), CliErro
         Command::Audit {
             command: AuditCommand::Verify { paths },
         } => verify_audit(cli.env_file.as_deref(), paths),
-        Command::Health { url } => {
-            let url = match url {
-                Some(url) => url,
-                None => {
-                    let port = match std::env::var("MCP_PORT") {
-                        Err(_) => 8080,
-                        Ok(v) => v.trim().parse::<u16>().map_err(|_| {
-                            ConfigError::new("MCP_PORT", "must be a port number (0-65535)")
-                        })?,
-                    };
-                    format!("http://127.0.0.1:{port}/health")
-                }
-            };
-            crate::http::health::probe(&url)
-                .await
-                .map_err(CliError::other)
-        }
+        Command::Health { url } => probe_health(url).await,
         Command::Catalog { json, toolsets } => {
             let (catalog, _) = configured_catalog(cli.env_file.as_deref()).await?;
             print_catalog(&catalog, json, toolsets);
@@ -399,24 +351,86 @@ async fn run_command(cli: Cli, settings: Option<Settings>) -> Result<(), CliErro
         }
         Command::Policy {
             command: PolicyCommand::Check { path },
-        } => {
-            let (catalog, settings) = configured_catalog(cli.env_file.as_deref()).await?;
-            let Some(path) = path.or_else(|| settings.and_then(|s| s.policy_file)) else {
-                return Err(ConfigError::new(
-                    "POLICY_FILE",
-                    "is not set: name the file (`policy check FILE`) or set POLICY_FILE",
-                )
-                .into());
-            };
-            let policy = crate::policy::load_for(&path, &catalog, &crate::mcp::FIXED_TOOL_NAMES)
-                .map_err(CliError::Policy)?;
-            println!("ok: {} ({} rules)", path.display(), policy.rules.len());
-            for rule in &policy.rules {
-                println!("  {}", rule.id);
-            }
-            Ok(())
-        }
+        } => check_policy(cli.env_file.as_deref(), path).await,
     }
+}
+
+/// `serve`: binds both listeners, builds the app and serves HTTP.
+async fn serve(settings: Settings) -> Result<(), CliError> {
+    settings.check_for_serve()?;
+    // Both listeners first: a port that is taken stops startup
+    // before anything is created or written (DATA_DIR, the audit
+    // log, the store).
+    let addr = SocketAddr::new(settings.mcp_host, settings.mcp_port);
+    let listener = bind(addr, "MCP_HOST, MCP_PORT").await?;
+    let metrics = match settings.metrics_bind {
+        Some(metrics_addr) => Some(bind(metrics_addr, "METRICS_BIND").await?),
+        None => None,
+    };
+    let app = App::build(settings).await?;
+    app.check_gitea().await;
+    allocator::release_free_memory();
+    if app.settings().unauthenticated_loopback() {
+        tracing::warn!(
+            address = %addr,
+            "no authentication: any process on this machine can call /mcp and act with GITEA_TOKEN; set MCP_BEARER_TOKEN or configure OAuth"
+        );
+    }
+    serve_http(app, listener, metrics).await
+}
+
+/// `stdio`: builds the app and serves MCP over stdin and stdout.
+async fn stdio(settings: Settings) -> Result<(), CliError> {
+    settings.check_for_stdio()?;
+    let app = App::build(settings).await?;
+    app.check_gitea().await;
+    allocator::release_free_memory();
+    let served = crate::mcp::transport::serve_stdio(app.call_services().clone()).await;
+    app.audit().flush().await;
+    served.map_err(CliError::Other)
+}
+
+/// `health`: asks `url`, or this host's `/health` on `MCP_PORT`.
+async fn probe_health(url: Option<String>) -> Result<(), CliError> {
+    let url = match url {
+        Some(url) => url,
+        None => {
+            let port = match std::env::var("MCP_PORT") {
+                Err(_) => 8080,
+                Ok(v) => v
+                    .trim()
+                    .parse::<u16>()
+                    .map_err(|_| ConfigError::new("MCP_PORT", "must be a port number (0-65535)"))?,
+            };
+            format!("http://127.0.0.1:{port}/health")
+        }
+    };
+    crate::http::health::probe(&url)
+        .await
+        .map_err(CliError::other)
+}
+
+/// `policy check`: reads the policy file at `path` (default `POLICY_FILE`)
+/// against the configured catalog and lists its rules.
+async fn check_policy(
+    env_file: Option<&std::path::Path>,
+    path: Option<PathBuf>,
+) -> Result<(), CliError> {
+    let (catalog, settings) = configured_catalog(env_file).await?;
+    let Some(path) = path.or_else(|| settings.and_then(|s| s.policy_file)) else {
+        return Err(ConfigError::new(
+            "POLICY_FILE",
+            "is not set: name the file (`policy check FILE`) or set POLICY_FILE",
+        )
+        .into());
+    };
+    let policy = crate::policy::load_for(&path, &catalog, &crate::mcp::FIXED_TOOL_NAMES)
+        .map_err(CliError::Policy)?;
+    println!("ok: {} ({} rules)", path.display(), policy.rules.len());
+    for rule in &policy.rules {
+        println!("  {}", rule.id);
+    }
+    Ok(())
 }
 
 /// `audit verify`: needs `AUDIT_HMAC_KEY` and `DATA_DIR` only, never a Gitea.

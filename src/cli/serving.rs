@@ -34,7 +34,7 @@ pub(super) async fn serve_http(
 ) -> Result<(), CliError> {
     tracing::info!(
         address = %listener.local_addr()?,
-        tools = app.dispatcher().tools(&crate::surface::Surface::default()).len(),
+        tools = app.admission().tools(&crate::surface::Surface::default()).len(),
         "serving MCP at /mcp"
     );
     if let Some(metrics) = metrics {

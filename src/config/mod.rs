@@ -19,7 +19,7 @@ use url::Url;
 pub use audit_forward::{AuditForwardSettings, ForwardProtocol, SYSLOG_TLS_PORT};
 pub use env_file::{EnvFileChoice, SettingsSource, select_env_file};
 pub use parse::is_loopback_url;
-use parse::{parse_base_url, parse_bool, parse_choice, parse_list, parse_secret};
+use parse::{parse_bool, parse_list, parse_secret};
 pub use telemetry::{RootSampling, TelemetrySettings, TraceSampling};
 
 /// A setting that failed validation. Carries the setting's name and the rule,
@@ -367,20 +367,10 @@ impl Settings {
     pub fn from_source(source: &SettingsSource) -> Result<Self, ConfigError> {
         let get = |name: &str| source.get(name);
 
-        let gitea_url = parse_base_url("GITEA_URL", get("GITEA_URL"))?
-            .ok_or_else(|| ConfigError::new("GITEA_URL", "is required"))?;
+        let gitea_url = sections::gitea_url(&get)?;
         let (mcp_host, mcp_port, metrics_bind) = sections::binds(&get)?;
         let mcp_bearer_token = sections::bearer(&get)?;
-        let public_base_url = parse_base_url("PUBLIC_BASE_URL", get("PUBLIC_BASE_URL"))?
-            .unwrap_or_else(|| {
-                Url::parse(&format!("http://127.0.0.1:{mcp_port}")).expect("valid default URL")
-            });
-        if public_base_url.scheme() != "https" && !is_loopback_url(&public_base_url) {
-            return Err(ConfigError::new(
-                "PUBLIC_BASE_URL",
-                "must use https unless it names a loopback host",
-            ));
-        }
+        let public_base_url = sections::public_base_url(&get, mcp_port)?;
 
         let sections::OAuthSettings {
             token_encryption_keys,
@@ -420,11 +410,8 @@ impl Settings {
             gitea_oauth_read_client,
             oauth_scopes,
             oauth_redirect_allowlist: parse_list(get("OAUTH_REDIRECT_ALLOWLIST")),
-            oauth_metadata_documents_on_private_addresses: parse_bool(
-                "OAUTH_CIMD_ALLOW_PRIVATE_ADDRESSES",
-                get("OAUTH_CIMD_ALLOW_PRIVATE_ADDRESSES"),
-                false,
-            )?,
+            oauth_metadata_documents_on_private_addresses:
+                sections::metadata_documents_on_private_addresses(&get)?,
             exposure,
             gitea_openapi,
             secret_detection_mode,
@@ -452,32 +439,8 @@ impl Settings {
                 get("EXPOSE_ERROR_DETAILS"),
                 false,
             )?,
-            confirm: ConfirmSettings {
-                mode: parse_choice(
-                    "CONFIRM",
-                    get("CONFIRM"),
-                    &CONFIRM_MODES,
-                    ConfirmMode::Destructive,
-                )?,
-                always: parse_list(get("CONFIRM_TOOLS")),
-                never: parse_list(get("CONFIRM_SKIP_TOOLS")),
-                admin: parse_choice(
-                    "CONFIRM_ADMIN",
-                    get("CONFIRM_ADMIN"),
-                    &CONFIRM_MODES,
-                    ConfirmMode::Off,
-                )?,
-                elicitation: parse_choice(
-                    "CONFIRM_ELICITATION",
-                    get("CONFIRM_ELICITATION"),
-                    &CONFIRM_ELICITATIONS,
-                    ConfirmElicitation::Form,
-                )?,
-            },
-            policy_file: get("POLICY_FILE")
-                .map(str::trim)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from),
+            confirm: sections::confirm(&get)?,
+            policy_file: sections::policy_file(&get),
         })
     }
 

@@ -1,19 +1,23 @@
 //! The settings that come in groups, each read by one function:
 //! binds, the static bearer, OAuth, exposure, the catalog source and
 //! masking, result bounds, trusted proxies, rate limits, the audit log,
-//! the store's upkeep.
+//! the store's upkeep, the Gitea and public URLs, confirmation, the policy
+//! file.
 
 use std::net::IpAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use secrecy::{ExposeSecret, SecretString};
+use url::Url;
 
 use super::parse::{
-    parse_bool, parse_choice, parse_list, parse_scopes, parse_secret, parse_usize,
-    require_key_length,
+    is_loopback_url, parse_base_url, parse_bool, parse_choice, parse_list, parse_scopes,
+    parse_secret, parse_usize, require_key_length,
 };
 use super::{
-    AuditSync, ConfigError, DEFAULT_AUDIT_MAX_BYTES, DEFAULT_IDLE_CONNECTION_TIMEOUT,
+    AuditSync, CONFIRM_ELICITATIONS, CONFIRM_MODES, ConfigError, ConfirmElicitation, ConfirmMode,
+    ConfirmSettings, DEFAULT_AUDIT_MAX_BYTES, DEFAULT_IDLE_CONNECTION_TIMEOUT,
     DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_IP, DEFAULT_OAUTH_SCOPES,
     DEFAULT_SHUTDOWN_DRAIN, DEFAULT_STORE_BACKUPS_KEEP, DEFAULT_SYNC_INTERVAL, ExposureSettings,
     Limits, MIN_BEARER_LEN, OpenApiSource, RateLimits, SecretDetectionMode, StoreMigrate,
@@ -465,4 +469,77 @@ pub(super) fn new_clients_per_login<'a>(
         10,
         1..=100_000,
     )? as u64)
+}
+
+/// `GITEA_URL`: required.
+pub(super) fn gitea_url<'a>(get: &impl Fn(&str) -> Option<&'a str>) -> Result<Url, ConfigError> {
+    parse_base_url("GITEA_URL", get("GITEA_URL"))?
+        .ok_or_else(|| ConfigError::new("GITEA_URL", "is required"))
+}
+
+/// `OAUTH_CIMD_ALLOW_PRIVATE_ADDRESSES`: a test setting, off by default.
+pub(super) fn metadata_documents_on_private_addresses<'a>(
+    get: &impl Fn(&str) -> Option<&'a str>,
+) -> Result<bool, ConfigError> {
+    parse_bool(
+        "OAUTH_CIMD_ALLOW_PRIVATE_ADDRESSES",
+        get("OAUTH_CIMD_ALLOW_PRIVATE_ADDRESSES"),
+        false,
+    )
+}
+
+/// `PUBLIC_BASE_URL`: https unless it names a loopback host; by default
+/// `http://127.0.0.1:` and `mcp_port`.
+pub(super) fn public_base_url<'a>(
+    get: &impl Fn(&str) -> Option<&'a str>,
+    mcp_port: u16,
+) -> Result<Url, ConfigError> {
+    let public_base_url = parse_base_url("PUBLIC_BASE_URL", get("PUBLIC_BASE_URL"))?
+        .unwrap_or_else(|| {
+            Url::parse(&format!("http://127.0.0.1:{mcp_port}")).expect("valid default URL")
+        });
+    if public_base_url.scheme() != "https" && !is_loopback_url(&public_base_url) {
+        return Err(ConfigError::new(
+            "PUBLIC_BASE_URL",
+            "must use https unless it names a loopback host",
+        ));
+    }
+    Ok(public_base_url)
+}
+
+/// `CONFIRM`, `CONFIRM_TOOLS`, `CONFIRM_SKIP_TOOLS`, `CONFIRM_ADMIN`,
+/// `CONFIRM_ELICITATION`.
+pub(super) fn confirm<'a>(
+    get: &impl Fn(&str) -> Option<&'a str>,
+) -> Result<ConfirmSettings, ConfigError> {
+    Ok(ConfirmSettings {
+        mode: parse_choice(
+            "CONFIRM",
+            get("CONFIRM"),
+            &CONFIRM_MODES,
+            ConfirmMode::Destructive,
+        )?,
+        always: parse_list(get("CONFIRM_TOOLS")),
+        never: parse_list(get("CONFIRM_SKIP_TOOLS")),
+        admin: parse_choice(
+            "CONFIRM_ADMIN",
+            get("CONFIRM_ADMIN"),
+            &CONFIRM_MODES,
+            ConfirmMode::Off,
+        )?,
+        elicitation: parse_choice(
+            "CONFIRM_ELICITATION",
+            get("CONFIRM_ELICITATION"),
+            &CONFIRM_ELICITATIONS,
+            ConfirmElicitation::Form,
+        )?,
+    })
+}
+
+/// `POLICY_FILE`, when set and not blank.
+pub(super) fn policy_file<'a>(get: &impl Fn(&str) -> Option<&'a str>) -> Option<PathBuf> {
+    get("POLICY_FILE")
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
 }

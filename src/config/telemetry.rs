@@ -93,62 +93,12 @@ pub(super) fn telemetry<'a>(
     let base_endpoint = get("OTEL_EXPORTER_OTLP_ENDPOINT")
         .map(str::trim)
         .filter(|v| !v.is_empty());
-    let asked = match get("OTEL_TRACES_EXPORTER").map(str::trim) {
-        None | Some("") => traces_endpoint.is_some() || base_endpoint.is_some(),
-        Some("otlp") => true,
-        Some("none") => false,
-        Some(_) => {
-            return Err(ConfigError::new(
-                "OTEL_TRACES_EXPORTER",
-                "must be `otlp` or `none`",
-            ));
-        }
-    };
-    if !asked {
+    if !traces_asked_for(get, traces_endpoint.is_some() || base_endpoint.is_some())? {
         return Ok(None);
     }
-    if let Some(protocol) = either(
-        get,
-        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
-        "OTEL_EXPORTER_OTLP_PROTOCOL",
-    ) && protocol != "http/protobuf"
-    {
-        return Err(ConfigError::new(
-            "OTEL_EXPORTER_OTLP_PROTOCOL",
-            "must be `http/protobuf` (gRPC and JSON are not built in; an OpenTelemetry Collector takes OTLP/HTTP on port 4318)",
-        ));
-    }
+    check_protocol(get)?;
     let endpoint = traces_url(traces_endpoint, base_endpoint)?;
-    let headers = match either(
-        get,
-        "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
-        "OTEL_EXPORTER_OTLP_HEADERS",
-    ) {
-        None => Vec::new(),
-        Some(raw) => {
-            let pairs = parse_pairs("OTEL_EXPORTER_OTLP_HEADERS", raw)?;
-            for (name, value) in &pairs {
-                if http::HeaderName::from_bytes(name.as_bytes()).is_err()
-                    || http::HeaderValue::from_str(value).is_err()
-                {
-                    return Err(ConfigError::new(
-                        "OTEL_EXPORTER_OTLP_HEADERS",
-                        "must be name=value pairs that are valid HTTP headers",
-                    ));
-                }
-            }
-            if endpoint.scheme() != "https" && !is_loopback_url(&endpoint) {
-                return Err(ConfigError::new(
-                    "OTEL_EXPORTER_OTLP_HEADERS",
-                    "are sent only to an https:// endpoint or to a collector on loopback",
-                ));
-            }
-            pairs
-                .into_iter()
-                .map(|(name, value)| (name, SecretString::from(value)))
-                .collect()
-        }
-    };
+    let headers = export_headers(get, &endpoint)?;
     let timeout_ms = parse_usize(
         "OTEL_EXPORTER_OTLP_TIMEOUT",
         either(
@@ -165,32 +115,12 @@ pub(super) fn telemetry<'a>(
         "OTEL_EXPORTER_OTLP_CERTIFICATE",
     )
     .map(PathBuf::from);
-    let service_name = get("OTEL_SERVICE_NAME")
-        .map(str::trim)
-        .filter(|v| !v.is_empty())
-        .unwrap_or(DEFAULT_SERVICE_NAME);
-    if service_name.len() > 255 {
-        return Err(ConfigError::new(
-            "OTEL_SERVICE_NAME",
-            "must be at most 255 bytes",
-        ));
-    }
+    let service_name = service_name(get)?;
     let resource = match get("OTEL_RESOURCE_ATTRIBUTES").map(str::trim) {
         None | Some("") => Vec::new(),
         Some(raw) => parse_pairs("OTEL_RESOURCE_ATTRIBUTES", raw)?,
     };
-    let max_queue_size = parse_usize(
-        "OTEL_BSP_MAX_QUEUE_SIZE",
-        get("OTEL_BSP_MAX_QUEUE_SIZE"),
-        2048,
-        1..=65_536,
-    )?;
-    let max_export_batch_size = parse_usize(
-        "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
-        get("OTEL_BSP_MAX_EXPORT_BATCH_SIZE"),
-        512.min(max_queue_size),
-        1..=max_queue_size,
-    )?;
+    let (max_queue_size, max_export_batch_size) = batch_sizes(get)?;
     Ok(Some(TelemetrySettings {
         endpoint,
         headers,
@@ -208,6 +138,109 @@ pub(super) fn telemetry<'a>(
         max_queue_size,
         max_export_batch_size,
     }))
+}
+
+/// `OTEL_TRACES_EXPORTER`: `otlp` or `none`; unset, traces are on when an
+/// endpoint is given.
+fn traces_asked_for<'a>(
+    get: &impl Fn(&str) -> Option<&'a str>,
+    endpoint_given: bool,
+) -> Result<bool, ConfigError> {
+    match get("OTEL_TRACES_EXPORTER").map(str::trim) {
+        None | Some("") => Ok(endpoint_given),
+        Some("otlp") => Ok(true),
+        Some("none") => Ok(false),
+        Some(_) => Err(ConfigError::new(
+            "OTEL_TRACES_EXPORTER",
+            "must be `otlp` or `none`",
+        )),
+    }
+}
+
+/// `OTEL_EXPORTER_OTLP_PROTOCOL` (or its traces variant): only
+/// `http/protobuf` is built in.
+fn check_protocol<'a>(get: &impl Fn(&str) -> Option<&'a str>) -> Result<(), ConfigError> {
+    if let Some(protocol) = either(
+        get,
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+        "OTEL_EXPORTER_OTLP_PROTOCOL",
+    ) && protocol != "http/protobuf"
+    {
+        return Err(ConfigError::new(
+            "OTEL_EXPORTER_OTLP_PROTOCOL",
+            "must be `http/protobuf` (gRPC and JSON are not built in; an OpenTelemetry Collector takes OTLP/HTTP on port 4318)",
+        ));
+    }
+    Ok(())
+}
+
+/// `OTEL_EXPORTER_OTLP_HEADERS` (or its traces variant): valid HTTP
+/// headers, kept secret, sent only over https or to loopback `endpoint`.
+fn export_headers<'a>(
+    get: &impl Fn(&str) -> Option<&'a str>,
+    endpoint: &Url,
+) -> Result<Vec<(String, SecretString)>, ConfigError> {
+    let Some(raw) = either(
+        get,
+        "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+        "OTEL_EXPORTER_OTLP_HEADERS",
+    ) else {
+        return Ok(Vec::new());
+    };
+    let pairs = parse_pairs("OTEL_EXPORTER_OTLP_HEADERS", raw)?;
+    for (name, value) in &pairs {
+        if http::HeaderName::from_bytes(name.as_bytes()).is_err()
+            || http::HeaderValue::from_str(value).is_err()
+        {
+            return Err(ConfigError::new(
+                "OTEL_EXPORTER_OTLP_HEADERS",
+                "must be name=value pairs that are valid HTTP headers",
+            ));
+        }
+    }
+    if endpoint.scheme() != "https" && !is_loopback_url(endpoint) {
+        return Err(ConfigError::new(
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            "are sent only to an https:// endpoint or to a collector on loopback",
+        ));
+    }
+    Ok(pairs
+        .into_iter()
+        .map(|(name, value)| (name, SecretString::from(value)))
+        .collect())
+}
+
+/// `OTEL_SERVICE_NAME`, or [`DEFAULT_SERVICE_NAME`]; at most 255 bytes.
+fn service_name<'a>(get: &impl Fn(&str) -> Option<&'a str>) -> Result<&'a str, ConfigError> {
+    let service_name = get("OTEL_SERVICE_NAME")
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .unwrap_or(DEFAULT_SERVICE_NAME);
+    if service_name.len() > 255 {
+        return Err(ConfigError::new(
+            "OTEL_SERVICE_NAME",
+            "must be at most 255 bytes",
+        ));
+    }
+    Ok(service_name)
+}
+
+/// `OTEL_BSP_MAX_QUEUE_SIZE` and `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` (no
+/// larger than the queue): (queue size, batch size).
+fn batch_sizes<'a>(get: &impl Fn(&str) -> Option<&'a str>) -> Result<(usize, usize), ConfigError> {
+    let max_queue_size = parse_usize(
+        "OTEL_BSP_MAX_QUEUE_SIZE",
+        get("OTEL_BSP_MAX_QUEUE_SIZE"),
+        2048,
+        1..=65_536,
+    )?;
+    let max_export_batch_size = parse_usize(
+        "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
+        get("OTEL_BSP_MAX_EXPORT_BATCH_SIZE"),
+        512.min(max_queue_size),
+        1..=max_queue_size,
+    )?;
+    Ok((max_queue_size, max_export_batch_size))
 }
 
 /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` as given, or

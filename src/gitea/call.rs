@@ -75,6 +75,20 @@ pub enum CallError {
     TargetTooLong { longest: String, limit: usize },
 }
 
+impl From<&CallError> for super::ToolError {
+    /// A request that could not be built, as the call's result: too large
+    /// to send, or arguments that do not make one.
+    fn from(err: &CallError) -> Self {
+        use super::ErrorKind;
+        match err {
+            CallError::UploadTooLarge { .. } | CallError::TargetTooLong { .. } => {
+                Self::new(ErrorKind::PayloadTooLarge, err.to_string())
+            }
+            _ => Self::invalid_arguments(err.to_string()),
+        }
+    }
+}
+
 /// Builds the request for `op` from arguments that already passed the
 /// tool's JSON Schema.
 pub fn build_call(

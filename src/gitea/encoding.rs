@@ -182,84 +182,87 @@ mod tests {
         }
     }
 
+    /// Routes whose parameter is one path segment: (route, parameter,
+    /// value, encoded).
+    const SINGLE_SEGMENT_CASES: &[(&str, &str, &str, &str)] = &[
+        (
+            "/repos/{owner}/{repo}/releases/tags/{tag}",
+            "tag",
+            "rel/1.0",
+            "rel%2F1.0",
+        ),
+        (
+            "/repos/{owner}/{repo}/editorconfig/{filepath}",
+            "filepath",
+            "a/b.txt",
+            "a%2Fb.txt",
+        ),
+        (
+            "/repos/{owner}/{repo}/statuses/{sha}",
+            "sha",
+            "abc/def",
+            "abc%2Fdef",
+        ),
+        (
+            "/repos/{owner}/{repo}/git/commits/{sha}",
+            "sha",
+            "x/y",
+            "x%2Fy",
+        ),
+        (
+            "/repos/{owner}/{repo}/git/tags/{sha}",
+            "sha",
+            "x/y",
+            "x%2Fy",
+        ),
+        (
+            "/repos/{owner}/{repo}/wiki/page/{pageName}",
+            "pageName",
+            "Home/Sub",
+            "Home%2FSub",
+        ),
+        ("/repos/{owner}/{repo}/pulls/{index}", "index", "1", "1"),
+        ("/repos/{owner}/{repo}/hooks/{id}", "id", "7", "7"),
+        (
+            "/repos/{owner}/{repo}/actions/secrets/{secretname}",
+            "secretname",
+            "A/B",
+            "A%2FB",
+        ),
+        (
+            "/repos/{owner}/{repo}/actions/variables/{variablename}",
+            "variablename",
+            "A/B",
+            "A%2FB",
+        ),
+        (
+            "/repos/{owner}/{repo}/branch_protections/{name}",
+            "name",
+            "release/*",
+            "release%2F%2A",
+        ),
+        // The base of `pulls/{base}/{head}` is a single segment; only head is wildcard.
+        (
+            "/repos/{owner}/{repo}/pulls/{base}/{head}",
+            "base",
+            "a/b",
+            "a%2Fb",
+        ),
+        // The owner of a wildcard route is still a single segment.
+        (
+            "/repos/{owner}/{repo}/contents/{filepath}",
+            "owner",
+            "a/b",
+            "a%2Fb",
+        ),
+    ];
+
     #[test]
     fn single_segment_routes_escape_slashes() {
-        let table = [
-            (
-                "/repos/{owner}/{repo}/releases/tags/{tag}",
-                "tag",
-                "rel/1.0",
-                "rel%2F1.0",
-            ),
-            (
-                "/repos/{owner}/{repo}/editorconfig/{filepath}",
-                "filepath",
-                "a/b.txt",
-                "a%2Fb.txt",
-            ),
-            (
-                "/repos/{owner}/{repo}/statuses/{sha}",
-                "sha",
-                "abc/def",
-                "abc%2Fdef",
-            ),
-            (
-                "/repos/{owner}/{repo}/git/commits/{sha}",
-                "sha",
-                "x/y",
-                "x%2Fy",
-            ),
-            (
-                "/repos/{owner}/{repo}/git/tags/{sha}",
-                "sha",
-                "x/y",
-                "x%2Fy",
-            ),
-            (
-                "/repos/{owner}/{repo}/wiki/page/{pageName}",
-                "pageName",
-                "Home/Sub",
-                "Home%2FSub",
-            ),
-            ("/repos/{owner}/{repo}/pulls/{index}", "index", "1", "1"),
-            ("/repos/{owner}/{repo}/hooks/{id}", "id", "7", "7"),
-            (
-                "/repos/{owner}/{repo}/actions/secrets/{secretname}",
-                "secretname",
-                "A/B",
-                "A%2FB",
-            ),
-            (
-                "/repos/{owner}/{repo}/actions/variables/{variablename}",
-                "variablename",
-                "A/B",
-                "A%2FB",
-            ),
-            (
-                "/repos/{owner}/{repo}/branch_protections/{name}",
-                "name",
-                "release/*",
-                "release%2F%2A",
-            ),
-            // The base of `pulls/{base}/{head}` is a single segment; only head is wildcard.
-            (
-                "/repos/{owner}/{repo}/pulls/{base}/{head}",
-                "base",
-                "a/b",
-                "a%2Fb",
-            ),
-            // The owner of a wildcard route is still a single segment.
-            (
-                "/repos/{owner}/{repo}/contents/{filepath}",
-                "owner",
-                "a/b",
-                "a%2Fb",
-            ),
-        ];
-        for (route, param, value, want) in table {
+        for (route, param, value, want) in SINGLE_SEGMENT_CASES {
             assert_eq!(
                 encode_path_param(route, param, value).unwrap(),
-                want,
+                *want,
                 "{route}"
             );
         }

@@ -14,7 +14,7 @@
 
 use std::sync::Arc;
 
-use axum::extract::Request;
+use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use secrecy::{ExposeSecret, SecretString};
@@ -24,14 +24,14 @@ use tracing::Instrument;
 
 use crate::app::App;
 use crate::identity::Access;
-use crate::identity::IdentityMode;
+use crate::identity::{Connection, Identity, IdentityMode};
 use crate::oauth::OAuthServer;
 use crate::oauth::metadata::resource_metadata_url;
 use crate::oauth::resolver::{self, ResolveError};
 use crate::oauth::scopes::{MINIMAL_SCOPE, scope_of};
 use crate::oauth::tokens::TOKEN_PREFIX;
 use crate::surface::Surface;
-use crate::telemetry::spans;
+use crate::telemetry::spans::{self, StageOutcome};
 
 /// Compares the presented bearer with the configured one in constant time,
 /// on SHA-256 digests so neither content nor length leaks through timing.
@@ -158,40 +158,48 @@ fn token_in_query(query: Option<&str>) -> bool {
     })
 }
 
-/// Authenticates an MCP request and attaches the identity, or answers in
-/// its place. Runs after the URL's [`Surface`] is resolved.
-pub async fn authenticate(app: &App, request: &mut Request) -> Result<(), Response> {
+/// Authenticates an MCP request on the URL's `surface`: the caller's
+/// identity, and for an `agm_` token its connection; or the answer in its
+/// place.
+pub async fn authenticate(
+    app: &App,
+    request: &Parts,
+    surface: &Surface,
+) -> Result<(Identity, Option<Connection>), Response> {
     let span = spans::authenticate();
-    let identified = identify(app, request, &span).instrument(span.clone()).await;
-    span.record(
-        "aegis.outcome",
-        match &identified {
-            Ok(()) => "ok",
-            Err(response) if response.status() == StatusCode::SERVICE_UNAVAILABLE => "unavailable",
-            Err(_) => "refused",
-        },
-    );
+    let identified = identify(app, request, surface, &span)
+        .instrument(span.clone())
+        .await;
+    let stage = match &identified {
+        Ok(_) => StageOutcome::Ok,
+        Err(response) if response.status() == StatusCode::SERVICE_UNAVAILABLE => {
+            StageOutcome::Unavailable
+        }
+        Err(_) => StageOutcome::Refused,
+    };
+    spans::stage_outcome(&span, stage);
     // The span ends here: what follows is the call, not its authentication.
     drop(span);
     identified
 }
 
-/// Puts the caller's `Identity` (and for an `agm_` token its
-/// `Connection`) into the request, or answers in its place.
-async fn identify(app: &App, request: &mut Request, span: &tracing::Span) -> Result<(), Response> {
+/// The caller's `Identity` (and for an `agm_` token its `Connection`),
+/// or the answer in the request's place.
+async fn identify(
+    app: &App,
+    request: &Parts,
+    surface: &Surface,
+    span: &tracing::Span,
+) -> Result<(Identity, Option<Connection>), Response> {
     let settings = app.settings();
     let oauth = app.oauth().map(Arc::as_ref);
-    // Fail closed: a request without a resolved URL is not served.
-    let Some(surface) = request.extensions().get::<Surface>().cloned() else {
-        return Err(StatusCode::INTERNAL_SERVER_ERROR.into_response());
-    };
-    let path = request.uri().path().to_owned();
+    let path = request.uri.path().to_owned();
     let unauthorized = |refusal| unauthorized(oauth, &path, refusal);
-    if token_in_query(request.uri().query()) {
+    if token_in_query(request.uri.query()) {
         return Err(unauthorized(Unauthenticated::TokenInQuery));
     }
     let presented = request
-        .headers()
+        .headers
         .get(header::AUTHORIZATION)
         .and_then(bearer_token);
     let mode = match presented {
@@ -200,16 +208,12 @@ async fn identify(app: &App, request: &mut Request, span: &tracing::Span) -> Res
             let Some(server) = app.oauth() else {
                 return Err(unauthorized(Unauthenticated::InvalidToken));
             };
-            let resource = server.config().resource_for(&surface);
+            let resource = server.config().resource_for(surface);
             // Boxed: inline, the resolver's future (store queries, a Gitea
             // refresh) would be carried by every request's middleware
             // future, the static bearer's too.
             return match Box::pin(resolver::resolve(server, token, &resource)).await {
-                Ok((identity, connection)) => {
-                    request.extensions_mut().insert(identity);
-                    request.extensions_mut().insert(connection);
-                    Ok(())
-                }
+                Ok((identity, connection)) => Ok((identity, Some(connection))),
                 Err(ResolveError::InvalidToken) => Err(unauthorized(Unauthenticated::InvalidToken)),
                 Err(ResolveError::OtherResource) => {
                     Err(unauthorized(Unauthenticated::OtherResource))
@@ -235,7 +239,7 @@ async fn identify(app: &App, request: &mut Request, span: &tracing::Span) -> Res
         None if settings.mcp_bearer_token.is_none()
             && oauth.is_none()
             && settings.binds_loopback()
-            && !forwarded_by_a_proxy(request.headers()) =>
+            && !forwarded_by_a_proxy(&request.headers) =>
         {
             span.record("aegis.auth.kind", "loopback");
             IdentityMode::Loopback
@@ -252,8 +256,7 @@ async fn identify(app: &App, request: &mut Request, span: &tracing::Span) -> Res
         )
             .into_response());
     };
-    request.extensions_mut().insert(identity);
-    Ok(())
+    Ok((identity, None))
 }
 
 /// True when a proxy says it forwarded the request: then the caller is not

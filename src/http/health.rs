@@ -21,7 +21,9 @@ use axum::{Json, Router};
 use serde_json::json;
 
 use crate::app::App;
+use crate::audit::forward::ForwardStatus;
 use crate::gitea::admin::AdminTokenState;
+use crate::store::schema::SchemaStatus;
 
 /// How long one Gitea probe result is reused.
 const GITEA_PROBE_TTL: Duration = Duration::from_secs(10);
@@ -70,7 +72,7 @@ async fn root(State(health): State<Arc<Health>>) -> Json<serde_json::Value> {
     Json(json!({
         "name": env!("CARGO_PKG_NAME"),
         "version": crate::build_info::VERSION,
-        "tools": health.app.dispatcher().tools(&crate::surface::Surface::default()).len(),
+        "tools": health.app.admission().tools(&crate::surface::Surface::default()).len(),
         "mcp": "/mcp",
     }))
 }
@@ -86,18 +88,7 @@ async fn health(State(health): State<Arc<Health>>) -> Response {
     if health.app.draining().is_draining() {
         return draining();
     }
-    // The store's schema is read now, not at start: another replica may
-    // have migrated it, and a mixed set shows here (docs/operations.md).
-    let (store, schema) = match health.app.oauth() {
-        None => ("not_configured", None),
-        Some(server) => match server.store().schema_status().await {
-            Ok(status) => ("ok", Some(status)),
-            Err(err) => {
-                tracing::warn!(error = %err, "health: the store does not answer");
-                ("unavailable", None)
-            }
-        },
-    };
+    let (store, schema) = store_check(&health.app).await;
     let gitea = if gitea_reachable(&health).await {
         "ok"
     } else {
@@ -119,14 +110,7 @@ async fn health(State(health): State<Arc<Health>>) -> Response {
     // Forwarding: behind is reported; past AUDIT_FORWARD_MAX_LAG_MINUTES
     // every call is refused, so unhealthy.
     let forward = health.app.audit().forwarding().map(|state| state.status());
-    let forward_check = match forward {
-        None => "not_configured",
-        Some(status) if status.blocked => "blocked",
-        Some(status) if status.missing_entries > 0 => "gap",
-        Some(status) if !status.sink_up => "down",
-        Some(status) if status.lag_entries > 0 => "behind",
-        Some(_) => "ok",
-    };
+    let forward_check = forward_check(forward);
     // A gap is unhealthy where the operator bounded the lag: the copy off
     // the host is known to be incomplete.
     let strict_forwarding = health
@@ -151,7 +135,7 @@ async fn health(State(health): State<Arc<Health>>) -> Response {
             "status": if healthy { "ok" } else { "degraded" },
             "version": crate::build_info::VERSION,
             "schema": schema.map(|s| json!({"store": s.store.0, "binary": s.binary.0})),
-            "tools": health.app.dispatcher().tools(&crate::surface::Surface::default()).len(),
+            "tools": health.app.admission().tools(&crate::surface::Surface::default()).len(),
             "checks": {
                 "store": store,
                 "gitea": gitea,
@@ -169,6 +153,36 @@ async fn health(State(health): State<Arc<Health>>) -> Response {
         .into_response()
 }
 
+/// The store's check (`ok`, `unavailable` or `not_configured`) and, when it
+/// answers, its schema status.
+async fn store_check(app: &App) -> (&'static str, Option<SchemaStatus>) {
+    // The store's schema is read now, not at start: another replica may
+    // have migrated it, and a mixed set shows here (docs/operations.md).
+    match app.oauth() {
+        None => ("not_configured", None),
+        Some(server) => match server.store().schema_status().await {
+            Ok(status) => ("ok", Some(status)),
+            Err(err) => {
+                tracing::warn!(error = %err, "health: the store does not answer");
+                ("unavailable", None)
+            }
+        },
+    }
+}
+
+/// The forwarding check: `blocked`, `gap`, `down`, `behind`, `ok`, or
+/// `not_configured`, the first that holds.
+fn forward_check(forward: Option<ForwardStatus>) -> &'static str {
+    match forward {
+        None => "not_configured",
+        Some(status) if status.blocked => "blocked",
+        Some(status) if status.missing_entries > 0 => "gap",
+        Some(status) if !status.sink_up => "down",
+        Some(status) if status.lag_entries > 0 => "behind",
+        Some(_) => "ok",
+    }
+}
+
 /// Gitea's `/api/v1/version` answers 2xx; cached for [`GITEA_PROBE_TTL`].
 async fn gitea_reachable(health: &Health) -> bool {
     if let Some((at, ok)) = *health.gitea.lock().unwrap_or_else(|e| e.into_inner())
@@ -177,13 +191,7 @@ async fn gitea_reachable(health: &Health) -> bool {
         return ok;
     }
     let url = format!("{}/version", health.app.settings().gitea_api_base());
-    let ok = health
-        .app
-        .dispatcher()
-        .client()
-        .get_json(&url, None)
-        .await
-        .is_ok();
+    let ok = health.app.gitea_client().get_json(&url, None).await.is_ok();
     if !ok {
         tracing::warn!("health: Gitea does not answer /api/v1/version");
     }

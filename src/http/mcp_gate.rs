@@ -26,6 +26,7 @@ use super::mcp_intake::{self, Passed};
 use super::rate_limit::{self, RateLimiter};
 use super::{auth, mcp_policy, mcp_url};
 use crate::app::App;
+use crate::mcp::handoff::GateHandoff;
 
 /// What the steps need.
 pub struct McpGate {
@@ -94,12 +95,27 @@ impl McpGate {
     /// The request as rmcp gets it, or the answer of the first step that
     /// refuses it. The order is the one docs/architecture.md gives: no
     /// step sees a request an earlier one refused.
+    /// The steps hand each other what they found as values; the whole
+    /// goes into the request once, for the adapter ([`GateHandoff`]).
     async fn before_rmcp(&self, request: Request) -> Result<(Request, Option<Passed>), Response> {
         self.guard.check(&request)?;
-        let mut request = rate_limit::count_request(&self.limiter, request).await?;
-        mcp_url::resolve_surface(&self.app, &mut request)?;
-        auth::authenticate(&self.app, &mut request).await?;
-        mcp_policy::apply_policy(&self.app, &mut request).await?;
-        mcp_intake::check_jsonrpc_body(&self.app, request).await
+        let request = rate_limit::count_request(&self.limiter, request).await?;
+        // The head alone is read (and shared across the awaits) until
+        // intake reads the body.
+        let (parts, body) = request.into_parts();
+        let surface = mcp_url::resolve_surface(&self.app, &parts)?;
+        let (identity, connection) = auth::authenticate(&self.app, &parts, &surface).await?;
+        let caller = (&identity, connection.as_ref());
+        let surface = mcp_policy::apply_policy(&self.app, &parts, caller, surface).await?;
+        let request = Request::from_parts(parts, body);
+        let handoff = GateHandoff {
+            identity,
+            connection,
+            surface,
+        };
+        let (mut request, passed) =
+            mcp_intake::check_jsonrpc_body(&self.app, request, &handoff).await?;
+        request.extensions_mut().insert(handoff);
+        Ok((request, passed))
     }
 }

@@ -9,8 +9,8 @@
 //! is answered here too: `403` with the `insufficient_scope` challenge
 //! (MCP 2025-11-25, step-up), so that the client asks the person for
 //! more. A tool error would leave the model nothing it could act on. The
-//! rule itself is the dispatcher's (`Dispatcher::lacks_write_scope`),
-//! which admission applies again to every call, stdio's too.
+//! decision is the call's admission (`crate::mcp::call::refused_for_scope`);
+//! this layer only answers it in HTTP.
 //!
 //! The gateway reads the body once, here, into what it needs of it
 //! ([`crate::mcp::intake::ReadMessage`]: the id and the tool call). rmcp
@@ -33,12 +33,10 @@ use tracing::Instrument;
 
 use super::auth::insufficient_scope;
 use crate::app::App;
-use crate::identity::{Connection, Identity};
 use crate::mcp::call::{self, CallContext};
-use crate::mcp::dispatcher::CallRefusal;
+use crate::mcp::handoff::GateHandoff;
 use crate::mcp::intake::{IntakeRefusal, RefusalKind, check_message};
-use crate::surface::Surface;
-use crate::telemetry::spans;
+use crate::telemetry::spans::{self, StageOutcome};
 
 /// What [`after_rmcp`] needs of a `POST` body intake read and passed: its
 /// id, as it may be echoed.
@@ -51,18 +49,20 @@ pub struct Passed {
 pub async fn check_jsonrpc_body(
     app: &App,
     request: Request,
+    handoff: &GateHandoff,
 ) -> Result<(Request, Option<Passed>), Response> {
     if request.method() != Method::POST {
         return Ok((request, None));
     }
     let span = spans::intake(app.settings().limits.mcp_max_body_bytes);
-    let checked = read_and_check(app, request, &span)
+    let checked = read_and_check(app, request, handoff, &span)
         .instrument(span.clone())
         .await;
-    span.record(
-        "aegis.outcome",
-        if checked.is_ok() { "ok" } else { "refused" },
-    );
+    let stage = match &checked {
+        Ok(_) => StageOutcome::Ok,
+        Err(_) => StageOutcome::Refused,
+    };
+    spans::stage_outcome(&span, stage);
     // The span ends here: rmcp and the call are the request's children.
     drop(span);
     let (request, id) = checked?;
@@ -107,6 +107,7 @@ fn refusal_response(refusal: &IntakeRefusal) -> Response {
 async fn read_and_check(
     app: &App,
     request: Request,
+    handoff: &GateHandoff,
     span: &tracing::Span,
 ) -> Result<(Request, serde_json::Value), Response> {
     let (parts, body) = request.into_parts();
@@ -139,35 +140,24 @@ async fn read_and_check(
     if read.call.is_some() {
         span.record("mcp.method.name", "tools/call");
     }
-    if let (Some(call), Some(identity), Some(surface)) = (
-        read.call,
-        parts.extensions.get::<Identity>(),
-        parts.extensions.get::<Surface>(),
-    ) {
+    // Only a grant that only reads can be asked to step up.
+    if let Some(call) = read.call
+        && !handoff.identity.access.may_write()
+    {
+        let service = app.call_services();
+        let context = CallContext {
+            identity: &handoff.identity,
+            surface: &handoff.surface,
+            connection: handoff.connection.as_ref(),
+            in_call_elicitation: None,
+            session: None,
+            tool_label: call::tool_label(service, &call.name),
+            span,
+        };
         let args = call.arguments.unwrap_or_default();
-        if app
-            .dispatcher()
-            .lacks_write_scope(surface, identity.access, &call.name, &args)
-        {
-            let service = app.call_services();
-            let context = CallContext {
-                identity,
-                surface,
-                connection: parts.extensions.get::<Connection>(),
-                in_call_elicitation: None,
-                session: None,
-                tool_label: call::tool_label(service, &call.name),
-                span,
-            };
-            // Boxed: inline, this refusal's entry would make every MCP
-            // request's future that much bigger.
-            Box::pin(call::refused_before_run(
-                service,
-                &context,
-                &call.name,
-                CallRefusal::ReadOnlyGrant,
-            ))
-            .await;
+        // Boxed: inline, this refusal's entry would make every MCP
+        // request's future that much bigger.
+        if Box::pin(call::refused_for_scope(service, &context, &call.name, args)).await {
             return Err(insufficient_scope(
                 app.oauth().map(Arc::as_ref),
                 parts.uri.path(),

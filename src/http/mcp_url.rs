@@ -4,8 +4,8 @@
 //! unknown toolset, or one this server exposes nothing of, is a 404 with
 //! a JSON error that says which; never an empty tool list.
 
-use axum::extract::Request;
 use axum::http::StatusCode;
+use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 
 use crate::app::App;
@@ -28,20 +28,17 @@ pub const MCP_ROUTES: &[&str] = &[
     "/mcp/x/{toolsets}/readonly/",
 ];
 
-/// Puts the URL's surface into the request, or answers 404.
+/// The URL's surface, or the 404 answer.
 #[expect(
     clippy::result_large_err,
     reason = "the answer axum sends in the request's place, as the other steps of `mcp_gate` return it"
 )]
-pub fn resolve_surface(app: &App, request: &mut Request) -> Result<(), Response> {
-    let dispatcher = app.dispatcher();
-    let resolved = Surface::parse(request.uri().path(), catalog_toolsets(dispatcher.catalog()))
-        .and_then(|surface| dispatcher.check_surface(&surface).map(|()| surface));
+pub fn resolve_surface(app: &App, request: &Parts) -> Result<Surface, Response> {
+    let admission = app.admission();
+    let resolved = Surface::parse(request.uri.path(), catalog_toolsets(admission.catalog()))
+        .and_then(|surface| admission.check_surface(&surface).map(|()| surface));
     match resolved {
-        Ok(surface) => {
-            request.extensions_mut().insert(surface);
-            Ok(())
-        }
+        Ok(surface) => Ok(surface),
         Err(err) => Err((
             StatusCode::NOT_FOUND,
             axum::Json(serde_json::json!({

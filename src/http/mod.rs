@@ -69,11 +69,24 @@ fn oauth_routes(
     sign_ins: Arc<RateLimiter>,
     page_policy: crate::policy::view::PagePolicy,
 ) -> Router {
-    use crate::oauth::{authorize, register, revoke, token};
-    use crate::pages::{account, admin, confirm, session};
+    let api = oauth_api_routes(server.clone(), limiter.clone(), sign_ins.clone());
+    let pages = page_routes(server, limiter, sign_ins, page_policy);
+    api.merge(pages)
+        .layer(DefaultBodyLimit::max(FORM_BODY_LIMIT))
+        .layer(RequestBodyLimitLayer::new(FORM_BODY_LIMIT))
+        .layer(layers::timeout(PAGE_TIMEOUT))
+}
+
+/// The API group: discovery, registration, token and revocation, answering
+/// cross-origin requests.
+fn oauth_api_routes(
+    server: Arc<OAuthServer>,
+    limiter: Arc<RateLimiter>,
+    sign_ins: Arc<RateLimiter>,
+) -> Router {
+    use crate::oauth::{register, revoke, token};
     let parks_state = middleware::from_fn_with_state(sign_ins, rate_limit::limit);
-    let page_origin = crate::page_kit::PageOrigin::new(&server.config().issuer);
-    let api = Router::new()
+    Router::new()
         .route(
             "/.well-known/oauth-protected-resource",
             get(crate::oauth::protected_resource),
@@ -98,19 +111,27 @@ fn oauth_routes(
             "/.well-known/oauth-authorization-server/mcp",
             get(crate::oauth::authorization_server),
         )
-        .route(
-            "/register",
-            post(register::register).layer(parks_state.clone()),
-        )
+        .route("/register", post(register::register).layer(parks_state))
         .route("/token", post(token::token))
         .route("/revoke", post(revoke::revoke))
-        .with_state(server.clone())
-        .layer(middleware::from_fn_with_state(
-            limiter.clone(),
-            rate_limit::limit,
-        ))
-        .layer(crate::oauth::api_cors());
-    let pages = Router::new()
+        .with_state(server)
+        .layer(middleware::from_fn_with_state(limiter, rate_limit::limit))
+        .layer(crate::oauth::api_cors())
+}
+
+/// The page group: `/authorize`, consent, the callback, `/account`,
+/// `/confirm` and `/admin`, same-origin only.
+fn page_routes(
+    server: Arc<OAuthServer>,
+    limiter: Arc<RateLimiter>,
+    sign_ins: Arc<RateLimiter>,
+    page_policy: crate::policy::view::PagePolicy,
+) -> Router {
+    use crate::oauth::authorize;
+    use crate::pages::{account, admin, confirm, session};
+    let parks_state = middleware::from_fn_with_state(sign_ins, rate_limit::limit);
+    let page_origin = crate::page_kit::PageOrigin::new(&server.config().issuer);
+    Router::new()
         .route(
             "/authorize",
             get(authorize::authorize).layer(parks_state.clone()),
@@ -140,11 +161,7 @@ fn oauth_routes(
         .layer(middleware::from_fn_with_state(
             page_origin,
             crate::page_kit::check_origin,
-        ));
-    api.merge(pages)
-        .layer(DefaultBodyLimit::max(FORM_BODY_LIMIT))
-        .layer(RequestBodyLimitLayer::new(FORM_BODY_LIMIT))
-        .layer(layers::timeout(PAGE_TIMEOUT))
+        ))
 }
 
 /// `GET /oauth/callback`: one redirect URI at Gitea for both flows. The

@@ -30,6 +30,7 @@ fn every_family_has_a_hit_in_the_table() {
     }
 }
 
+// One table, kept whole: each row is a case to read beside its neighbours.
 fn hit_table() -> Vec<(&'static str, String, String)> {
     // (family, text, the secret part that must be found)
     let g35 = "B".repeat(35);

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use crate::clock::Clock;
 use crate::identity::Connection;
-use crate::store::{ActivityNote, ActivityOutcome, Store};
+use crate::outcome::CallOutcome;
+use crate::store::{ActivityNote, Store};
 
 /// How often noted calls are written.
 pub const FLUSH_EVERY: Duration = Duration::from_secs(2);
@@ -51,7 +52,7 @@ impl ActivityRecorder {
     }
 
     /// Notes a finished call of `connection` (of `login`) to `tool`.
-    pub fn note(&self, connection: &Connection, login: &str, tool: &str, outcome: ActivityOutcome) {
+    pub fn note(&self, connection: &Connection, login: &str, tool: &str, outcome: CallOutcome) {
         let note = ActivityNote {
             grant_id: connection.grant_id.clone(),
             login: login.to_owned(),

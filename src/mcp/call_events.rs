@@ -3,11 +3,12 @@
 //! `tool_call_started`, `tool_call_finished`, `tool_call_refused`. Never an
 //! argument value.
 
-use super::CallServices;
 use crate::audit::{Event, EventKind, Outcome};
 use crate::gitea::{ErrorKind, ToolError};
 use crate::identity::Identity;
-use crate::mcp::dispatcher::{CallRefusal, ToolOutcome};
+use crate::mcp::admission::AdmittedCall;
+use crate::mcp::call::RefusalKind;
+use crate::mcp::tool_outcome::ToolOutcome;
 
 /// The error of a call refused because its audit entry could not be written.
 pub fn audit_unavailable() -> ToolError {
@@ -19,23 +20,19 @@ pub fn audit_unavailable() -> ToolError {
 
 /// `tool_call_started`: identity, tool, method and route template (for
 /// catalog operations, also when a call tool runs one), the operation a
-/// call tool or the raw tool runs, argument names. Never values.
-pub(super) fn tool_call_event(
-    service: &CallServices,
-    identity: &Identity,
-    name: &str,
-    args: &serde_json::Map<String, serde_json::Value>,
-) -> Event {
-    let described = service.dispatcher().describe_call(name, args);
+/// call tool or the raw tool runs, argument names: the admitted call's
+/// description. Never values.
+pub(super) fn tool_call_event(identity: &Identity, call: &AdmittedCall<'_>) -> Event {
+    let described = call.description();
     let mut event = Event::new(EventKind::ToolCallStarted)
         .identity(identity)
-        .tool(name);
-    event.method = described.method;
-    event.route = described.route;
-    if let Some(operation) = described.operation {
+        .tool(call.tool());
+    event.method.clone_from(&described.method);
+    event.route.clone_from(&described.route);
+    if let Some(operation) = &described.operation {
         event = event.detail("operation", operation);
     }
-    event.args = Some(described.arg_names);
+    event.args = Some(described.arg_names.clone());
     event
 }
 
@@ -45,9 +42,8 @@ const MAX_RECORDED_TOOL_NAME: usize = 128;
 
 /// `tool_call_refused`: identity, the tool name (cut to
 /// [`MAX_RECORDED_TOOL_NAME`] characters), and why (`unknown_tool`,
-/// `invalid_arguments`, `confirmation_required`, …: [`refusal_kind`] or an
-/// error's kind). No argument names: they may not fit the schema.
-pub(crate) fn refused_event(identity: &Identity, name: &str, kind: &str) -> Event {
+/// `invalid_arguments`, `confirmation_required`, …). No argument names: they may not fit the schema.
+pub(crate) fn refused_event(identity: &Identity, name: &str, kind: RefusalKind) -> Event {
     let shown: String = if name.chars().count() > MAX_RECORDED_TOOL_NAME {
         name.chars()
             .take(MAX_RECORDED_TOOL_NAME)
@@ -60,17 +56,8 @@ pub(crate) fn refused_event(identity: &Identity, name: &str, kind: &str) -> Even
         .identity(identity)
         .tool(&shown);
     event.outcome = Some(Outcome::Error);
-    event.error_kind = Some(kind.to_owned());
+    event.error_kind = Some(kind.as_str().to_owned());
     event
-}
-
-/// Why a call was refused, as its entry and its span name it.
-pub(super) fn refusal_kind(refusal: &CallRefusal) -> &'static str {
-    match refusal {
-        CallRefusal::UnknownTool => "unknown_tool",
-        CallRefusal::Error(err) => err.kind.as_str(),
-        CallRefusal::ReadOnlyGrant => "insufficient_scope",
-    }
 }
 
 /// `tool_call_finished`: outcome, status, duration, error kind (never the message).

@@ -9,7 +9,8 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{Map, Value, json};
 
-use super::prompts::Read;
+use super::prompts::{PROMPTS, Read};
+use super::resources::{Numbered, TEMPLATES};
 
 /// The most values a completion gives (MCP's limit).
 pub const MAX_VALUES: usize = 100;
@@ -159,22 +160,35 @@ fn in_repository(
                 )
             }
         }
-        (Subject::Prompt(name), "index") if name.contains("pull") => read(
-            "gitea_repo_list_pull_requests",
-            with(json!({"state": "open"})),
-            Pick::Numbers,
-        ),
-        (Subject::Template(template), "index") if template.contains("/pulls/") => read(
-            "gitea_repo_list_pull_requests",
-            with(json!({"state": "open"})),
-            Pick::Numbers,
-        ),
-        (_, "index") => read(
-            "gitea_issue_list_issues",
-            with(json!({"state": "open", "type": "issues"})),
-            Pick::Numbers,
-        ),
+        (_, "index") => match numbered(subject) {
+            Some(Numbered::PullRequests) => read(
+                "gitea_repo_list_pull_requests",
+                with(json!({"state": "open"})),
+                Pick::Numbers,
+            ),
+            Some(Numbered::Issues) => read(
+                "gitea_issue_list_issues",
+                with(json!({"state": "open", "type": "issues"})),
+                Pick::Numbers,
+            ),
+            None => Completion::Nothing,
+        },
         _ => Completion::Nothing,
+    }
+}
+
+/// What the `index` of `subject` numbers: its template's or prompt's own
+/// word, by exact name (an unknown subject numbers nothing).
+fn numbered(subject: Subject<'_>) -> Option<Numbered> {
+    match subject {
+        Subject::Template(uri) => TEMPLATES
+            .iter()
+            .find(|t| t.uri_template == uri)
+            .and_then(|t| t.index),
+        Subject::Prompt(name) => PROMPTS
+            .iter()
+            .find(|p| p.name == name)
+            .and_then(|p| p.index),
     }
 }
 

@@ -7,6 +7,8 @@
 
 use serde_json::{Map, Value, json};
 
+use super::resources::Numbered;
+
 /// One argument of a prompt: a string, as MCP prompts take them.
 #[derive(Debug, Clone, Copy)]
 pub struct Argument {
@@ -22,6 +24,8 @@ pub struct PromptSpec {
     pub title: &'static str,
     pub description: &'static str,
     pub arguments: &'static [Argument],
+    /// What its `index` argument numbers, if it has one.
+    pub index: Option<Numbered>,
     /// What the model is asked to do with what follows.
     task: &'static str,
 }
@@ -51,6 +55,7 @@ pub const PROMPTS: [PromptSpec; 4] = [
                 required: true,
             },
         ],
+        index: Some(Numbered::PullRequests),
         task: "Review this pull request. Say what it changes and whether it does what its description says; point out bugs, risks and missing tests, citing files and lines; take the earlier reviews into account.",
     },
     PromptSpec {
@@ -66,6 +71,7 @@ pub const PROMPTS: [PromptSpec; 4] = [
                 required: true,
             },
         ],
+        index: Some(Numbered::Issues),
         task: "Summarise this issue: the problem, what was tried and decided, who is involved, and what remains open.",
     },
     PromptSpec {
@@ -86,6 +92,7 @@ pub const PROMPTS: [PromptSpec; 4] = [
                 required: true,
             },
         ],
+        index: None,
         task: "Draft release notes for the changes below: group them (features, fixes, other), one line each in plain words, and name breaking changes first.",
     },
     PromptSpec {
@@ -93,6 +100,7 @@ pub const PROMPTS: [PromptSpec; 4] = [
         title: "Triage open issues",
         description: "Triage a repository's open issues, with its labels and milestones, in one message.",
         arguments: &[OWNER, REPO],
+        index: None,
         task: "Triage these open issues: group duplicates, suggest a label and a milestone for each from those that exist, and name the most urgent.",
     },
 ];

@@ -7,9 +7,9 @@
 use serde_json::{Map, Value, json};
 use tracing::Instrument;
 
+use super::admission::ReadRoute;
 use super::call::{self, CallContext, CallEnding, CallRequest, CallServices};
 use super::discover::CALL_READ_TOOL_NAME;
-use super::dispatcher::ReadRoute;
 use crate::identity::{Connection, Identity};
 use crate::surface::Surface;
 use crate::telemetry::context::Carrier;
@@ -93,8 +93,8 @@ impl Reader<'_> {
         operation: &str,
         args: Map<String, Value>,
     ) -> Result<String, ReadFailure> {
-        let dispatcher = self.service.dispatcher();
-        let (name, args) = match dispatcher.read_route(&self.surface, operation) {
+        let admission = self.service.admission();
+        let (name, args) = match admission.read_route(&self.surface, operation) {
             Some(ReadRoute::OwnTool) => (operation, args),
             Some(ReadRoute::CallTool) => {
                 let mut wrapped = Map::new();
@@ -128,9 +128,14 @@ impl Reader<'_> {
             args,
             retry: None,
         };
-        let ending = Box::pin(call::run(self.service, dispatcher, &context, request))
-            .instrument(span.clone())
-            .await;
+        let ending = Box::pin(call::run(
+            self.service,
+            self.service.runner(),
+            &context,
+            request,
+        ))
+        .instrument(span.clone())
+        .await;
         match ending {
             CallEnding::Result {
                 text,

@@ -16,6 +16,27 @@ use serde_json::{Map, Value, json};
 /// The scheme of every resource this server serves.
 pub const SCHEME: &str = "gitea://";
 
+/// `uri` as an error may echo it: cut to [`MAX_URI_BYTES`] (on a
+/// character boundary, with `…`), so a long request is not sent back.
+pub fn shown_uri(uri: &str) -> std::borrow::Cow<'_, str> {
+    if uri.len() <= MAX_URI_BYTES {
+        return uri.into();
+    }
+    let end = (0..=MAX_URI_BYTES)
+        .rev()
+        .find(|&i| uri.is_char_boundary(i))
+        .unwrap_or(0);
+    format!("{}…", &uri[..end]).into()
+}
+
+/// What the `index` argument of a template or a prompt numbers, for its
+/// completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Numbered {
+    Issues,
+    PullRequests,
+}
+
 /// One resource template: its RFC 6570 URI, name, and what it holds.
 #[derive(Debug, Clone, Copy)]
 pub struct Template {
@@ -25,6 +46,8 @@ pub struct Template {
     pub description: &'static str,
     /// `None` when it depends on the file.
     pub mime_type: Option<&'static str>,
+    /// What its `{index}` numbers, if it has one.
+    pub index: Option<Numbered>,
 }
 
 pub const TEMPLATES: [Template; 5] = [
@@ -34,6 +57,7 @@ pub const TEMPLATES: [Template; 5] = [
         title: "Repository file",
         description: "A file of a repository at a branch, tag or commit (default: the default branch); a path ending in / lists a folder. Text comes as text, other files as a blob within MAX_BINARY_BYTES.",
         mime_type: None,
+        index: None,
     },
     Template {
         uri_template: "gitea://{owner}/{repo}/issues/{index}",
@@ -41,6 +65,7 @@ pub const TEMPLATES: [Template; 5] = [
         title: "Issue",
         description: "An issue of a repository by number, as the compact JSON envelope of gitea_issue_get_issue.",
         mime_type: Some(JSON),
+        index: Some(Numbered::Issues),
     },
     Template {
         uri_template: "gitea://{owner}/{repo}/pulls/{index}",
@@ -48,6 +73,7 @@ pub const TEMPLATES: [Template; 5] = [
         title: "Pull request",
         description: "A pull request by number, as the compact JSON envelope of gitea_repo_get_pull_request.",
         mime_type: Some(JSON),
+        index: Some(Numbered::PullRequests),
     },
     Template {
         uri_template: "gitea://{owner}/{repo}/pulls/{index}/diff",
@@ -55,6 +81,7 @@ pub const TEMPLATES: [Template; 5] = [
         title: "Pull request diff",
         description: "The unified diff of a pull request, as text.",
         mime_type: Some(DIFF),
+        index: Some(Numbered::PullRequests),
     },
     Template {
         uri_template: "gitea://{owner}/{repo}/pulls/{index}/reviews",
@@ -62,6 +89,7 @@ pub const TEMPLATES: [Template; 5] = [
         title: "Pull request reviews",
         description: "The reviews of a pull request (state, reviewer, body), as a JSON envelope.",
         mime_type: Some(JSON),
+        index: Some(Numbered::PullRequests),
     },
 ];
 
@@ -423,5 +451,14 @@ mod tests {
                 meta: Map::new()
             }
         );
+    }
+
+    #[test]
+    fn an_error_echoes_a_long_uri_cut_to_the_longest_read() {
+        let long = format!("gitea://a/b/contents/{}", "é".repeat(MAX_URI_BYTES));
+        let shown = shown_uri(&long);
+        assert!(shown.len() <= MAX_URI_BYTES + '…'.len_utf8());
+        assert!(shown.ends_with('…'));
+        assert_eq!(shown_uri("gitea://a/b/issues/1"), "gitea://a/b/issues/1");
     }
 }

@@ -1,8 +1,8 @@
 //! The rmcp adapter: implements the SDK's `ServerHandler` for both
 //! transports, translating a `tools/call` to and from the transport-free
-//! call operation (`super::call`) and `tools/list` to the dispatcher.
-//! Identity comes from the request (put there by the HTTP authentication
-//! layer), or is the admin account under stdio; never from an MCP session.
+//! call operation (`super::call`) and `tools/list` to the admission.
+//! Who calls comes from the request (the HTTP gate's [`GateHandoff`]), or
+//! is the admin account under stdio; never from an MCP session.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -22,9 +22,10 @@ use tracing::Instrument;
 use super::CallServices;
 use super::call::{self, AskSession, CallContext, CallEnding, CallRequest, SessionAnswer};
 use super::confirmation::Retry;
+use super::handoff::GateHandoff;
 use super::reads::Reader;
-use super::rmcp_context;
-use crate::identity::{Connection, Identity, IdentityMode};
+use super::{rmcp_ask, rmcp_context};
+use crate::identity::IdentityMode;
 use crate::surface::Surface;
 use crate::telemetry::context::Carrier;
 use crate::telemetry::spans;
@@ -50,48 +51,47 @@ impl RmcpAdapter {
         Self { service, transport }
     }
 
-    async fn identity(&self, context: &RequestContext<RoleServer>) -> Result<Identity, McpError> {
+    /// What the HTTP gate handed on with the request (one value: a
+    /// request without it did not pass the gate and is refused, fail
+    /// closed), or under stdio the admin account on the default surface.
+    async fn caller(&self, context: &RequestContext<RoleServer>) -> Result<GateHandoff, McpError> {
         match self.transport {
-            Transport::Stdio => self
-                .service
-                .admin_identity(IdentityMode::Stdio)
-                .await
-                .ok_or_else(|| McpError::internal_error("no admin token is configured", None)),
-            // Fail closed: an HTTP request that reached here without an
-            // identity from the authentication layer is refused.
-            Transport::Http => context
-                .extensions
-                .get::<http::request::Parts>()
-                .and_then(|parts| parts.extensions.get::<Identity>())
+            Transport::Stdio => Ok(GateHandoff {
+                identity: self
+                    .service
+                    .admin_identity(IdentityMode::Stdio)
+                    .await
+                    .ok_or_else(|| {
+                        McpError::internal_error("no admin token is configured", None)
+                    })?,
+                connection: None,
+                surface: Surface::default(),
+            }),
+            Transport::Http => handed_off(context)
                 .cloned()
                 .ok_or_else(|| McpError::internal_error("request is not authenticated", None)),
         }
     }
 
-    /// The OAuth connection of the request (put there by the HTTP layer
-    /// beside an `agm_` token's identity).
-    fn connection(&self, context: &RequestContext<RoleServer>) -> Option<Connection> {
-        context
-            .extensions
-            .get::<http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<Connection>())
-            .cloned()
-    }
-
-    /// The surface of the request's URL (put there by the HTTP layer), or
-    /// the default one under stdio.
+    /// The surface of the request's URL (from the gate), or the default
+    /// one under stdio.
     fn surface(&self, context: &RequestContext<RoleServer>) -> Result<Surface, McpError> {
         match self.transport {
             Transport::Stdio => Ok(Surface::default()),
             // Fail closed: no surface, no tools.
-            Transport::Http => context
-                .extensions
-                .get::<http::request::Parts>()
-                .and_then(|parts| parts.extensions.get::<Surface>())
-                .cloned()
+            Transport::Http => handed_off(context)
+                .map(|handoff| handoff.surface.clone())
                 .ok_or_else(|| McpError::internal_error("the MCP URL was not resolved", None)),
         }
     }
+}
+
+/// The gate's hand-off in rmcp's request context, over HTTP.
+fn handed_off(context: &RequestContext<RoleServer>) -> Option<&GateHandoff> {
+    context
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<GateHandoff>())
 }
 
 impl ServerHandler for RmcpAdapter {
@@ -119,7 +119,7 @@ impl ServerHandler for RmcpAdapter {
     ) -> Result<ListToolsResult, McpError> {
         let surface = self.surface(&context)?;
         Ok(ListToolsResult::with_all_items(
-            self.service.dispatcher().tools(&surface).to_vec(),
+            self.service.admission().tools(&surface).to_vec(),
         ))
     }
 
@@ -187,7 +187,7 @@ impl ServerHandler for RmcpAdapter {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.service.dispatcher().any_tool(name)
+        self.service.admission().any_tool(name)
     }
 
     async fn call_tool(
@@ -244,11 +244,16 @@ impl RmcpAdapter {
                 .get::<http::request::Parts>()
                 .and_then(|parts| parts.extensions.get::<spans::RequestSpan>()),
         );
+        let GateHandoff {
+            identity,
+            connection,
+            surface,
+        } = self.caller(context).await?;
         let reader = Reader {
             service: &self.service,
-            identity: self.identity(context).await?,
-            surface: self.surface(context)?,
-            connection: self.connection(context),
+            identity,
+            surface,
+            connection,
             protocol_version: version.map(|v| v.as_str().to_owned()),
             parent: spans::RequestSpan(span.clone()),
         };
@@ -264,9 +269,11 @@ impl RmcpAdapter {
         tool_label: String,
         span: &tracing::Span,
     ) -> Result<CallToolResponse, McpError> {
-        let identity = self.identity(&context).await?;
-        let surface = self.surface(&context)?;
-        let connection = self.connection(&context);
+        let GateHandoff {
+            identity,
+            connection,
+            surface,
+        } = self.caller(&context).await?;
         let session = PeerSession(&context.peer);
         let can_ask_session = self.transport == Transport::Stdio
             && context
@@ -287,11 +294,11 @@ impl RmcpAdapter {
             args: request.arguments.take().unwrap_or_default(),
             retry: request.request_state.as_deref().map(|state| Retry {
                 state,
-                responses: request.input_responses.as_ref(),
+                answer: rmcp_ask::person_answer(request.input_responses.as_ref()),
             }),
         };
-        let dispatcher = self.service.dispatcher();
-        match call::run(&self.service, dispatcher, &call_context, call_request).await {
+        let runner = self.service.runner();
+        match call::run(&self.service, runner, &call_context, call_request).await {
             CallEnding::UnknownTool => Err(McpError::invalid_params("unknown tool", None)),
             CallEnding::Result { text, is_error } => {
                 let content = vec![ContentBlock::text(text)];
@@ -302,7 +309,9 @@ impl RmcpAdapter {
                 }
                 .into())
             }
-            CallEnding::Ask(ask) => Ok(CallToolResponse::InputRequired(*ask)),
+            CallEnding::Ask(ask) => Ok(CallToolResponse::InputRequired(rmcp_ask::input_required(
+                *ask,
+            ))),
         }
     }
 }

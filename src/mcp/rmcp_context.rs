@@ -47,15 +47,17 @@ pub async fn read_resource(
     request: &ReadResourceRequestParams,
 ) -> Result<ReadResourceResult, McpError> {
     let uri = request.uri.as_str();
+    // The URI echoed in an error, no longer than one this server reads.
+    let shown = resources::shown_uri(uri);
     let not_found =
-        |message: String| McpError::resource_not_found(message, Some(json!({"uri": uri})));
+        |message: String| McpError::resource_not_found(message, Some(json!({"uri": shown})));
     let read = resources::parse(uri).map_err(|err| not_found(err.to_string()))?;
     let envelope = reader
         .read(read.operation, read.args.clone())
         .await
         .map_err(|failure| match failure.kind().as_deref() {
             Some("not_found") => not_found(failure.describe()),
-            _ => McpError::invalid_params(failure.describe(), Some(json!({"uri": uri}))),
+            _ => McpError::invalid_params(failure.describe(), Some(json!({"uri": shown}))),
         })?;
     let contents = match resources::contents(&read, &envelope) {
         Contents::Text {

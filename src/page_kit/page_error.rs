@@ -82,87 +82,96 @@ impl PageError {
 
     /// The page a person sees.
     pub fn page(&self) -> ErrorPage {
+        let (title, message) = self.wording();
+        let page = ErrorPage::new(self.status(), title, message);
+        match self {
+            Self::ClientRequest {
+                continue_to: (url, host),
+                ..
+            } => page.with_continue_link(url.clone(), host.clone()),
+            _ => page,
+        }
+    }
+
+    /// The status of the page.
+    fn status(&self) -> StatusCode {
         use StatusCode as S;
-        let (status, title, message): (StatusCode, &'static str, String) = match self {
+        match self {
+            Self::Expired | Self::Invalid { .. } | Self::ClientRequest { .. } => S::BAD_REQUEST,
+            Self::CrossSite
+            | Self::BadToken
+            | Self::AdminsOnly
+            | Self::Declined
+            | Self::OtherBrowser => S::FORBIDDEN,
+            Self::NotSignedIn | Self::SignInAgain => S::UNAUTHORIZED,
+            Self::Gone => S::NOT_FOUND,
+            Self::ConfirmationClosed => S::CONFLICT,
+            Self::Unavailable => S::SERVICE_UNAVAILABLE,
+            Self::UpstreamFailed | Self::IdTokenRefused(_) => S::BAD_GATEWAY,
+        }
+    }
+
+    /// The page's title and message.
+    fn wording(&self) -> (&'static str, String) {
+        match self {
             Self::Expired => (
-                S::BAD_REQUEST,
                 "Sign-in expired",
                 format!("This sign-in is unknown, expired or already answered. {START_AGAIN}"),
             ),
             Self::CrossSite => (
-                S::FORBIDDEN,
                 "Request refused",
                 "The request came from another site. Nothing was changed.".into(),
             ),
             Self::BadToken => (
-                S::FORBIDDEN,
                 "Request refused",
                 "The form's security token did not match. Reload the page and try again; nothing was changed.".into(),
             ),
             Self::NotSignedIn => (
-                S::UNAUTHORIZED,
                 "Signed out",
                 "Your session has ended. Sign in again; nothing was changed.".into(),
             ),
             Self::AdminsOnly => (
-                S::FORBIDDEN,
                 "Administrators only",
                 "This page is for Gitea site administrators. Nothing was changed.".into(),
             ),
             Self::SignInAgain => (
-                S::UNAUTHORIZED,
                 "Sign in again",
                 "Your Gitea sign-in has expired, so your rights cannot be checked. Sign out, sign in again, and repeat the action. Nothing was changed.".into(),
             ),
             Self::Gone => (
-                S::NOT_FOUND,
                 "Already gone",
                 "That no longer exists. Nothing was changed.".into(),
             ),
             Self::ConfirmationClosed => (
-                S::CONFLICT,
                 "Already decided",
                 "This call was already approved or denied, or its time ran out. Nothing was changed.".into(),
             ),
             Self::Unavailable => (
-                S::SERVICE_UNAVAILABLE,
                 "Try again later",
                 "The server cannot do this right now. Nothing was changed; try again in a moment.".into(),
             ),
             Self::UpstreamFailed => (
-                S::BAD_GATEWAY,
                 "Gitea did not answer",
                 "Gitea could not complete this step. Nothing was changed; try again.".into(),
             ),
             Self::Declined => (
-                S::FORBIDDEN,
                 "Sign-in cancelled",
                 "You declined the sign-in at Gitea.".into(),
             ),
             Self::OtherBrowser => (
-                S::FORBIDDEN,
                 "Sign-in refused",
                 format!("This sign-in was started in another browser. {START_AGAIN}"),
             ),
             Self::IdTokenRefused(why) => (
-                S::BAD_GATEWAY,
                 "Sign-in refused",
                 format!("{why}. Nothing was stored. {START_AGAIN}"),
             ),
-            Self::Invalid { title, message } => (S::BAD_REQUEST, title, message.clone()),
-            Self::ClientRequest {
-                message,
-                continue_to: (url, host),
-            } => {
-                return ErrorPage::new(
-                    S::BAD_REQUEST,
-                    "The application's sign-in request is not valid",
-                    message.clone(),
-                )
-                .with_continue_link(url.clone(), host.clone());
-            }
-        };
-        ErrorPage::new(status, title, message)
+            Self::Invalid { title, message } => (*title, message.clone()),
+            Self::ClientRequest { message, .. } => (
+                "The application's sign-in request is not valid",
+                message.clone(),
+            ),
+        }
     }
 }
 

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::store::{ActivityOutcome, HourActivity, RecentCall, UnixTime};
+use crate::store::{HourActivity, RecentCall, UnixTime};
 
 use super::connections::format_time;
 
@@ -138,11 +138,7 @@ pub fn recent_rows(calls: &[RecentCall], grant_id: &str) -> Vec<RecentRow> {
         .filter(|call| call.grant_id == grant_id)
         .map(|call| RecentRow {
             tool: call.tool.clone(),
-            outcome: match call.outcome {
-                ActivityOutcome::Ok => "ok",
-                ActivityOutcome::Error => "error",
-                ActivityOutcome::Refused => "refused",
-            },
+            outcome: call.outcome.as_str(),
             at: format_time(call.at),
         })
         .collect()
@@ -151,6 +147,7 @@ pub fn recent_rows(calls: &[RecentCall], grant_id: &str) -> Vec<RecentRow> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::outcome::CallOutcome;
 
     const NOW: i64 = 1_800_000_000;
 
@@ -222,13 +219,13 @@ mod tests {
             RecentCall {
                 grant_id: "g1".into(),
                 tool: "gitea_repo_get".into(),
-                outcome: ActivityOutcome::Refused,
+                outcome: CallOutcome::Refused,
                 at: NOW,
             },
             RecentCall {
                 grant_id: "g2".into(),
                 tool: "other".into(),
-                outcome: ActivityOutcome::Ok,
+                outcome: CallOutcome::Ok,
                 at: NOW,
             },
         ];

@@ -23,7 +23,7 @@ use crate::oauth::OAuthServer;
 use crate::oauth::upstream::UpstreamAuthError;
 use crate::page_kit::{PageError, render_page, visible_text, with_page_headers};
 use crate::policy::view::PagePolicy;
-use crate::store::{GrantFilter, ListLength, ToolCount};
+use crate::store::{GrantFilter, GrantSummary, ListLength, Paged, ToolCount};
 
 /// Grants (and clients) per admin page.
 const PAGE_SIZE: usize = 50;
@@ -232,22 +232,7 @@ pub async fn admin(
     };
     // One page of each list, filtered and counted in the store: the cost of
     // a view is its rows', whatever the tables hold (issue 55).
-    let page = query.page.unwrap_or(1).max(1);
-    let mut listed = server
-        .store()
-        .page_grants(&filter, offset(page), PAGE_SIZE as u64)
-        .await?;
-    // Past the end of a list counted whole: its last page.
-    let page = match listed.total.pages(PAGE_SIZE as u64) {
-        Some(pages) => page.min(pages as usize),
-        None => page,
-    };
-    if offset(page) != offset(query.page.unwrap_or(1).max(1)) {
-        listed = server
-            .store()
-            .page_grants(&filter, offset(page), PAGE_SIZE as u64)
-            .await?;
-    }
+    let (page, listed) = grants_page(&server, &filter, query.page.unwrap_or(1).max(1)).await?;
     let clients_page = query.clients.unwrap_or(1).max(1);
     let clients = server
         .store()
@@ -263,16 +248,7 @@ pub async fn admin(
         top_tools: everyone.top_tools.clone(),
         login: person.login().to_owned(),
         csrf_token: person.csrf_token.clone(),
-        notice: match query.done.as_deref() {
-            Some("revoke-grant") => Some("The grant was revoked."),
-            Some("revoke-user") => Some("Every grant of that user was revoked."),
-            Some("delete-client") => Some("The client and its grants were deleted."),
-            Some("remove-login") => Some("Every client and grant of that user was removed."),
-            Some("remove-network") => {
-                Some("Every client registered from that network was removed.")
-            }
-            _ => None,
-        },
+        notice: notice_after(query.done.as_deref()),
         total_grants: listed.total,
         grants: grant_rows(
             &listed.items,
@@ -303,6 +279,43 @@ pub async fn admin(
         filter_client: client,
     };
     Ok(render_page(StatusCode::OK, &view))
+}
+
+/// The page of grants `asked` for (1-based), or the last page when the
+/// list, counted whole, ends before it: its number and its rows.
+async fn grants_page(
+    server: &OAuthServer,
+    filter: &GrantFilter,
+    asked: usize,
+) -> Result<(usize, Paged<GrantSummary>), PageError> {
+    let mut listed = server
+        .store()
+        .page_grants(filter, offset(asked), PAGE_SIZE as u64)
+        .await?;
+    // Past the end of a list counted whole: its last page.
+    let page = match listed.total.pages(PAGE_SIZE as u64) {
+        Some(pages) => asked.min(pages as usize),
+        None => asked,
+    };
+    if offset(page) != offset(asked) {
+        listed = server
+            .store()
+            .page_grants(filter, offset(page), PAGE_SIZE as u64)
+            .await?;
+    }
+    Ok((page, listed))
+}
+
+/// The notice after the action `done` (its name), if any.
+fn notice_after(done: Option<&str>) -> Option<&'static str> {
+    match done {
+        Some("revoke-grant") => Some("The grant was revoked."),
+        Some("revoke-user") => Some("Every grant of that user was revoked."),
+        Some("delete-client") => Some("The client and its grants were deleted."),
+        Some("remove-login") => Some("Every client and grant of that user was removed."),
+        Some("remove-network") => Some("Every client registered from that network was removed."),
+        _ => None,
+    }
 }
 
 /// `GET /admin/confirm?action=…&target=…`: what is about to happen.

@@ -146,85 +146,104 @@ pub fn parse_policy(file: &str, text: &str, known: &Known<'_>) -> Result<Policy,
         if !ids.insert(id.clone()) {
             return Err(id_at(format!("rule id `{id}` is used twice")));
         }
-        let names = |list: &[Spanned<String>], check: &dyn Fn(&str) -> bool, what: &str| {
-            let mut out = BTreeSet::new();
-            for name in list {
-                if !check(name.get_ref()) {
-                    return Err(at(
-                        Some(name.span()),
-                        format!("rule `{id}`: unknown {what} `{}`", name.get_ref()),
-                    ));
-                }
-                out.insert(name.get_ref().clone());
-            }
-            Ok(out)
-        };
-        let effect = Effect {
-            read_only: rule.read_only,
-            toolsets: rule
-                .toolsets
-                .as_deref()
-                .map(|list| names(list, known.toolset, "toolset"))
-                .transpose()?,
-            deny_toolsets: names(&rule.deny_toolsets, known.toolset, "toolset")?,
-            deny_tools: names(&rule.deny_tools, known.tool, "tool")?,
-            confirm_tools: names(&rule.confirm_tools, known.tool, "tool")?,
-        };
+        let effect = rule_effect(&rule, &id, known, &at)?;
         if effect.is_empty() {
             return Err(id_at(format!(
                 "rule `{id}` narrows nothing: give it read_only, toolsets, deny_toolsets, deny_tools or confirm_tools"
             )));
         }
-        let conditions = |doc: Option<ConditionsDoc>| -> Result<Conditions, PolicyError> {
-            let Some(doc) = doc else {
-                return Ok(Conditions::default());
-            };
-            let mut urls = Vec::new();
-            for url in &doc.urls {
-                let canonical = (known.url)(url.get_ref()).ok_or_else(|| {
-                    at(
-                        Some(url.span()),
-                        format!(
-                            "rule `{id}`: `{}` is not an MCP URL path of this gateway (`/mcp`, `/mcp/all`, `/mcp/x/…`, with or without `/readonly`)",
-                            url.get_ref()
-                        ),
-                    )
-                })?;
-                urls.push(canonical);
-            }
-            for team in &doc.teams {
-                let well_formed = team.get_ref().split_once('/').is_some_and(|(org, name)| {
-                    !org.is_empty() && !name.is_empty() && !name.contains('/')
-                });
-                if !well_formed {
-                    return Err(at(
-                        Some(team.span()),
-                        format!(
-                            "rule `{id}`: a team is written `org/team`, not `{}`",
-                            team.get_ref()
-                        ),
-                    ));
-                }
-            }
-            Ok(Conditions {
-                logins: doc.logins,
-                orgs: doc.orgs,
-                teams: doc.teams.into_iter().map(Spanned::into_inner).collect(),
-                site_admin: doc.site_admin,
-                client_ids: doc.client_ids,
-                client_names: doc.client_names,
-                redirect_hosts: doc.redirect_hosts,
-                urls,
-            })
-        };
         rules.push(Rule {
-            when: conditions(rule.when)?,
-            unless: conditions(rule.unless)?,
+            when: rule_conditions(rule.when, &id, known, &at)?,
+            unless: rule_conditions(rule.unless, &id, known, &at)?,
             effect,
             id,
         });
     }
     Ok(Policy { rules })
+}
+
+/// What rule `id` narrows, every toolset and tool it names checked.
+fn rule_effect(
+    rule: &RuleDoc,
+    id: &str,
+    known: &Known<'_>,
+    at: &impl Fn(Option<Range<usize>>, String) -> PolicyError,
+) -> Result<Effect, PolicyError> {
+    let names = |list: &[Spanned<String>], check: &dyn Fn(&str) -> bool, what: &str| {
+        let mut out = BTreeSet::new();
+        for name in list {
+            if !check(name.get_ref()) {
+                return Err(at(
+                    Some(name.span()),
+                    format!("rule `{id}`: unknown {what} `{}`", name.get_ref()),
+                ));
+            }
+            out.insert(name.get_ref().clone());
+        }
+        Ok(out)
+    };
+    Ok(Effect {
+        read_only: rule.read_only,
+        toolsets: rule
+            .toolsets
+            .as_deref()
+            .map(|list| names(list, known.toolset, "toolset"))
+            .transpose()?,
+        deny_toolsets: names(&rule.deny_toolsets, known.toolset, "toolset")?,
+        deny_tools: names(&rule.deny_tools, known.tool, "tool")?,
+        confirm_tools: names(&rule.confirm_tools, known.tool, "tool")?,
+    })
+}
+
+/// Rule `id`'s `when` or `unless`, its URLs made canonical and its teams
+/// checked; none matches everyone.
+fn rule_conditions(
+    doc: Option<ConditionsDoc>,
+    id: &str,
+    known: &Known<'_>,
+    at: &impl Fn(Option<Range<usize>>, String) -> PolicyError,
+) -> Result<Conditions, PolicyError> {
+    let Some(doc) = doc else {
+        return Ok(Conditions::default());
+    };
+    let mut urls = Vec::new();
+    for url in &doc.urls {
+        let canonical = (known.url)(url.get_ref()).ok_or_else(|| {
+            at(
+                Some(url.span()),
+                format!(
+                    "rule `{id}`: `{}` is not an MCP URL path of this gateway (`/mcp`, `/mcp/all`, `/mcp/x/…`, with or without `/readonly`)",
+                    url.get_ref()
+                ),
+            )
+        })?;
+        urls.push(canonical);
+    }
+    for team in &doc.teams {
+        let well_formed = team
+            .get_ref()
+            .split_once('/')
+            .is_some_and(|(org, name)| !org.is_empty() && !name.is_empty() && !name.contains('/'));
+        if !well_formed {
+            return Err(at(
+                Some(team.span()),
+                format!(
+                    "rule `{id}`: a team is written `org/team`, not `{}`",
+                    team.get_ref()
+                ),
+            ));
+        }
+    }
+    Ok(Conditions {
+        logins: doc.logins,
+        orgs: doc.orgs,
+        teams: doc.teams.into_iter().map(Spanned::into_inner).collect(),
+        site_admin: doc.site_admin,
+        client_ids: doc.client_ids,
+        client_names: doc.client_names,
+        redirect_hosts: doc.redirect_hosts,
+        urls,
+    })
 }
 
 fn is_rule_id(id: &str) -> bool {

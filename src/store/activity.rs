@@ -2,36 +2,10 @@
 //! as noted, and the sums the pages draw.
 
 use super::UnixTime;
+use crate::outcome::CallOutcome;
 
 /// How many of each connection's last calls the store keeps.
 pub const RECENT_CALLS_KEPT: u64 = 20;
-
-/// How a tool call ended, for the activity figures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ActivityOutcome {
-    Ok,
-    /// It ran, and Gitea (or the gateway) answered with an error.
-    Error,
-    /// It did not run: invalid, not allowed, waiting for its person, or
-    /// the audit log was unavailable.
-    Refused,
-}
-
-impl ActivityOutcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Ok => "ok",
-            Self::Error => "error",
-            Self::Refused => "refused",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<Self> {
-        [Self::Ok, Self::Error, Self::Refused]
-            .into_iter()
-            .find(|o| o.as_str() == text)
-    }
-}
 
 /// One finished tool call of a connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,7 +14,7 @@ pub struct ActivityNote {
     pub login: String,
     pub client_id: String,
     pub tool: String,
-    pub outcome: ActivityOutcome,
+    pub outcome: CallOutcome,
     pub at: UnixTime,
 }
 
@@ -61,7 +35,7 @@ pub struct HourActivity {
 pub struct RecentCall {
     pub grant_id: String,
     pub tool: String,
-    pub outcome: ActivityOutcome,
+    pub outcome: CallOutcome,
     pub at: UnixTime,
 }
 

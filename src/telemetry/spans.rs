@@ -13,6 +13,7 @@ use tracing::field::Empty;
 
 use super::TARGET;
 use super::context::{Carrier, adopt_parent, adopt_parent_or};
+use crate::outcome::CallOutcome;
 
 /// `{method} {route}`: the HTTP server span of one request, the child of
 /// the caller's span when its headers carry one.
@@ -50,9 +51,41 @@ pub fn http_status(span: &Span, status: u16) {
     }
 }
 
+/// How a stage before the call's run ended: the `aegis.outcome` of every
+/// stage span (authentication, policy, intake, admission, confirmation),
+/// in one vocabulary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StageOutcome {
+    /// The request goes on.
+    Ok,
+    /// The stage answered in the request's place.
+    Refused,
+    /// The stage could not decide (its store or lookup failed): the
+    /// request is refused, fail closed, and may be retried.
+    Unavailable,
+    /// The call waits for its person.
+    Waiting,
+}
+
+impl StageOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Refused => "refused",
+            Self::Unavailable => "unavailable",
+            Self::Waiting => "waiting",
+        }
+    }
+}
+
+/// Records how the stage of `span` ended.
+pub fn stage_outcome(span: &Span, outcome: StageOutcome) {
+    span.record("aegis.outcome", outcome.as_str());
+}
+
 /// Authentication of `/mcp`, and for an `agm_` token its resolution to a
 /// Gitea session. `aegis.auth.kind`: `oauth`, `bearer`, `loopback` or
-/// `none`; `aegis.outcome`: `ok`, `refused`, `unavailable`.
+/// `none`; `aegis.outcome`: a [`StageOutcome`].
 pub fn authenticate() -> Span {
     tracing::info_span!(
         target: TARGET,
@@ -62,9 +95,15 @@ pub fn authenticate() -> Span {
     )
 }
 
-/// The operator's policy narrowing the URL's tools for a connection.
+/// The operator's policy narrowing the URL's tools for a connection:
+/// `aegis.policy.narrowed` says whether its rules took tools away.
 pub fn policy() -> Span {
-    tracing::info_span!(target: TARGET, "policy", aegis.outcome = Empty)
+    tracing::info_span!(
+        target: TARGET,
+        "policy",
+        aegis.policy.narrowed = Empty,
+        aegis.outcome = Empty,
+    )
 }
 
 /// Reading and checking the JSON-RPC body.
@@ -137,9 +176,9 @@ pub fn context_request(
     span
 }
 
-/// How a call ended: `ok`, `error` or `refused`, and the error kind.
-pub fn outcome(span: &Span, outcome: &str, error_kind: Option<&str>) {
-    span.record("aegis.outcome", outcome);
+/// How a call (or its result pipeline) ended, and the error kind.
+pub fn outcome(span: &Span, outcome: CallOutcome, error_kind: Option<&str>) {
+    span.record("aegis.outcome", outcome.as_str());
     if let Some(kind) = error_kind {
         failed(span, kind);
     }
@@ -153,13 +192,14 @@ pub fn failed(span: &Span, error_type: &str) {
 }
 
 /// Whether the call may run (`aegis.outcome`: `ok`, `refused`): the URL
-/// lists the tool, the arguments fit its schema, the grant may write.
+/// lists the tool, the arguments fit its schema, what it runs may run
+/// here, the grant covers what it does.
 pub fn admit() -> Span {
     tracing::info_span!(target: TARGET, "admit", aegis.outcome = Empty)
 }
 
-/// Whether the call waits for its person (`aegis.outcome`: `proceed`,
-/// `waiting`, `stopped`).
+/// Whether the call waits for its person (`aegis.outcome`: `ok`,
+/// `waiting`, `refused`).
 pub fn confirmation() -> Span {
     tracing::info_span!(target: TARGET, "confirmation", aegis.outcome = Empty)
 }

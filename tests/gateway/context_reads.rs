@@ -11,22 +11,13 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use support::fake_gitea::reviews::DIFF_HEAD;
 use support::fake_gitea::{HYGIENE_OWNER, TOTAL_ISSUES};
-use support::{ADMIN_TOKEN, BEARER, Gateway, scratch_dir};
+use support::{ADMIN_TOKEN, Gateway, scratch_dir};
 
 /// A JSON-RPC request at the MCP URL `path` on the 2025-11-25 wire: its
 /// `result`, or its `error`.
 async fn rpc(gw: &Gateway, path: &str, method: &str, params: Value) -> Result<Value, Value> {
-    let response = reqwest::Client::new()
-        .post(format!("{}{path}", gw.url))
-        .bearer_auth(BEARER)
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-11-25")
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), StatusCode::OK);
-    let body: Value = response.json().await.unwrap();
+    let (status, body, _) = gw.rpc(path, method, params).await;
+    assert_eq!(status, StatusCode::OK);
     match body.get("error") {
         Some(error) => Err(error.clone()),
         None => Ok(body["result"].clone()),

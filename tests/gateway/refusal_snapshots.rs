@@ -173,7 +173,7 @@ async fn the_oauth_challenges_of_mcp() {
     let response = post(&gateway.url, "/mcp")
         .bearer_auth(&reading.access_token)
         .body(
-            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"gitea_issue_create_issue","arguments":{"owner":"acme","repo":"widgets","title":"t"}}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"gitea_issue_create_issue","arguments":{"owner":"acme","repo":"widgets","body":{"title":"t"}}}}"#,
         )
         .send()
         .await

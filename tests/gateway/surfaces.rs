@@ -8,27 +8,11 @@ use crate::support;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use support::{BEARER, Gateway};
-
-fn http() -> reqwest::Client {
-    reqwest::Client::new()
-}
+use support::Gateway;
 
 /// A JSON-RPC request at the MCP URL `path`: (HTTP status, body, body bytes).
 async fn rpc(gw: &Gateway, path: &str, method: &str, params: Value) -> (StatusCode, Value, usize) {
-    let response = http()
-        .post(format!("{}{path}", gw.url))
-        .bearer_auth(BEARER)
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-11-25")
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
-        .send()
-        .await
-        .unwrap();
-    let status = response.status();
-    let bytes = response.bytes().await.unwrap();
-    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    (status, body, bytes.len())
+    gw.rpc(path, method, params).await
 }
 
 async fn tool_names(gw: &Gateway, path: &str) -> Vec<String> {

@@ -6,7 +6,7 @@ use super::fixture::*;
 
 const HOUR: i64 = 3600;
 
-fn note(grant: &str, login: &str, tool: &str, outcome: ActivityOutcome, at: i64) -> ActivityNote {
+fn note(grant: &str, login: &str, tool: &str, outcome: CallOutcome, at: i64) -> ActivityNote {
     ActivityNote {
         grant_id: grant.to_owned(),
         login: login.to_owned(),
@@ -27,17 +27,17 @@ pub async fn calls_add_up_per_connection_and_hour_across_batches(f: &Fixture) {
     let at = this_hour() + 10;
     store
         .record_activity(&[
-            note("g1", "alice", "t", ActivityOutcome::Ok, at),
-            note("g1", "alice", "t", ActivityOutcome::Error, at + 1),
+            note("g1", "alice", "t", CallOutcome::Ok, at),
+            note("g1", "alice", "t", CallOutcome::Error, at + 1),
         ])
         .await
         .unwrap();
     // A second batch (another replica) adds to the same hour.
     store
         .record_activity(&[
-            note("g1", "alice", "t", ActivityOutcome::Refused, at + 2),
-            note("g1", "alice", "t", ActivityOutcome::Ok, at + HOUR),
-            note("g2", "bob", "t", ActivityOutcome::Ok, at),
+            note("g1", "alice", "t", CallOutcome::Refused, at + 2),
+            note("g1", "alice", "t", CallOutcome::Ok, at + HOUR),
+            note("g2", "bob", "t", CallOutcome::Ok, at),
         ])
         .await
         .unwrap();
@@ -74,7 +74,7 @@ pub async fn each_connection_keeps_its_last_twenty_calls(f: &Fixture) {
                 "g1",
                 "alice",
                 &format!("tool_{i}"),
-                ActivityOutcome::Ok,
+                CallOutcome::Ok,
                 NOW + i,
             )
         })
@@ -86,7 +86,7 @@ pub async fn each_connection_keeps_its_last_twenty_calls(f: &Fixture) {
                 "g1",
                 "alice",
                 &format!("tool_{i}"),
-                ActivityOutcome::Error,
+                CallOutcome::Error,
                 NOW + i,
             )
         })
@@ -94,7 +94,7 @@ pub async fn each_connection_keeps_its_last_twenty_calls(f: &Fixture) {
             "g2",
             "alice",
             "other",
-            ActivityOutcome::Ok,
+            CallOutcome::Ok,
             NOW,
         )))
         .collect();
@@ -117,11 +117,11 @@ pub async fn top_tools_count_every_call_of_the_period(f: &Fixture) {
     let mut batch = Vec::new();
     for (tool, n) in [("read", 5), ("write", 2), ("delete", 1)] {
         for i in 0..n {
-            batch.push(note("g1", "alice", tool, ActivityOutcome::Ok, NOW + i));
+            batch.push(note("g1", "alice", tool, CallOutcome::Ok, NOW + i));
         }
     }
-    batch.push(note("g2", "bob", "write", ActivityOutcome::Ok, NOW));
-    batch.push(note("g2", "bob", "write", ActivityOutcome::Ok, NOW));
+    batch.push(note("g2", "bob", "write", CallOutcome::Ok, NOW));
+    batch.push(note("g2", "bob", "write", CallOutcome::Ok, NOW));
     store.record_activity(&batch).await.unwrap();
     let top = |login| {
         let store = store.clone();
@@ -147,8 +147,8 @@ pub async fn figures_past_their_retention_are_pruned(f: &Fixture) {
     let old = NOW - 9 * 86_400;
     store
         .record_activity(&[
-            note("g1", "alice", "t", ActivityOutcome::Ok, old),
-            note("g1", "alice", "t", ActivityOutcome::Ok, NOW),
+            note("g1", "alice", "t", CallOutcome::Ok, old),
+            note("g1", "alice", "t", CallOutcome::Ok, NOW),
         ])
         .await
         .unwrap();

@@ -8,14 +8,15 @@ use std::future::Future;
 pub use std::collections::HashSet;
 pub use std::sync::Arc;
 
+pub use aegis_gitea_mcp::outcome::CallOutcome;
 pub use aegis_gitea_mcp::store::cipher::TokenCipher;
 pub use aegis_gitea_mcp::store::{
-    ActivityNote, ActivityOutcome, AuthCodeRecord, ClientAuthorization, ClientRecord,
-    CodeRedemption, Confirmation, ConfirmationState, GiteaApp, GiteaTokens, GrantRecord, NewToken,
-    PageSession, PendingAuthorization, PendingSignIn, PendingTake, PruneCounts, RefreshOutcome,
-    Registration, SecretHash, Store, StoreError, StoreLimits, StoreLocation,
-    TokenEndpointAuthMethod, TokenKind, UNUSED_REGISTRATION_TTL, UNUSED_REGISTRATIONS_PER_NETWORK,
-    UpstreamKey, UpstreamLeg, hash_secret, open_store,
+    ActivityNote, AuthCodeRecord, ClientAuthorization, ClientRecord, CodeRedemption, Confirmation,
+    ConfirmationState, GiteaApp, GiteaTokens, GrantRecord, NewToken, PageSession,
+    PendingAuthorization, PendingSignIn, PendingTake, PruneCounts, RefreshOutcome, Registration,
+    SecretHash, Store, StoreError, StoreLimits, StoreLocation, TokenEndpointAuthMethod, TokenKind,
+    UNUSED_REGISTRATION_TTL, UNUSED_REGISTRATIONS_PER_NETWORK, UpstreamKey, UpstreamLeg,
+    hash_secret, open_store,
 };
 pub use secrecy::{ExposeSecret, SecretString};
 

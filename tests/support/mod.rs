@@ -97,6 +97,31 @@ impl Gateway {
     pub async fn client(&self) -> RunningService<RoleClient, ()> {
         self.client_with(Some(BEARER)).await
     }
+
+    /// One JSON-RPC request with the bearer at the MCP URL `path`, on the
+    /// 2025-11-25 wire, as plain HTTP: (status, body, body bytes).
+    pub async fn rpc(
+        &self,
+        path: &str,
+        method: &str,
+        params: Value,
+    ) -> (reqwest::StatusCode, Value, usize) {
+        let response = reqwest::Client::new()
+            .post(format!("{}{path}", self.url))
+            .bearer_auth(BEARER)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .json(
+                &serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}),
+            )
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        let bytes = response.bytes().await.unwrap();
+        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        (status, body, bytes.len())
+    }
 }
 
 /// Builds the gateway from `pairs` exactly as the CLI does and serves it on

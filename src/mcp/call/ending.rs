@@ -1,14 +1,47 @@
 //! How a call ended, and the one place that tells it: the trace span's
 //! outcome, the `aegis_tool_calls_total` label and the activity note are
-//! all written from an [`Ending`], once per call.
+//! all written from an [`Ending`], once per call, in one vocabulary
+//! ([`CallOutcome`]).
 
 use std::time::Duration;
 
 use crate::gitea::ErrorKind;
-use crate::metrics::CallOutcome;
-use crate::store::ActivityOutcome;
+use crate::mcp::admission::CallRefusal;
+use crate::outcome::CallOutcome;
 
 use super::{CallContext, CallServices};
+
+/// Why a call was refused, as its audit entry, its span's `error.type` and
+/// its refusal say it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefusalKind {
+    /// The URL's surface does not list the tool.
+    UnknownTool,
+    /// The call writes and the grant only reads.
+    InsufficientScope,
+    /// Refused with a tool error of this kind: the arguments, the target,
+    /// the person's confirmation, the audit log.
+    Error(ErrorKind),
+}
+
+impl RefusalKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::UnknownTool => "unknown_tool",
+            Self::InsufficientScope => "insufficient_scope",
+            Self::Error(kind) => kind.as_str(),
+        }
+    }
+
+    /// The kind of an admission's refusal.
+    pub fn of(refusal: &CallRefusal) -> Self {
+        match refusal {
+            CallRefusal::UnknownTool => Self::UnknownTool,
+            CallRefusal::ReadOnlyGrant => Self::InsufficientScope,
+            CallRefusal::Error(err) => Self::Error(err.kind),
+        }
+    }
+}
 
 /// How a call ended, in the vocabulary of spans, metrics and activity.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,8 +49,8 @@ pub(super) enum Ending {
     /// Nothing was sent to Gitea: the tool is unknown or not exposed, the
     /// arguments do not fit, the grant only reads, the person denied or
     /// the approval expired, or the write-ahead entry could not be
-    /// written. `kind` names why, when a fixed name says it.
-    Refused { kind: Option<&'static str> },
+    /// written. `kind` names why.
+    Refused { kind: RefusalKind },
     /// Nothing was sent to Gitea yet: the call waits for its person.
     Waiting,
     /// The call ran: Gitea answered (`status`), or the request failed
@@ -30,28 +63,9 @@ pub(super) enum Ending {
 }
 
 impl Ending {
-    /// The span's `aegis.outcome`.
-    pub(super) fn span_outcome(&self) -> &'static str {
-        match self {
-            Self::Refused { .. } => "refused",
-            Self::Waiting => "waiting",
-            Self::Ran { error: Some(_), .. } => "error",
-            Self::Ran { error: None, .. } => "ok",
-        }
-    }
-
-    /// The error kind the span is marked failed with.
-    fn error_kind(&self) -> Option<&'static str> {
-        match self {
-            Self::Refused { kind } => *kind,
-            Self::Waiting => None,
-            Self::Ran { error, .. } => error.map(ErrorKind::as_str),
-        }
-    }
-
-    /// The metric's `outcome`: `refused` for every call that never reached
+    /// How the call ended: `refused` for every call that never reached
     /// Gitea, waiting included; `ok` or `error` for one that did.
-    pub(super) fn call_outcome(&self) -> CallOutcome {
+    pub(super) fn outcome(&self) -> CallOutcome {
         match self {
             Self::Refused { .. } | Self::Waiting => CallOutcome::Refused,
             Self::Ran { error: Some(_), .. } => CallOutcome::Error,
@@ -59,11 +73,13 @@ impl Ending {
         }
     }
 
-    fn activity(&self) -> ActivityOutcome {
-        match self.call_outcome() {
-            CallOutcome::Ok => ActivityOutcome::Ok,
-            CallOutcome::Error => ActivityOutcome::Error,
-            CallOutcome::Refused => ActivityOutcome::Refused,
+    /// The error kind the span is marked failed with (a call waiting for
+    /// its person has failed at nothing).
+    fn error_kind(&self) -> Option<&'static str> {
+        match self {
+            Self::Refused { kind } => Some(kind.as_str()),
+            Self::Waiting => None,
+            Self::Ran { error, .. } => error.map(ErrorKind::as_str),
         }
     }
 }
@@ -71,13 +87,14 @@ impl Ending {
 /// Tells how the call of `context` ended: its span, its metric and, for an
 /// OAuth connection, its activity note.
 pub(super) fn close(service: &CallServices, context: &CallContext<'_>, ending: &Ending) {
-    crate::telemetry::spans::outcome(context.span, ending.span_outcome(), ending.error_kind());
+    let outcome = ending.outcome();
+    crate::telemetry::spans::outcome(context.span, outcome, ending.error_kind());
     let (status, took) = match ending {
         Ending::Ran { status, took, .. } => (*status, *took),
         _ => (None, Duration::ZERO),
     };
     let metrics = service.metrics();
-    metrics.observe_tool_call(context.tool_label, ending.call_outcome(), status, took);
+    metrics.observe_tool_call(context.tool_label, outcome, status, took);
     // `aegis_gitea_up`: Gitea answered this call, or could not be reached.
     match ending {
         Ending::Ran {
@@ -94,7 +111,7 @@ pub(super) fn close(service: &CallServices, context: &CallContext<'_>, ending: &
         context.connection,
         context.identity.login.as_deref(),
     ) {
-        recorder.note(connection, login, context.tool_label, ending.activity());
+        recorder.note(connection, login, context.tool_label, outcome);
     }
 }
 
@@ -105,12 +122,12 @@ mod tests {
     #[test]
     fn a_call_that_never_reached_gitea_is_refused_whatever_stopped_it() {
         let refused = Ending::Refused {
-            kind: Some("unknown_tool"),
+            kind: RefusalKind::UnknownTool,
         };
-        assert_eq!(refused.call_outcome(), CallOutcome::Refused);
-        assert_eq!(Ending::Waiting.call_outcome(), CallOutcome::Refused);
-        assert_eq!(refused.span_outcome(), "refused");
-        assert_eq!(Ending::Waiting.span_outcome(), "waiting");
+        assert_eq!(refused.outcome(), CallOutcome::Refused);
+        assert_eq!(Ending::Waiting.outcome(), CallOutcome::Refused);
+        assert_eq!(refused.error_kind(), Some("unknown_tool"));
+        assert_eq!(Ending::Waiting.error_kind(), None);
     }
 
     #[test]
@@ -125,9 +142,25 @@ mod tests {
             status: Some(404),
             took: Duration::from_millis(3),
         };
-        assert_eq!(ok.call_outcome(), CallOutcome::Ok);
-        assert_eq!(failed.call_outcome(), CallOutcome::Error);
+        assert_eq!(ok.outcome(), CallOutcome::Ok);
+        assert_eq!(failed.outcome(), CallOutcome::Error);
         assert_eq!(failed.error_kind(), Some("not_found"));
-        assert_eq!(ok.activity(), ActivityOutcome::Ok);
+    }
+
+    #[test]
+    fn an_admission_refusal_is_named_by_its_kind() {
+        assert_eq!(
+            RefusalKind::of(&CallRefusal::ReadOnlyGrant).as_str(),
+            "insufficient_scope"
+        );
+        assert_eq!(
+            RefusalKind::of(&CallRefusal::UnknownTool).as_str(),
+            "unknown_tool"
+        );
+        let invalid = crate::gitea::ToolError::invalid_arguments("x");
+        assert_eq!(
+            RefusalKind::of(&CallRefusal::Error(invalid)).as_str(),
+            "invalid_arguments"
+        );
     }
 }

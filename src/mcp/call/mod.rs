@@ -2,15 +2,17 @@
 //! parsed request to its ending, for whichever adapter carries it (rmcp
 //! over Streamable HTTP or stdio, `super::rmcp_adapter`), in this order:
 //!
-//! 1. **admit** ([`Dispatcher::admit`]): the tool, the URL's surface, the
-//!    grant's scope, the arguments and what the call runs (its
-//!    [`Target`]); a refusal gets one `tool_call_refused` entry;
+//! 1. **admit** ([`Admission::admit`]): the tool, the URL's surface, the
+//!    arguments, what the call runs and the grant's scope, decided once
+//!    into an [`AdmittedCall`] that every step after reads; a refusal gets
+//!    one `tool_call_refused` entry;
 //! 2. **confirm**: a call that needs its person waits for them (the OAuth
 //!    page or in-call elicitation, `super::confirmation`; the admin token's
 //!    session elicitation, [`session`]);
 //! 3. **write ahead**: `tool_call_started` must be written before anything
 //!    goes to Gitea; a call whose entry cannot be written is refused;
-//! 4. **run** ([`Executor`]): the call goes to Gitea;
+//! 4. **run** ([`Executor`], the [`Runner`] in production): the call goes
+//!    to Gitea;
 //! 5. **finish**: `tool_call_finished`, then the result, even if that
 //!    entry fails (the call has run: a retry would repeat it).
 //!
@@ -25,21 +27,21 @@ mod tests;
 
 use std::future::Future;
 
-use rmcp::model::InputRequiredResult;
 use serde_json::{Map, Value};
 use tracing::Instrument;
 
-use super::call_events::{
-    audit_unavailable, finished_event, refusal_kind, refused_event, tool_call_event,
-};
-use super::confirmation::{GateOutcome, GatedCall, Retry};
-use super::dispatcher::{CallRefusal, Dispatcher, Target, ToolOutcome};
+use super::admission::{Admission, AdmittedCall, CallRefusal};
+use super::call_events::{audit_unavailable, finished_event, refused_event, tool_call_event};
+use super::confirmation::{GateOutcome, GatedCall, InCallQuestion, Retry};
+use super::runner::Runner;
+use super::tool_outcome::ToolOutcome;
 use crate::gitea::{ErrorKind, ToolError};
 use crate::identity::{Connection, Identity, IdentityMode};
 use crate::mcp::caller::Caller;
 use crate::metrics::UNKNOWN_TOOL;
 use crate::surface::Surface;
 use crate::telemetry::spans;
+pub use ending::RefusalKind;
 use ending::{Ending, close};
 pub use services::CallServices;
 pub use session::{AskSession, SessionAnswer};
@@ -80,7 +82,7 @@ pub enum CallEnding {
     /// A result's one text item, `is_error` or not.
     Result { text: String, is_error: bool },
     /// The person is asked inside the call (an input-required result).
-    Ask(Box<InputRequiredResult>),
+    Ask(Box<InCallQuestion>),
 }
 
 impl CallEnding {
@@ -92,51 +94,69 @@ impl CallEnding {
     }
 }
 
-/// What runs an admitted call against Gitea: the dispatcher, or a
-/// stand-in that records what reached it.
+/// What runs an admitted call: the [`Runner`], or a stand-in that
+/// records what reached it.
 pub trait Executor: Sync {
     fn execute<'a>(
         &'a self,
+        admission: &'a Admission,
         identity: &'a Identity,
         surface: &'a Surface,
-        target: Target<'a>,
-        args: Map<String, Value>,
+        call: AdmittedCall<'a>,
     ) -> impl Future<Output = ToolOutcome> + Send + 'a;
 }
 
-impl Executor for Dispatcher {
+impl Executor for Runner {
     fn execute<'a>(
         &'a self,
+        admission: &'a Admission,
         identity: &'a Identity,
         surface: &'a Surface,
-        target: Target<'a>,
-        args: Map<String, Value>,
+        call: AdmittedCall<'a>,
     ) -> impl Future<Output = ToolOutcome> + Send + 'a {
-        self.run_admitted(identity, surface, target, args)
+        self.run(admission, identity, surface, call)
     }
 }
 
 /// The tool's name as metrics and spans may carry it: a name the catalog
 /// defines, else `unknown` (clients cannot add label values).
 pub fn tool_label<'a>(service: &CallServices, name: &'a str) -> &'a str {
-    if service.dispatcher().is_tool_name(name) {
+    if service.admission().is_tool_name(name) {
         name
     } else {
         UNKNOWN_TOOL
     }
 }
 
-/// A call refused before it reached [`run`] (over HTTP, the step-up
-/// challenge answers a write from a read-only grant before rmcp): the same
-/// entry and the same ending as `run` writes for that refusal.
-pub async fn refused_before_run(
+/// The step-up question, asked before the call reaches [`run`] (over HTTP,
+/// where the answer is the `insufficient_scope` challenge, before rmcp):
+/// whether a call of `name` with `args` from a grant that only reads would
+/// write. Such a call is refused here, with the same entry and the same
+/// ending [`run`] gives that refusal; `true` then. A grant that may write
+/// is never asked, and costs nothing here; a read-only grant's call is
+/// admitted here and again in [`run`] (admission is pure: both agree).
+pub async fn refused_for_scope(
     service: &CallServices,
     context: &CallContext<'_>,
     name: &str,
-    refusal: CallRefusal,
-) {
-    let (ending, _) = refuse(service, context, name, refusal).await;
+    args: Map<String, Value>,
+) -> bool {
+    let identity = context.identity;
+    if identity.access.may_write() {
+        return false;
+    }
+    let admitted = service.admission().admit(
+        context.surface,
+        (Caller::of(identity.mode), identity.access),
+        name,
+        args,
+    );
+    let Err(CallRefusal::ReadOnlyGrant) = admitted else {
+        return false;
+    };
+    let (ending, _) = refuse(service, context, name, CallRefusal::ReadOnlyGrant).await;
     close(service, context, &ending);
+    true
 }
 
 /// Runs the call `request` in `context`, from admission to its ending.
@@ -158,59 +178,16 @@ async fn steps(
     request: CallRequest<'_>,
 ) -> (Ending, CallEnding) {
     let CallRequest { name, args, retry } = request;
-    let identity = context.identity;
-    // Checked before anything is written: a refused call gets one small
-    // entry, whatever it carried.
-    let admission = spans::admit();
-    let admitted = admission.in_scope(|| {
-        service.dispatcher().admit(
-            context.surface,
-            (Caller::of(identity.mode), identity.access),
-            name,
-            &args,
-        )
-    });
-    spans::outcome(
-        &admission,
-        if admitted.is_ok() { "ok" } else { "refused" },
-        None,
-    );
-    let target = match admitted {
-        Ok(target) => target,
+    let call = match admit(service, context, name, args) {
+        Ok(call) => call,
         Err(refusal) => return refuse(service, context, name, refusal).await,
     };
-    let call = GatedCall {
-        tool: name,
-        args: &args,
-        target: &target,
-        surface: context.surface,
-        retry,
-    };
-    let confirming = spans::confirmation();
-    let confirmed = confirm(service, context, call)
-        .instrument(confirming.clone())
-        .await;
-    let confirmation_outcome = match &confirmed {
-        Ok(_) => "proceed",
-        Err(Stopped::Refused(..)) => "stopped",
-        Err(Stopped::Waiting(_) | Stopped::Ask(_)) => "waiting",
-    };
-    spans::outcome(&confirming, confirmation_outcome, None);
-    let confirmation = match confirmed {
+    let confirmation = match confirm_stage(service, context, &call, retry).await {
         Ok(confirmation) => confirmation,
-        Err(Stopped::Refused(error)) => {
-            // Every refusal leaves the call's own entry, whatever the gate
-            // wrote about the confirmation (the red team's F4, issue 53).
-            let kind = error.kind.as_str();
-            record_refusal(service, refused_event(identity, name, kind)).await;
-            let ending = Ending::Refused { kind: Some(kind) };
-            return (ending, CallEnding::error(&error.to_json()));
-        }
-        Err(Stopped::Waiting(json)) => return (Ending::Waiting, CallEnding::error(&json)),
-        Err(Stopped::Ask(ask)) => return (Ending::Waiting, CallEnding::Ask(ask)),
+        Err(stopped) => return stopped.end(service, context.identity, name).await,
     };
     // Write-ahead: durable before anything goes upstream.
-    let mut started = tool_call_event(service, identity, name, &args);
+    let mut started = tool_call_event(context.identity, &call);
     if let Some(confirmation) = &confirmation {
         // The approval this call spends.
         started = started.detail("confirmation", confirmation);
@@ -224,26 +201,18 @@ async fn steps(
         Ok(seq) => seq,
         Err(err) => {
             tracing::error!(error = %err, tool = %name, "tool call refused: the audit log is unavailable");
+            let kind = RefusalKind::Error(ErrorKind::AuditUnavailable);
             return (
-                Ending::Refused {
-                    kind: Some(ErrorKind::AuditUnavailable.as_str()),
-                },
+                Ending::Refused { kind },
                 CallEnding::error(&audit_unavailable().to_json()),
             );
         }
     };
     let began = std::time::Instant::now();
     let outcome = executor
-        .execute(identity, context.surface, target, args)
+        .execute(service.admission(), context.identity, context.surface, call)
         .await;
     let took = began.elapsed();
-    let ending = Ending::Ran {
-        error: outcome
-            .is_error()
-            .then(|| outcome.error_kind().unwrap_or(ErrorKind::InternalError)),
-        status: outcome.status(),
-        took,
-    };
     // Exactly one result entry. The call has run: its result is returned
     // even if this write fails.
     let finished = finished_event(started, started_seq, took, &outcome);
@@ -254,6 +223,69 @@ async fn steps(
     {
         tracing::error!(error = %err, seq = started_seq, "the tool_call_finished entry could not be written");
     }
+    ran(outcome, took)
+}
+
+/// The admission of a call, within its span: checked before anything is
+/// written, so a refused call gets one small entry, whatever it carried.
+fn admit<'a>(
+    service: &'a CallServices,
+    context: &CallContext<'_>,
+    name: &'a str,
+    args: Map<String, Value>,
+) -> Result<AdmittedCall<'a>, CallRefusal> {
+    let identity = context.identity;
+    let span = spans::admit();
+    let admitted = span.in_scope(|| {
+        service.admission().admit(
+            context.surface,
+            (Caller::of(identity.mode), identity.access),
+            name,
+            args,
+        )
+    });
+    let stage = match &admitted {
+        Ok(_) => spans::StageOutcome::Ok,
+        Err(_) => spans::StageOutcome::Refused,
+    };
+    spans::stage_outcome(&span, stage);
+    admitted
+}
+
+/// The confirmation of an admitted call, within its span.
+async fn confirm_stage(
+    service: &CallServices,
+    context: &CallContext<'_>,
+    call: &AdmittedCall<'_>,
+    retry: Option<Retry<'_>>,
+) -> Result<Option<String>, Stopped> {
+    let gated = GatedCall {
+        call,
+        surface: context.surface,
+        retry,
+    };
+    let span = spans::confirmation();
+    let confirmed = confirm(service, context, gated)
+        .instrument(span.clone())
+        .await;
+    let stage = match &confirmed {
+        Ok(_) => spans::StageOutcome::Ok,
+        Err(Stopped::Refused(..)) => spans::StageOutcome::Refused,
+        Err(Stopped::Waiting(_) | Stopped::Ask(_)) => spans::StageOutcome::Waiting,
+    };
+    spans::stage_outcome(&span, stage);
+    confirmed
+}
+
+/// How a call that ran ended, and its answer.
+fn ran(outcome: ToolOutcome, took: std::time::Duration) -> (Ending, CallEnding) {
+    let ending = Ending::Ran {
+        error: outcome
+            .is_error()
+            .then(|| outcome.error_kind().unwrap_or(ErrorKind::InternalError)),
+        status: outcome.status(),
+        took,
+    };
     let is_error = outcome.is_error();
     (
         ending,
@@ -277,17 +309,17 @@ async fn record_refusal(service: &CallServices, event: crate::audit::Event) {
     }
 }
 
-/// A call [`Dispatcher::admit`] refused: its entry and its answer.
+/// A call [`Admission::admit`] refused: its entry and its answer.
 async fn refuse(
     service: &CallServices,
     context: &CallContext<'_>,
     name: &str,
     refusal: CallRefusal,
 ) -> (Ending, CallEnding) {
-    let kind = refusal_kind(&refusal);
-    let ending = Ending::Refused { kind: Some(kind) };
+    let kind = RefusalKind::of(&refusal);
+    let ending = Ending::Refused { kind };
     let mut event = refused_event(context.identity, name, kind);
-    if let Some(rules) = service.dispatcher().hidden_by_policy(context.surface, name) {
+    if let Some(rules) = service.admission().hidden_by_policy(context.surface, name) {
         // Rule ids, never argument values.
         event = event.detail("policy_rules", rules.join(","));
     }
@@ -314,7 +346,32 @@ enum Stopped {
     /// says where.
     Waiting(Value),
     /// The person is asked in the call.
-    Ask(Box<InputRequiredResult>),
+    Ask(Box<InCallQuestion>),
+}
+
+impl Stopped {
+    /// The ending of a call that does not run yet, and its answer. Every
+    /// refusal leaves the call's own entry, whatever the gate wrote about
+    /// the confirmation (the red team's F4, issue 53).
+    async fn end(
+        self,
+        service: &CallServices,
+        identity: &Identity,
+        name: &str,
+    ) -> (Ending, CallEnding) {
+        match self {
+            Self::Refused(error) => {
+                let kind = RefusalKind::Error(error.kind);
+                record_refusal(service, refused_event(identity, name, kind)).await;
+                (
+                    Ending::Refused { kind },
+                    CallEnding::error(&error.to_json()),
+                )
+            }
+            Self::Waiting(json) => (Ending::Waiting, CallEnding::error(&json)),
+            Self::Ask(ask) => (Ending::Waiting, CallEnding::Ask(ask)),
+        }
+    }
 }
 
 /// Whether `call` may run now: with the approval it spends, if any; or,
@@ -327,16 +384,14 @@ async fn confirm(
 ) -> Result<Option<String>, Stopped> {
     let identity = context.identity;
     if identity.mode != IdentityMode::Oauth {
-        return session::confirm_admin_call(service, identity, context.session, &call)
+        return session::confirm_admin_call(service, identity, context.session, call.call)
             .await
             .map_err(Stopped::Refused);
     }
     let Some(gate) = service.confirmations() else {
         return Ok(None);
     };
-    let checked = gate
-        .check(identity, context.connection, call, service.dispatcher())
-        .await;
+    let checked = gate.check(identity, context.connection, call).await;
     let audit = service.audit();
     match checked {
         Ok(GateOutcome::Proceed {
@@ -363,7 +418,7 @@ async fn confirm(
                 .in_call_elicitation
                 .and_then(|(form, url)| gate.ask_mode(form, url));
             Err(match mode {
-                Some(mode) => Stopped::Ask(Box::new(gate.input_required(&waiting, mode))),
+                Some(mode) => Stopped::Ask(Box::new(gate.question(&waiting, mode))),
                 None => Stopped::Waiting(waiting.result),
             })
         }

@@ -1,5 +1,6 @@
 //! What a call runs with: everything one MCP tool call needs, and nothing
-//! else. The dispatcher (tools and their rules), the audit log (the
+//! else. The admission (tools and their rules), the runner (the Gitea
+//! client and the result rules), the audit log (the
 //! write-ahead entry and the result entry), the metrics, and the admin
 //! account (the identity of stdio and of the static bearer), and with
 //! OAuth the confirmation gate (`crate::mcp::confirmation`). The rmcp
@@ -11,14 +12,15 @@ use std::sync::Arc;
 use crate::audit::AuditLog;
 use crate::gitea::admin::AdminAccount;
 use crate::identity::{Identity, IdentityMode};
-use crate::mcp::Dispatcher;
 use crate::mcp::activity::ActivityRecorder;
 use crate::mcp::confirmation::{ConfirmationGate, ConfirmationRules};
+use crate::mcp::{Admission, Runner};
 use crate::metrics::Metrics;
 
 #[derive(Debug)]
 pub struct CallServices {
-    dispatcher: Dispatcher,
+    admission: Admission,
+    runner: Runner,
     audit: AuditLog,
     metrics: Arc<Metrics>,
     admin: Option<AdminAccount>,
@@ -32,13 +34,14 @@ pub struct CallServices {
 
 impl CallServices {
     pub fn new(
-        dispatcher: Dispatcher,
+        (admission, runner): (Admission, Runner),
         audit: AuditLog,
         metrics: Arc<Metrics>,
         admin: Option<AdminAccount>,
     ) -> Self {
         Self {
-            dispatcher,
+            admission,
+            runner,
             audit,
             metrics,
             admin,
@@ -78,8 +81,12 @@ impl CallServices {
         self.confirmations.as_ref()
     }
 
-    pub fn dispatcher(&self) -> &Dispatcher {
-        &self.dispatcher
+    pub fn admission(&self) -> &Admission {
+        &self.admission
+    }
+
+    pub fn runner(&self) -> &Runner {
+        &self.runner
     }
 
     pub fn audit(&self) -> &AuditLog {
@@ -99,6 +106,6 @@ impl CallServices {
     /// `GITEA_TOKEN` is configured.
     pub async fn admin_identity(&self, mode: IdentityMode) -> Option<Identity> {
         let admin = self.admin.as_ref()?;
-        Some(admin.identity(self.dispatcher.client(), mode).await)
+        Some(admin.identity(self.runner.client(), mode).await)
     }
 }

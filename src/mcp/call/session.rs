@@ -14,9 +14,8 @@ use super::services::CallServices;
 use crate::audit::{Event, EventKind};
 use crate::gitea::{ErrorKind, ToolError};
 use crate::identity::Identity;
-use crate::mcp::confirmation::{
-    GatedCall, elicitation_approves, elicitation_form, inner_arguments, summary, typed_name,
-};
+use crate::mcp::admission::AdmittedCall;
+use crate::mcp::confirmation::{elicitation_approves, elicitation_form, summary, typed_name};
 
 /// What the person answered a form elicitation.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,12 +45,11 @@ pub(super) async fn confirm_admin_call(
     service: &CallServices,
     identity: &Identity,
     session: Option<&dyn AskSession>,
-    call: &GatedCall<'_>,
+    call: &AdmittedCall<'_>,
 ) -> Result<Option<String>, ToolError> {
-    let (operation, raw_method) = (call.target.operation(), call.target.raw_method());
     if !service
         .confirmation_rules()
-        .is_some_and(|rules| rules.admin_needs(operation, raw_method))
+        .is_some_and(|rules| rules.admin_needs(call.effect()))
     {
         return Ok(None);
     }
@@ -61,18 +59,14 @@ pub(super) async fn confirm_admin_call(
             "This call needs a person's confirmation (CONFIRM_ADMIN), and this client cannot be asked: over stdio a client must support elicitation; over HTTP the admin token cannot be confirmed. Nothing was sent to Gitea.",
         ));
     };
-    let inner = inner_arguments(call.tool, call.args);
-    let route = service
-        .dispatcher()
-        .describe_call(call.tool, call.args)
-        .route;
-    let what = summary(operation, route.as_deref().unwrap_or_default(), inner);
+    let (operation, inner) = (call.operation(), call.operation_args());
+    let what = summary(operation, call.route(), inner);
     let typed = typed_name(operation, inner);
     let audit = service.audit();
     let event = |kind| {
         Event::new(kind)
             .identity(identity)
-            .tool(call.tool)
+            .tool(call.tool())
             .detail("confirmation", "elicitation")
     };
     audit

@@ -8,28 +8,21 @@
 
 use std::time::Duration;
 
-use rmcp::model::{
-    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest,
-    InputRequests, InputRequiredResult, InputResponses,
-};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::seal::SealedAsk;
 use super::{
-    APPROVAL_WINDOW, ConfirmationGate, DECISION_WINDOW, GateOutcome, GatedCall, Waiting,
-    elicitation_approves, elicitation_form, inner_arguments, typed_name,
+    APPROVAL_WINDOW, ConfirmationGate, DECISION_WINDOW, GateOutcome, Waiting, elicitation_approves,
+    elicitation_form, typed_name,
 };
 use crate::audit::{Event, EventKind};
-use crate::catalog::Operation;
 use crate::config::ConfirmElicitation;
 use crate::gitea::{ErrorKind, ToolError};
 use crate::identity::Connection;
 use crate::identity::Identity;
+use crate::mcp::admission::AdmittedCall;
 use crate::store::{Confirmation, ConfirmationState, StoreError};
-
-/// The key of our one input request, in `inputRequests` and
-/// `inputResponses`.
-pub const CONFIRM_INPUT: &str = "confirm";
 
 /// How the person is asked in the call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,11 +48,44 @@ pub fn ask_mode(preferred: ConfirmElicitation, form: bool, url: bool) -> Option<
 }
 
 /// A retry after an input-required result: the state it echoes and the
-/// client's answers.
-#[derive(Debug, Clone, Copy)]
+/// person's answer to our one question, if the client sent one back.
+#[derive(Debug, Clone)]
 pub struct Retry<'a> {
     pub state: &'a str,
-    pub responses: Option<&'a InputResponses>,
+    pub answer: Option<PersonAnswer>,
+}
+
+/// What the person answered our one question.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PersonAnswer {
+    /// They accepted (for a URL question: they are done on the page);
+    /// declined or cancelled otherwise.
+    pub accepted: bool,
+    /// The form's content.
+    pub content: Option<Value>,
+}
+
+/// A question for the person inside the call (an input-required result,
+/// as the adapter words it for its wire), and the sealed state its retry
+/// must echo.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InCallQuestion {
+    pub state: String,
+    pub question: Question,
+}
+
+/// How the person is asked.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Question {
+    /// A form: its message and its JSON Schema.
+    Form { message: String, schema: Value },
+    /// The confirmation page, opened by the client; `id` names the
+    /// confirmation (the elicitation's id).
+    Url {
+        message: String,
+        url: String,
+        id: String,
+    },
 }
 
 impl ConfirmationGate {
@@ -68,29 +94,21 @@ impl ConfirmationGate {
         ask_mode(self.rules.settings.elicitation, form, url)
     }
 
-    /// The input-required result that asks the person about `waiting`.
-    pub fn input_required(&self, waiting: &Waiting, mode: AskMode) -> InputRequiredResult {
-        let params = match mode {
+    /// The question that asks the person about `waiting` in the call.
+    pub fn question(&self, waiting: &Waiting, mode: AskMode) -> InCallQuestion {
+        let question = match mode {
             AskMode::Form => {
                 let (message, schema) =
                     elicitation_form(&waiting.summary, waiting.typed.as_deref());
-                // The form's schema is ours and always fits.
-                let requested_schema = serde_json::from_value(schema)
-                    .expect("the confirmation form is a valid schema");
-                ElicitRequestParams::FormElicitationParams {
-                    meta: None,
-                    message,
-                    requested_schema,
-                }
+                Question::Form { message, schema }
             }
-            AskMode::Url => ElicitRequestParams::UrlElicitationParams {
-                meta: None,
+            AskMode::Url => Question::Url {
                 message: format!(
                     "{}. Open this page to approve or deny the call.",
                     waiting.summary
                 ),
                 url: self.page_url(&waiting.id),
-                elicitation_id: waiting.id.clone(),
+                id: waiting.id.clone(),
             },
         };
         let ask = SealedAsk {
@@ -103,11 +121,7 @@ impl ConfirmationGate {
             &waiting.digest,
             Duration::from_secs(DECISION_WINDOW.unsigned_abs()),
         );
-        let requests = InputRequests::from([(
-            CONFIRM_INPUT.to_owned(),
-            InputRequest::Elicitation(ElicitRequest::new(params)),
-        )]);
-        InputRequiredResult::new(Some(requests), Some(state))
+        InCallQuestion { state, question }
     }
 
     /// The retry of a call that was asked in the call: its state must open
@@ -117,48 +131,31 @@ impl ConfirmationGate {
         &self,
         identity: &Identity,
         connection: &Connection,
-        call: &GatedCall<'_>,
-        operation: Option<&Operation>,
+        call: &AdmittedCall<'_>,
         digest: String,
         retry: &Retry<'_>,
     ) -> Result<GateOutcome, StoreError> {
         let Some(ask) = self.seal.open(retry.state, &connection.grant_id, &digest) else {
             return Ok(self.invalid());
         };
-        let login = identity.login.as_deref().unwrap_or_default();
-        let entry = |kind: EventKind, id: &str| {
-            Event::new(kind)
-                .identity(identity)
-                .tool(call.tool)
-                .detail("confirmation", id)
-                .detail("via", "elicitation")
-        };
-        let answer = retry
-            .responses
-            .and_then(|responses| responses.get(CONFIRM_INPUT))
-            .and_then(|value| serde_json::from_value::<ElicitResult>(value.clone()).ok());
-        let accepted = answer
-            .as_ref()
-            .is_some_and(|a| a.action == ElicitationAction::Accept);
-        let typed = typed_name(operation, inner_arguments(call.tool, call.args));
-        let approves = match ask.mode {
-            AskMode::Form => {
-                accepted
-                    && elicitation_approves(
-                        typed.as_deref(),
-                        answer.as_ref().and_then(|a| a.content.as_ref()),
-                    )
-            }
-            // The page decides; the client's accept only says the person
-            // is done there.
-            AskMode::Url => false,
-        };
+        let said = PersonSaid::read(
+            retry,
+            &ask,
+            typed_name(call.operation(), call.operation_args()),
+        );
         let now = self.clock.now();
-        let Some(mut stored) = self
+        let Some(stored) = self
             .stored(&ask.confirmation, &connection.grant_id, &digest)
             .await?
         else {
             return Ok(self.invalid());
+        };
+        let entry = |kind: EventKind, id: &str| {
+            Event::new(kind)
+                .identity(identity)
+                .tool(call.tool())
+                .detail("confirmation", id)
+                .detail("via", "elicitation")
         };
         if stored.expires_at <= now {
             self.store.delete_confirmation(&stored.id).await?;
@@ -170,57 +167,24 @@ impl ConfirmationGate {
                 event: Some(Box::new(entry(EventKind::ConfirmationExpired, &stored.id))),
             });
         }
-        if stored.state == ConfirmationState::Pending {
-            if answer.is_none() {
-                // No answer to our question (SEP-2322: a missing input
-                // response): ask again rather than take silence for a no.
-                return Ok(GateOutcome::Waiting(Box::new(Waiting {
-                    result: self.pending_result(&stored.id),
-                    summary: stored.summary,
-                    typed,
-                    grant_id: stored.grant_id,
-                    digest,
-                    id: stored.id,
-                    event: None,
-                })));
-            }
-            if ask.mode == AskMode::Url && accepted {
-                return Ok(GateOutcome::Undecided {
-                    result: self.pending_result(&stored.id),
-                });
-            }
-            let use_by = now + APPROVAL_WINDOW;
-            if self
-                .store
-                .decide_confirmation(&stored.id, login, approves, use_by, now)
-                .await?
-            {
-                if !approves {
-                    self.store.delete_confirmation(&stored.id).await?;
-                    return Ok(self.denied(Some(
-                        entry(EventKind::ConfirmationDenied, &stored.id).detail("by", login),
-                    )));
-                }
-                return self
-                    .spend(
-                        &stored.id,
-                        now,
-                        Some(
-                            entry(EventKind::ConfirmationApproved, &stored.id).detail("by", login),
-                        ),
-                    )
-                    .await;
-            }
-            // Decided in between (the page, or a racing retry): judge what
-            // it is now.
+        let stored = if stored.state == ConfirmationState::Pending {
+            let login = identity.login.as_deref().unwrap_or_default();
             match self
-                .stored(&ask.confirmation, &connection.grant_id, &digest)
+                .decide(
+                    stored,
+                    &said,
+                    (login, &entry),
+                    (&digest, &connection.grant_id),
+                    now,
+                )
                 .await?
             {
-                Some(now_stored) => stored = now_stored,
-                None => return Ok(self.invalid()),
+                Decided::Answer(outcome) => return Ok(outcome),
+                Decided::Now(stored) => stored,
             }
-        }
+        } else {
+            stored
+        };
         Ok(match stored.state {
             ConfirmationState::Approved => {
                 return self.spend(&stored.id, now, None).await;
@@ -231,6 +195,58 @@ impl ConfirmationGate {
             }
             // Spent already: a replay.
             ConfirmationState::Used | ConfirmationState::Pending => self.invalid(),
+        })
+    }
+
+    /// A pending confirmation decided by what the person said: the answer
+    /// of the call, or, decided in between (the page, or a racing retry),
+    /// the confirmation as it is now.
+    async fn decide(
+        &self,
+        stored: Confirmation,
+        said: &PersonSaid,
+        (login, entry): (&str, &EntryOf<'_>),
+        (digest, grant_id): (&str, &str),
+        now: i64,
+    ) -> Result<Decided, StoreError> {
+        if !said.answered {
+            // No answer to our question (SEP-2322: a missing input
+            // response): ask again rather than take silence for a no.
+            return Ok(Decided::Answer(GateOutcome::Waiting(Box::new(Waiting {
+                result: self.pending_result(&stored.id),
+                summary: stored.summary,
+                typed: said.typed.clone(),
+                grant_id: stored.grant_id,
+                digest: digest.to_owned(),
+                id: stored.id,
+                event: None,
+            }))));
+        }
+        if said.mode == AskMode::Url && said.accepted {
+            return Ok(Decided::Answer(GateOutcome::Undecided {
+                result: self.pending_result(&stored.id),
+            }));
+        }
+        let use_by = now + APPROVAL_WINDOW;
+        if self
+            .store
+            .decide_confirmation(&stored.id, login, said.approves, use_by, now)
+            .await?
+        {
+            let outcome = if said.approves {
+                let approved =
+                    entry(EventKind::ConfirmationApproved, &stored.id).detail("by", login);
+                self.spend(&stored.id, now, Some(approved)).await?
+            } else {
+                self.store.delete_confirmation(&stored.id).await?;
+                let denied = entry(EventKind::ConfirmationDenied, &stored.id).detail("by", login);
+                self.denied(Some(denied))
+            };
+            return Ok(Decided::Answer(outcome));
+        }
+        Ok(match self.stored(&stored.id, grant_id, digest).await? {
+            Some(now_stored) => Decided::Now(now_stored),
+            None => Decided::Answer(self.invalid()),
         })
     }
 
@@ -290,6 +306,55 @@ impl ConfirmationGate {
             event: None,
         }
     }
+}
+
+/// Builds a confirmation's audit entry of a kind, for a confirmation id.
+type EntryOf<'a> = dyn Fn(EventKind, &str) -> Event + Sync + 'a;
+
+/// What the person said in the retry of a call asked in the call.
+struct PersonSaid {
+    /// An answer to our question came back.
+    answered: bool,
+    /// They accepted (for a URL elicitation: they are done on the page).
+    accepted: bool,
+    /// The form approves: the exact name typed, or `approve: true`; a URL
+    /// elicitation never approves by itself (the page decides).
+    approves: bool,
+    mode: AskMode,
+    /// The name they had to type, if any.
+    typed: Option<String>,
+}
+
+impl PersonSaid {
+    fn read(retry: &Retry<'_>, ask: &SealedAsk, typed: Option<String>) -> Self {
+        let answer = retry.answer.as_ref();
+        let accepted = answer.is_some_and(|a| a.accepted);
+        let approves = match ask.mode {
+            AskMode::Form => {
+                accepted
+                    && elicitation_approves(
+                        typed.as_deref(),
+                        answer.and_then(|a| a.content.as_ref()),
+                    )
+            }
+            AskMode::Url => false,
+        };
+        Self {
+            answered: answer.is_some(),
+            accepted,
+            approves,
+            mode: ask.mode,
+            typed,
+        }
+    }
+}
+
+/// A pending confirmation after the person's answer.
+enum Decided {
+    /// The call's answer.
+    Answer(GateOutcome),
+    /// Decided in between: judge it as it is now.
+    Now(Confirmation),
 }
 
 #[cfg(test)]

@@ -1,30 +1,16 @@
 //! What a confirmation says about its call, as plain functions: the
-//! digest an approval is bound to, the sentence and
-//! the argument values the person is shown, and the elicitation form that
+//! sentence and the argument values the person is shown, and the elicitation form that
 //! asks them (with the name to type for the deletions that cannot be
 //! undone).
 
-use std::collections::BTreeMap;
-
 use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
 
 use crate::catalog::Operation;
-use crate::mcp::discover::CALL_WRITE_TOOL_NAME;
 
 /// The longest argument value the page shows (characters).
 const MAX_SHOWN_VALUE: usize = 500;
 /// Argument names whose values the page does not show.
 const HIDDEN_NAMES: [&str; 6] = ["password", "token", "secret", "key", "data", "content"];
-
-/// The arguments of the operation a call runs: the write call tool's
-/// inner `arguments`, else the call's own.
-pub fn inner_arguments<'a>(tool: &str, args: &'a Map<String, Value>) -> &'a Map<String, Value> {
-    match (tool, args.get("arguments")) {
-        (CALL_WRITE_TOOL_NAME, Some(Value::Object(inner))) => inner,
-        _ => args,
-    }
-}
 
 /// What the person must type to delete a repository, an organisation, a
 /// user or a team in an elicitation form (as GitHub asks for a
@@ -78,28 +64,6 @@ pub fn elicitation_approves(typed: Option<&str>, content: Option<&Value>) -> boo
         (Some(name), Some(content)) => content.get("name").and_then(Value::as_str) == Some(name),
         (None, Some(content)) => content.get("approve").and_then(Value::as_bool) == Some(true),
         _ => false,
-    }
-}
-
-/// SHA-256 hex of the tool name and its arguments in canonical form (keys
-/// sorted at every level): an approval holds for exactly this call.
-pub fn call_digest(tool: &str, args: &Map<String, Value>) -> String {
-    let canonical = json!({"tool": tool, "arguments": canonical(&Value::Object(args.clone()))});
-    Sha256::digest(canonical.to_string().as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-fn canonical(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => {
-            let sorted: BTreeMap<&String, Value> =
-                map.iter().map(|(k, v)| (k, canonical(v))).collect();
-            Value::Object(sorted.into_iter().map(|(k, v)| (k.clone(), v)).collect())
-        }
-        Value::Array(items) => Value::Array(items.iter().map(canonical).collect()),
-        other => other.clone(),
     }
 }
 

@@ -24,11 +24,11 @@ mod seal;
 use std::sync::Arc;
 
 use secrecy::SecretString;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use super::dispatcher::{Dispatcher, Target};
+use super::admission::AdmittedCall;
 use crate::audit::{Event, EventKind};
-use crate::catalog::Operation;
+use crate::catalog::{Effect, Operation};
 use crate::clock::Clock;
 use crate::config::{ConfirmMode, ConfirmSettings};
 use crate::gitea::{ErrorKind, ToolError};
@@ -38,13 +38,8 @@ use crate::random::random_value;
 use crate::store::{Confirmation, ConfirmationState, Store, StoreError};
 use crate::surface::Surface;
 
-#[cfg(test)]
-pub use answer::CONFIRM_INPUT;
-pub use answer::Retry;
-pub use call::{
-    call_digest, elicitation_approves, elicitation_form, inner_arguments, shown_arguments, summary,
-    typed_name,
-};
+pub use answer::{InCallQuestion, PersonAnswer, Question, Retry};
+pub use call::{elicitation_approves, elicitation_form, shown_arguments, summary, typed_name};
 pub use seal::StateSeal;
 
 /// How long a person has to decide.
@@ -63,14 +58,13 @@ impl ConfirmationRules {
         Self { settings }
     }
 
-    /// Whether a call of `tool` (running `operation`, or the raw tool with
-    /// `raw_method`) needs its person, with the policy's confirmations of
-    /// `surface`.
+    /// Whether a call of `tool` (running `operation`, doing `effect`)
+    /// needs its person, with the policy's confirmations of `surface`.
     pub fn needs(
         &self,
         tool: &str,
         operation: Option<&Operation>,
-        raw_method: Option<&str>,
+        effect: Effect,
         surface: &Surface,
     ) -> bool {
         // The tool called, and the operation it runs by each of its rule
@@ -88,33 +82,23 @@ impl ConfirmationRules {
         if named(&self.settings.never) {
             return false;
         }
-        by_mode(self.settings.mode, operation, raw_method)
+        asks_for(self.settings.mode, effect)
     }
 
     /// Whether a call of the admin token (stdio, the static bearer,
     /// loopback) needs its person: `CONFIRM_ADMIN` alone.
-    pub fn admin_needs(&self, operation: Option<&Operation>, raw_method: Option<&str>) -> bool {
-        by_mode(self.settings.admin, operation, raw_method)
+    pub fn admin_needs(&self, effect: Effect) -> bool {
+        asks_for(self.settings.admin, effect)
     }
 }
 
-/// What `mode` says of a call running `operation` (or the raw tool with
-/// `raw_method`).
-fn by_mode(mode: ConfirmMode, operation: Option<&Operation>, raw_method: Option<&str>) -> bool {
-    let writes = raw_method
-        .map(|m| !m.eq_ignore_ascii_case("GET") && !m.eq_ignore_ascii_case("HEAD"))
-        .or_else(|| operation.map(|op| !op.is_read_only()))
-        .unwrap_or(false);
-    // The raw tool has no operation to judge: any write of it counts
-    // as destructive (fail closed).
-    let destructive = raw_method.map_or_else(
-        || operation.is_some_and(Operation::is_destructive),
-        |_| writes,
-    );
+/// What `mode` says of a call doing `effect` (admission's, which counts
+/// every raw write as destructive).
+fn asks_for(mode: ConfirmMode, effect: Effect) -> bool {
     match mode {
         ConfirmMode::Off => false,
-        ConfirmMode::Destructive => destructive,
-        ConfirmMode::Writes => writes,
+        ConfirmMode::Destructive => effect == Effect::Destructive,
+        ConfirmMode::Writes => effect != Effect::Read,
     }
 }
 
@@ -187,12 +171,10 @@ impl std::fmt::Debug for ConfirmationGate {
     }
 }
 
-/// The arguments of the call the gate looks at.
+/// The call the gate looks at.
 pub struct GatedCall<'a> {
-    pub tool: &'a str,
-    pub args: &'a Map<String, Value>,
-    /// What the call runs, as admitted.
-    pub target: &'a Target<'a>,
+    /// The call, as admitted.
+    pub call: &'a AdmittedCall<'a>,
     pub surface: &'a Surface,
     /// The `requestState` and input responses of a retry after an
     /// input-required result.
@@ -226,26 +208,23 @@ impl ConfirmationGate {
         &self,
         identity: &Identity,
         connection: Option<&Connection>,
-        call: GatedCall<'_>,
-        dispatcher: &Dispatcher,
+        gated: GatedCall<'_>,
     ) -> Result<GateOutcome, StoreError> {
         let (IdentityMode::Oauth, Some(connection)) = (identity.mode, connection) else {
             return Ok(GateOutcome::proceed(None));
         };
-        // Judged from the arguments as they are: most calls need no one,
-        // and pay for nothing more than two lookups.
-        let (operation, raw_method) = (call.target.operation(), call.target.raw_method());
+        let call = gated.call;
+        // Judged from the admitted call: most calls need no one, and pay
+        // for nothing more than a few comparisons.
         if !self
             .rules
-            .needs(call.tool, operation, raw_method, call.surface)
+            .needs(call.tool(), call.operation(), call.effect(), gated.surface)
         {
             return Ok(GateOutcome::proceed(None));
         }
-        let digest = call_digest(call.tool, call.args);
-        if let Some(retry) = &call.retry {
-            return self
-                .answer(identity, connection, &call, operation, digest, retry)
-                .await;
+        let digest = call.digest().as_str().to_owned();
+        if let Some(retry) = &gated.retry {
+            return self.answer(identity, connection, call, digest, retry).await;
         }
         let now = self.clock.now();
         let open = self
@@ -253,9 +232,7 @@ impl ConfirmationGate {
             .open_confirmation(&connection.grant_id, &digest)
             .await?;
         let Some(open) = open else {
-            return self
-                .request(identity, connection, call, operation, dispatcher, digest)
-                .await;
+            return self.request(identity, connection, call, digest).await;
         };
         let expired = open.expires_at <= now;
         Ok(match (open.state, expired) {
@@ -264,13 +241,11 @@ impl ConfirmationGate {
                     GateOutcome::proceed(Some(open.id))
                 } else {
                     // Spent by a racing retry: this one is a new request.
-                    return self
-                        .request(identity, connection, call, operation, dispatcher, digest)
-                        .await;
+                    return self.request(identity, connection, call, digest).await;
                 }
             }
             (ConfirmationState::Pending, false) => GateOutcome::Waiting(Box::new(Waiting {
-                typed: typed_name(operation, inner_arguments(call.tool, call.args)),
+                typed: typed_name(call.operation(), call.operation_args()),
                 result: self.pending_result(&open.id),
                 summary: open.summary,
                 grant_id: open.grant_id,
@@ -298,15 +273,13 @@ impl ConfirmationGate {
                     event: Some(Box::new(
                         Event::new(EventKind::ConfirmationExpired)
                             .identity(identity)
-                            .tool(call.tool)
+                            .tool(call.tool())
                             .detail("confirmation", &open.id),
                     )),
                 }
             }
             (ConfirmationState::Used, false) => {
-                return self
-                    .request(identity, connection, call, operation, dispatcher, digest)
-                    .await;
+                return self.request(identity, connection, call, digest).await;
             }
         })
     }
@@ -316,26 +289,24 @@ impl ConfirmationGate {
         &self,
         identity: &Identity,
         connection: &Connection,
-        call: GatedCall<'_>,
-        operation: Option<&Operation>,
-        dispatcher: &Dispatcher,
+        call: &AdmittedCall<'_>,
         digest: String,
     ) -> Result<GateOutcome, StoreError> {
         let now = self.clock.now();
-        let description = dispatcher.describe_call(call.tool, call.args);
-        let route = description.route.clone().unwrap_or_default();
-        let inner = inner_arguments(call.tool, call.args);
+        let description = call.description();
+        let route = call.route().to_owned();
+        let (operation, inner) = (call.operation(), call.operation_args());
         let confirmation = Confirmation {
             id: random_value(),
             grant_id: connection.grant_id.clone(),
             login: identity.login.clone().unwrap_or_default(),
             client_id: connection.client_id.clone(),
-            tool: call.tool.to_owned(),
+            tool: call.tool().to_owned(),
             digest,
             summary: summary(operation, &route, inner),
             method: description.method.clone().unwrap_or_default(),
             route,
-            arguments: SecretString::from(shown_arguments(call.args)),
+            arguments: SecretString::from(shown_arguments(call.args())),
             state: ConfirmationState::Pending,
             created_at: now,
             expires_at: now + DECISION_WINDOW,
@@ -367,7 +338,7 @@ impl ConfirmationGate {
             event: Some(Box::new(
                 Event::new(EventKind::ConfirmationRequested)
                     .identity(identity)
-                    .tool(call.tool)
+                    .tool(call.tool())
                     .detail("confirmation", &confirmation.id)
                     .detail("client_id", &connection.client_id),
             )),

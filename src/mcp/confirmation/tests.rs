@@ -6,6 +6,7 @@ use crate::config::ConfirmElicitation;
 use crate::gitea::raw::RAW_TOOL_NAME;
 use crate::mcp::discover::CALL_WRITE_TOOL_NAME;
 use crate::surface::Narrowing;
+use serde_json::Map;
 
 fn rules(mode: ConfirmMode, always: &[&str], never: &[&str]) -> ConfirmationRules {
     let list = |l: &[&str]| l.iter().map(|s| (*s).to_owned()).collect();
@@ -32,14 +33,14 @@ fn by_default_destructive_calls_need_their_person() {
     let r = rules(ConfirmMode::Destructive, &[], &[]);
     let s = Surface::default();
     let delete = op(&catalog, "gitea_repo_delete_branch");
-    assert!(r.needs(&delete.tool_name, Some(delete), None, &s));
+    assert!(r.needs(&delete.tool_name, Some(delete), delete.effect, &s));
     let create = op(&catalog, "gitea_issue_create_issue");
-    assert!(!r.needs(&create.tool_name, Some(create), None, &s));
-    // The write call tool running a delete, and the raw tool writing.
-    assert!(r.needs(CALL_WRITE_TOOL_NAME, Some(delete), None, &s));
-    assert!(r.needs(RAW_TOOL_NAME, None, Some("DELETE"), &s));
-    assert!(r.needs(RAW_TOOL_NAME, None, Some("post"), &s));
-    assert!(!r.needs(RAW_TOOL_NAME, None, Some("GET"), &s));
+    assert!(!r.needs(&create.tool_name, Some(create), create.effect, &s));
+    // The write call tool running a delete, and the raw tool writing
+    // (admission counts every raw write as destructive).
+    assert!(r.needs(CALL_WRITE_TOOL_NAME, Some(delete), delete.effect, &s));
+    assert!(r.needs(RAW_TOOL_NAME, None, Effect::Destructive, &s));
+    assert!(!r.needs(RAW_TOOL_NAME, None, Effect::Read, &s));
 }
 
 #[test]
@@ -48,8 +49,8 @@ fn a_deprecated_operation_waits_when_its_twin_is_named() {
     let s = Surface::default();
     let old = op(&catalog, "gitea_issue_delete_comment_deprecated");
     let off = rules(ConfirmMode::Off, &["gitea_issue_delete_comment"], &[]);
-    assert!(off.needs(&old.tool_name, Some(old), None, &s));
-    assert!(off.needs(RAW_TOOL_NAME, Some(old), Some("DELETE"), &s));
+    assert!(off.needs(&old.tool_name, Some(old), old.effect, &s));
+    assert!(off.needs(RAW_TOOL_NAME, Some(old), Effect::Destructive, &s));
     let by_policy = Surface {
         narrowing: Some(std::sync::Arc::new(Narrowing {
             confirm_tools: ["gitea_issue_delete_comment".to_owned()].into(),
@@ -58,7 +59,7 @@ fn a_deprecated_operation_waits_when_its_twin_is_named() {
         ..Surface::default()
     };
     let none = rules(ConfirmMode::Off, &[], &[]);
-    assert!(none.needs(CALL_WRITE_TOOL_NAME, Some(old), None, &by_policy));
+    assert!(none.needs(CALL_WRITE_TOOL_NAME, Some(old), old.effect, &by_policy));
 }
 
 #[test]
@@ -68,11 +69,11 @@ fn writes_mode_asks_for_every_change_and_off_for_none() {
     let create = op(&catalog, "gitea_issue_create_issue");
     let read = op(&catalog, "gitea_issue_list_issues");
     let writes = rules(ConfirmMode::Writes, &[], &[]);
-    assert!(writes.needs(&create.tool_name, Some(create), None, &s));
-    assert!(!writes.needs(&read.tool_name, Some(read), None, &s));
+    assert!(writes.needs(&create.tool_name, Some(create), create.effect, &s));
+    assert!(!writes.needs(&read.tool_name, Some(read), read.effect, &s));
     let delete = op(&catalog, "gitea_repo_delete_branch");
     let off = rules(ConfirmMode::Off, &[], &[]);
-    assert!(!off.needs(&delete.tool_name, Some(delete), None, &s));
+    assert!(!off.needs(&delete.tool_name, Some(delete), delete.effect, &s));
 }
 
 #[test]
@@ -86,8 +87,8 @@ fn per_tool_settings_and_the_policy_add_and_remove() {
         &["gitea_repo_delete_branch"],
     );
     let plain = Surface::default();
-    assert!(r.needs(&create.tool_name, Some(create), None, &plain));
-    assert!(!r.needs(&delete.tool_name, Some(delete), None, &plain));
+    assert!(r.needs(&create.tool_name, Some(create), create.effect, &plain));
+    assert!(!r.needs(&delete.tool_name, Some(delete), delete.effect, &plain));
     // The policy's confirmations hold whatever the skip list says.
     let narrowed = Surface {
         narrowing: Some(Arc::new(Narrowing {
@@ -97,21 +98,8 @@ fn per_tool_settings_and_the_policy_add_and_remove() {
         })),
         ..Surface::default()
     };
-    assert!(r.needs(&delete.tool_name, Some(delete), None, &narrowed));
-    assert!(r.needs(CALL_WRITE_TOOL_NAME, Some(delete), None, &narrowed));
-}
-
-#[test]
-fn the_digest_binds_tool_and_arguments_whatever_their_order() {
-    let a = args(json!({"owner": "acme", "repo": "w", "branch": "x"}));
-    let b = args(json!({"branch": "x", "repo": "w", "owner": "acme"}));
-    assert_eq!(call_digest("t", &a), call_digest("t", &b));
-    assert_ne!(call_digest("t", &a), call_digest("u", &a));
-    let other = args(json!({"owner": "acme", "repo": "w", "branch": "y"}));
-    assert_ne!(call_digest("t", &a), call_digest("t", &other));
-    let nested = |x: i64| args(json!({"body": {"a": 1, "b": [x, {"c": 2, "d": 3}]}}));
-    assert_ne!(call_digest("t", &nested(1)), call_digest("t", &nested(2)));
-    assert_eq!(call_digest("t", &a).len(), 64);
+    assert!(r.needs(&delete.tool_name, Some(delete), delete.effect, &narrowed));
+    assert!(r.needs(CALL_WRITE_TOOL_NAME, Some(delete), delete.effect, &narrowed));
 }
 
 #[test]

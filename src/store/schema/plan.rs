@@ -190,24 +190,22 @@ pub fn plan(
     if unknown.is_empty() {
         return SchemaPlan::UpToDate { level: store };
     }
-    let record_of = |level: SchemaLevel| -> RecordedMigration {
-        recorded
-            .iter()
-            .find(|r| r.level == level)
-            .cloned()
-            // Not in the history: nothing says an older binary may serve,
-            // so it may not (fail closed).
-            .unwrap_or(RecordedMigration {
-                level,
-                description: String::new(),
-                compatibility: super::Compatibility::Contract {
-                    oldest_reader: level,
-                },
-                applied_by: None,
-                backup: None,
-            })
-    };
-    let unknown: Vec<RecordedMigration> = unknown.into_iter().map(record_of).collect();
+    plan_newer(&unknown, recorded, store, binary, binary_version)
+}
+
+/// A store ahead of the binary, at `unknown` levels it does not carry:
+/// served on when each of them lets it, refused otherwise.
+fn plan_newer(
+    unknown: &[SchemaLevel],
+    recorded: &[RecordedMigration],
+    store: SchemaLevel,
+    binary: SchemaLevel,
+    binary_version: &str,
+) -> SchemaPlan {
+    let unknown: Vec<RecordedMigration> = unknown
+        .iter()
+        .map(|level| record_of(recorded, *level))
+        .collect();
     let blocking: Vec<RecordedMigration> = unknown
         .iter()
         .filter(|m| m.description.is_empty() || m.compatibility.oldest_reader() > binary)
@@ -231,6 +229,26 @@ pub fn plan(
         backup: unknown.first().and_then(|m| m.backup.clone()),
         blocking,
     })
+}
+
+/// The history's record of migration `level`, or one that lets no older
+/// binary serve.
+fn record_of(recorded: &[RecordedMigration], level: SchemaLevel) -> RecordedMigration {
+    recorded
+        .iter()
+        .find(|r| r.level == level)
+        .cloned()
+        // Not in the history: nothing says an older binary may serve,
+        // so it may not (fail closed).
+        .unwrap_or(RecordedMigration {
+            level,
+            description: String::new(),
+            compatibility: super::Compatibility::Contract {
+                oldest_reader: level,
+            },
+            applied_by: None,
+            backup: None,
+        })
 }
 
 #[cfg(test)]

@@ -78,20 +78,18 @@ type Row = (
     &'static str,
 );
 
+/// Each row's plan, by a binary that knows migrations 1 to 10.
+fn assert_outcomes(rows: Vec<Row>) {
+    for (name, applied, recorded, mode, expected) in rows {
+        let plan = plan(&binary(10), &applied, &recorded, mode, "0.1.0 (this)");
+        assert_eq!(outcome(&plan), expected, "{name}");
+    }
+}
+
 #[test]
-fn each_store_a_binary_may_meet() {
+fn an_empty_store_is_created_unless_migrating_is_off() {
     use MigrateMode::{Auto, Never};
-    let dirty = {
-        let mut a = applied(1..=10);
-        a[9].succeeded = false;
-        a
-    };
-    let hole = {
-        let mut a = applied(1..=10);
-        a.remove(4);
-        a
-    };
-    let rows: Vec<Row> = vec![
+    assert_outcomes(vec![
         ("an empty store", vec![], vec![], Auto, "create 10"),
         (
             "an empty store, migrating off",
@@ -100,6 +98,13 @@ fn each_store_a_binary_may_meet() {
             Never,
             "refuse pending at 0",
         ),
+    ]);
+}
+
+#[test]
+fn a_store_at_its_level_is_up_to_date_whatever_the_rule() {
+    use MigrateMode::{Auto, Never};
+    assert_outcomes(vec![
         (
             "a store at its level",
             applied(1..=10),
@@ -114,6 +119,13 @@ fn each_store_a_binary_may_meet() {
             Never,
             "up to date at 10",
         ),
+    ]);
+}
+
+#[test]
+fn a_store_behind_is_migrated_unless_migrating_is_off() {
+    use MigrateMode::{Auto, Never};
+    assert_outcomes(vec![
         (
             "a store behind",
             applied(1..=8),
@@ -128,6 +140,13 @@ fn each_store_a_binary_may_meet() {
             Never,
             "refuse pending at 8",
         ),
+    ]);
+}
+
+#[test]
+fn a_newer_store_is_served_only_when_every_unknown_step_lets_this_binary() {
+    use MigrateMode::{Auto, Never};
+    assert_outcomes(vec![
         (
             "a newer store whose new steps expand",
             applied(1..=12),
@@ -159,19 +178,37 @@ fn each_store_a_binary_may_meet() {
             Auto,
             "refuse too new 11 blocked by [11]",
         ),
+    ]);
+}
+
+#[test]
+fn a_store_with_a_broken_history_is_refused() {
+    let dirty = {
+        let mut a = applied(1..=10);
+        a[9].succeeded = false;
+        a
+    };
+    let hole = {
+        let mut a = applied(1..=10);
+        a.remove(4);
+        a
+    };
+    assert_outcomes(vec![
         (
             "a migration that failed part-way",
             dirty,
             vec![],
-            Auto,
+            MigrateMode::Auto,
             "refuse dirty 10",
         ),
-        ("a store with a hole", hole, vec![], Auto, "refuse gap 5"),
-    ];
-    for (name, applied, recorded, mode, expected) in rows {
-        let plan = plan(&binary(10), &applied, &recorded, mode, "0.1.0 (this)");
-        assert_eq!(outcome(&plan), expected, "{name}");
-    }
+        (
+            "a store with a hole",
+            hole,
+            vec![],
+            MigrateMode::Auto,
+            "refuse gap 5",
+        ),
+    ]);
 }
 
 #[test]

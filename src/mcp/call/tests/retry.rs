@@ -3,10 +3,8 @@
 //! The stored confirmation is the page's too, so the page's decision and
 //! racing retries are here as well.
 
-use rmcp::model::InputResponses;
-
 use super::*;
-use crate::mcp::confirmation::{CONFIRM_INPUT, DECISION_WINDOW};
+use crate::mcp::confirmation::{DECISION_WINDOW, PersonAnswer};
 use crate::mcp::discover::CALL_WRITE_TOOL_NAME as WRITE;
 
 /// A connection whose client offers form elicitation in the call.
@@ -17,21 +15,20 @@ fn asked_in_forms(grant: &str) -> Who<'static> {
 /// The sealed state of an input-required ending.
 fn state_of(ending: &CallEnding) -> String {
     match ending {
-        CallEnding::Ask(ask) => ask.request_state.clone().expect("a sealed state"),
+        CallEnding::Ask(ask) => ask.state.clone(),
         other => panic!("the person was not asked: {other:?}"),
     }
 }
 
-/// The client's answer to our one question.
-fn answered(action: &str, content: Option<Value>) -> InputResponses {
-    let mut result = json!({ "action": action });
-    if let Some(content) = content {
-        result["content"] = content;
+/// The person's answer to our one question.
+fn answered(action: &str, content: Option<Value>) -> PersonAnswer {
+    PersonAnswer {
+        accepted: action == "accept",
+        content,
     }
-    InputResponses::from([(CONFIRM_INPUT.to_owned(), result)])
 }
 
-fn approved() -> InputResponses {
+fn approved() -> PersonAnswer {
     answered("accept", Some(json!({ "approve": true })))
 }
 
@@ -57,9 +54,10 @@ impl Harness {
         caller: &Who<'_>,
         args: Map<String, Value>,
         state: &str,
-        responses: Option<&InputResponses>,
+        answer: Option<&PersonAnswer>,
     ) -> CallEnding {
-        let retry = Retry { state, responses };
+        let answer = answer.cloned();
+        let retry = Retry { state, answer };
         self.call_retrying(caller, WRITE, args, Some(retry)).await
     }
 }

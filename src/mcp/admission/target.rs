@@ -7,8 +7,8 @@
 
 use serde_json::{Map, Value};
 
-use super::{Dispatcher, call_error};
-use crate::catalog::Operation;
+use super::Admission;
+use crate::catalog::{Effect, Operation};
 use crate::gitea::raw::{RAW_TOOL_NAME, RawRequest, RawRequestError, parse_raw_request};
 use crate::gitea::{ErrorKind, ToolError};
 use crate::mcp::caller::Caller;
@@ -33,9 +33,9 @@ pub enum Target<'d> {
     Search,
 }
 
-impl Target<'_> {
+impl<'d> Target<'d> {
     /// The operation the call runs, whichever tool runs it.
-    pub fn operation(&self) -> Option<&Operation> {
+    pub fn operation(&self) -> Option<&'d Operation> {
         match self {
             Self::Operation(op) | Self::Named(op) => Some(op),
             Self::Raw { reaches, .. } => *reaches,
@@ -43,16 +43,23 @@ impl Target<'_> {
         }
     }
 
-    /// The raw tool's method, for the rules that treat its writes apart.
-    pub fn raw_method(&self) -> Option<&str> {
+    /// What the call does to Gitea's state, worked out here alone: its
+    /// operation's effect; a search reads. The raw tool has no operation
+    /// to judge by: a GET or HEAD reads, and any other method counts as
+    /// destructive (fail closed), whatever route it reaches.
+    pub fn effect(&self) -> Effect {
         match self {
-            Self::Raw { request, .. } => Some(request.call.method.as_str()),
-            _ => None,
+            Self::Operation(op) | Self::Named(op) => op.effect,
+            Self::Raw { request, .. } => match request.call.method {
+                http::Method::GET | http::Method::HEAD => Effect::Read,
+                _ => Effect::Destructive,
+            },
+            Self::Search => Effect::Read,
         }
     }
 }
 
-impl Dispatcher {
+impl Admission {
     /// What a call of `name` (listed on `surface`) with `args` runs, or
     /// why it may not run here.
     pub(super) fn target(
@@ -131,7 +138,7 @@ impl Dispatcher {
         let settings = self.tools.exposure().settings();
         let request = match parse_raw_request(args, self.tools.raw_read_only(surface)) {
             Ok(request) => request,
-            Err(RawRequestError::Call(err)) => return Err(call_error(&err)),
+            Err(RawRequestError::Call(err)) => return Err(ToolError::from(&err)),
             Err(err) => return Err(ToolError::invalid_arguments(err.to_string())),
         };
         let (request, reaches) = self.resolve_raw(request);
@@ -170,7 +177,7 @@ impl Dispatcher {
 
     /// `request` with the operation its route reaches, the route it
     /// records (the template) and its virtual name's area.
-    pub(super) fn resolve_raw(&self, request: RawRequest) -> (RawRequest, Option<&Operation>) {
+    fn resolve_raw(&self, request: RawRequest) -> (RawRequest, Option<&Operation>) {
         let call = &request.call;
         let reaches = self
             .routes
