@@ -21,6 +21,7 @@
 //!
 //! Recall is a test ([`eval_tests`]) and a figure in `docs/benchmarks.md`.
 
+mod items;
 mod nearest;
 mod purposes;
 mod query;
@@ -96,6 +97,8 @@ struct Document {
     /// The route ends in a fixed segment: it acts on a whole collection
     /// ("remove all labels"), not one item of it.
     whole: bool,
+    /// The kinds of item its route takes by a parameter ([`items`]).
+    items: HashSet<String>,
     deprecated: bool,
 }
 
@@ -244,7 +247,7 @@ impl SearchIndex {
         score -= UNMATCHED_TOPIC_COST * unmatched_topics as f32;
         score += FIELD_PAIR_BONUS * named_fields(query, doc).min(MAX_FIELD_PAIRS) as f32;
         score += intent_bonus(query.intent, doc.intent);
-        score += scope_bonus(query.scope, doc.owner, query.names_someone);
+        score += scope_bonus(query, doc.owner);
         score += shape_bonus(query, doc);
         Some(score)
     }
@@ -291,7 +294,7 @@ impl SearchIndex {
                 doc.intent,
                 intent_bonus(read.intent, doc.intent),
                 doc.owner,
-                scope_bonus(read.scope, doc.owner, read.names_someone),
+                scope_bonus(&read, doc.owner),
                 shape_bonus(&read, doc),
                 doc.topic,
             ));
@@ -376,8 +379,14 @@ fn intent_bonus(asked: Option<Intent>, does: Intent) -> f32 {
     }
 }
 
-fn scope_bonus(asked: Option<Scope>, owner: RouteOwner, names_someone: bool) -> f32 {
-    match (asked, owner) {
+fn scope_bonus(query: &Query, owner: RouteOwner) -> f32 {
+    let names_someone = query.names_someone;
+    // A repository named (`acme/web`) with no owner word: its own
+    // resources, not its organization's.
+    if query.scope.is_none() && query.names_repository && owner == RouteOwner::Organization {
+        return -0.4;
+    }
+    match (query.scope, owner) {
         // A name in a query with no owner word is most often someone
         // else's login: their resource, not mine.
         (None, RouteOwner::AnotherUser) if names_someone => 0.3,
@@ -407,6 +416,7 @@ fn shape_bonus(query: &Query, doc: &Document) -> f32 {
     if query.numbered && doc.path_params >= 3 {
         bonus += 0.3;
     }
+    bonus += items::named_item_bonus(&query.named_items, &doc.items);
     if doc.intent == Intent::Remove && query.plural && doc.whole {
         bonus += 0.3;
     }
@@ -487,6 +497,7 @@ fn document(op: &Operation) -> Document {
         fixed_segments: fixed_segments.len(),
         collection: op.is_read_only() && last_fixed,
         whole: last_fixed,
+        items: items::kinds_taken(&op.route),
         deprecated: op.deprecated,
     }
 }

@@ -338,6 +338,44 @@ const PURPOSES: &[(&str, &str)] = &[
         "gitea_repo_create_key",
         "Add a deploy key (SSH) to a repository, read only or with write access",
     ),
+    // Site administration.
+    (
+        "gitea_admin_unadopted_list",
+        "Repositories present in the server's storage on disk that Gitea's database does not know (unadopted), which an administrator can adopt or delete",
+    ),
+    (
+        "gitea_admin_adopt_repository",
+        "Make a repository found on the server's disk but unknown to Gitea a Gitea repository again (adopt it)",
+    ),
+    (
+        "gitea_admin_rename_user",
+        "Change a user's username (rename the account), as a site administrator",
+    ),
+    (
+        "gitea_admin_cron_list",
+        "The server's scheduled maintenance tasks (cron jobs), with when each last ran and runs next",
+    ),
+    (
+        "gitea_admin_cron_run",
+        "Run one of the server's scheduled maintenance tasks (a cron job) now",
+    ),
+    (
+        "gitea_admin_search_emails",
+        "Find the user accounts an email address belongs to, across the whole site",
+    ),
+    // People.
+    (
+        "gitea_user_get_heatmap_data",
+        "A user's contributions per day (the activity heatmap, or contribution calendar, of their profile)",
+    ),
+    (
+        "gitea_org_list_user_orgs",
+        "The organizations a user belongs to (is a member of)",
+    ),
+    (
+        "gitea_repo_get_wiki_page_revisions",
+        "The edit history of a wiki page: each revision with who changed it and when",
+    ),
     // Hooks, notifications, misc.
     (
         "gitea_repo_create_hook",

@@ -36,8 +36,14 @@ pub(super) struct Query {
     pub(super) item_number: bool,
     /// The query holds a word the catalog does not have: a name.
     pub(super) names_someone: bool,
+    /// The query names a repository (`acme/web`): its resources, not its
+    /// owner's.
+    pub(super) names_repository: bool,
     /// How many refs (shas, versions, branches) the query names.
     pub(super) refs: usize,
+    /// The kinds of item the query names by number, as route segments
+    /// ("PR 12" → `pulls`: [`super::items`]).
+    pub(super) named_items: Vec<&'static str>,
 }
 
 /// Reads a query: content words with their synonyms, the values it
@@ -53,10 +59,16 @@ pub(super) fn read_query(text: &str, known: impl Fn(&str) -> bool) -> Query {
         in_context: false,
         words_seen: 0,
         made: false,
+        handed_over: false,
     };
     for (position, token) in tokens.iter().enumerate() {
         match token {
-            words::Token::Value(value) => read_value(&mut reading.query, *value),
+            words::Token::Value(value) => {
+                read_value(&mut reading.query, *value);
+                if *value == words::Value::Number {
+                    reading.name_item(position);
+                }
+            }
             words::Token::Word(word) => reading.word(position, word),
             words::Token::Hyphenated(_) => {}
         }
@@ -74,6 +86,9 @@ struct Reading<'t, K> {
     words_seen: usize,
     /// "make the org private": a change, not a creation ([`MADE_INTO`]).
     made: bool,
+    /// "hand … over": to a person (assign), or a repository to a new
+    /// owner (transfer), as `finish` tells.
+    handed_over: bool,
 }
 
 impl<'t, K: Fn(&str) -> bool> Reading<'t, K> {
@@ -81,6 +96,22 @@ impl<'t, K: Fn(&str) -> bool> Reading<'t, K> {
         match self.tokens.get(i) {
             Some(words::Token::Word(w)) => Some(w.as_str()),
             _ => None,
+        }
+    }
+
+    /// Whether `word` comes somewhere after `position`.
+    fn later(&self, position: usize, word: &str) -> bool {
+        (position + 1..self.tokens.len()).any(|i| self.word_at(i) == Some(word))
+    }
+
+    /// The kind of item the number at `position` names, if a word before
+    /// it says ("issue 7").
+    fn name_item(&mut self, position: usize) {
+        let words: Vec<Option<&str>> = (0..position).map(|i| self.word_at(i)).collect();
+        if let Some(kind) = super::items::kind_before(&words, position)
+            && !self.query.named_items.contains(&kind)
+        {
+            self.query.named_items.push(kind);
         }
     }
 
@@ -130,6 +161,7 @@ impl<'t, K: Fn(&str) -> bool> Reading<'t, K> {
     /// Words read together, or as the context; true when the word is read.
     fn phrase(&mut self, position: usize, lower: &str, first: bool) -> bool {
         let next = self.word_at(position + 1);
+        self.handed_over |= lower == "hand" && self.later(position, "over");
         let query = &mut self.query;
         // "across all repositories": every repository, which a search reads.
         if lower == "across" {
@@ -169,6 +201,12 @@ impl<'t, K: Fn(&str) -> bool> Reading<'t, K> {
                 push_once(query, "created", SYNONYM_WEIGHT);
                 push_once(query, "user", SYNONYM_WEIGHT);
             }
+            // "sign off on a PR": approve it in a review.
+            ("sign", Some("off")) => {
+                query.intent.get_or_insert(Intent::Create);
+                push_once(query, "review", SYNONYM_WEIGHT);
+                push_once(query, "approve", SYNONYM_WEIGHT);
+            }
             // "part of the org": a member of it.
             ("part", Some("of")) => push_once(query, "member", SYNONYM_WEIGHT),
             // "logged in as", "signed in": the signed-in user.
@@ -205,8 +243,9 @@ impl<'t, K: Fn(&str) -> bool> Reading<'t, K> {
         let Some(scope) = words::scope(lower) else {
             return false;
         };
-        // "show me" is not "mine".
-        let after_asking = position > 0
+        // "show me" is not "mine" ("show my" is).
+        let after_asking = lower == "me"
+            && position > 0
             && self
                 .word_at(position - 1)
                 .is_some_and(|p| matches!(p, "show" | "tell" | "give" | "get"));
@@ -258,7 +297,16 @@ impl<'t, K: Fn(&str) -> bool> Reading<'t, K> {
             self.made = true;
         }
         let next = self.word_at(position + 1);
+        // "commits that make up PR 12": a relative clause describes the
+        // thing asked for; its verb is not the request's.
+        let relative = position > 0
+            && self
+                .word_at(position - 1)
+                .is_some_and(|p| matches!(p, "that" | "which" | "who"));
         let query = &mut self.query;
+        if relative && words::verb(stemmed).is_some() {
+            return true;
+        }
         if let Some(intent) = words::verb(stemmed).filter(|_| !participle) {
             query.intent.get_or_insert(intent);
             return true;
@@ -297,7 +345,31 @@ impl<'t, K: Fn(&str) -> bool> Reading<'t, K> {
             query.scope = None;
             query.terms.retain(|forms| forms[0].0 != "current");
         }
+        // Two refs named ("v1.2 and v1.3", "main and develop") ask for
+        // what lies between them, unless the query makes something of
+        // them ("create branch feature/x from main").
+        // Of a pull request, two refs are its base and head branches
+        // ("a PR from dev into main").
+        if query.refs > 1 && matches!(query.intent, None | Some(Intent::Read)) {
+            if query.terms.iter().any(|forms| forms[0].0 == "pull") {
+                push_once(query, "base", SYNONYM_WEIGHT);
+                push_once(query, "head", SYNONYM_WEIGHT);
+            } else {
+                push_once(query, "compare", SYNONYM_WEIGHT);
+            }
+        }
+        // "hand acme/web over to the platform org": a repository to a new
+        // owner; an issue handed over is assigned.
+        let repository = query.names_repository || query.terms.iter().any(|f| f[0].0 == "repo");
+        if self.handed_over && repository && query.named_items.is_empty() {
+            query.intent = Some(Intent::Create);
+            push_once(query, "transfer", 1.0);
+        }
+        // "make a new private repo" creates; "make the repo private"
+        // changes one.
+        let new = query.terms.iter().any(|forms| forms[0].0 == "new");
         if self.made
+            && !new
             && query.intent == Some(Intent::Create)
             && query
                 .terms
@@ -360,17 +432,14 @@ fn read_value(query: &mut Query, value: words::Value) {
         words::Value::Version => &["tag", "release"],
         words::Value::Sha => &["commit", "sha"],
         words::Value::Branch => &["branch"],
-        words::Value::Number | words::Value::Name => &[],
+        words::Value::Email => &["email"],
+        words::Value::Number | words::Value::Name | words::Value::Repository => &[],
     };
-    // Two refs named ("v1.2 and v1.3", "main and develop") ask for what
-    // lies between them.
+    // Counted: two refs named ask for what lies between them (`finish`).
     if matches!(
         value,
         words::Value::Sha | words::Value::Version | words::Value::Branch
     ) {
-        if query.refs > 0 {
-            push_once(query, "compare", SYNONYM_WEIGHT);
-        }
         query.refs += 1;
     }
     if matches!(
@@ -381,6 +450,9 @@ fn read_value(query: &mut Query, value: words::Value) {
     }
     if value == words::Value::Number {
         query.item_number = true;
+    }
+    if value == words::Value::Repository {
+        query.names_repository = true;
     }
     let already = forms
         .first()
@@ -446,80 +518,5 @@ fn known_stem(word: &str, known: &impl Fn(&str) -> bool) -> (String, f32) {
 /// The shortest word of the catalog a longer query word is read as.
 const MIN_PREFIX: usize = 4;
 #[cfg(test)]
-mod tests {
-    use super::super::SearchIndex;
-    use super::*;
-    use crate::catalog::Catalog;
-
-    /// `text` read against the bundled catalog's words.
-    fn read(text: &str) -> Query {
-        let index = SearchIndex::new(Catalog::bundled().operations());
-        read_query(text, |word| index.frequency.contains_key(&words::key(word)))
-    }
-
-    fn has_term(query: &Query, key: &str) -> bool {
-        query
-            .terms
-            .iter()
-            .any(|forms| forms.iter().any(|(form, _)| form == key))
-    }
-
-    #[test]
-    fn a_past_participle_is_a_word_not_the_calls_verb() {
-        let query = read("what changed in the readme");
-        assert_eq!(query.intent, None);
-        assert!(has_term(&query, "commit"));
-    }
-
-    #[test]
-    fn two_refs_ask_for_what_lies_between_them() {
-        assert!(has_term(&read("diff v1.2 v1.3"), "compar"));
-        assert!(!has_term(&read("release v1.3"), "compar"));
-    }
-
-    #[test]
-    fn a_hyphenated_name_is_a_name_not_its_words() {
-        let query = read("archive the old-site repository");
-        assert_eq!(query.scope, None);
-        assert!(!has_term(&query, "site"));
-        assert!(has_term(
-            &read("list pre-release versions"),
-            &words::key("prerelease")
-        ));
-    }
-
-    #[test]
-    fn a_negated_word_reads_as_the_word_it_negates() {
-        assert!(has_term(
-            &read("unarchive a repository"),
-            &words::key("archive")
-        ));
-    }
-
-    #[test]
-    fn an_unknown_longer_word_reads_as_the_catalog_word_it_starts_with() {
-        assert!(has_term(&read("teammates of backend"), "team"));
-    }
-
-    #[test]
-    fn start_before_a_gerund_leaves_the_action_to_it() {
-        let query = read("start following bob");
-        assert_eq!(query.intent, Some(Intent::Create));
-        assert!(!has_term(&query, "start"));
-        assert_eq!(read("stop watching acme/app").intent, Some(Intent::Remove));
-    }
-
-    #[test]
-    fn make_into_an_adjective_is_a_change() {
-        assert_eq!(read("make the org private").intent, Some(Intent::Change));
-        assert_eq!(read("make a new label").intent, Some(Intent::Create));
-    }
-
-    #[test]
-    fn phrases_read_as_what_they_mean() {
-        assert!(has_term(&read("kick off the nightly build"), "dispatch"));
-        assert_eq!(read("who am i logged in as").scope, Some(Scope::Own));
-        assert!(has_term(&read("who can review"), &words::key("people")));
-        assert!(has_term(&read("open issues across all repos"), "search"));
-    }
-}
+#[path = "query_tests.rs"]
+mod tests;

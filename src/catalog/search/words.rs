@@ -72,6 +72,10 @@ const STOPWORDS: &[&str] = &[
     "via",
     "do",
     "does",
+    // "does", "has" and "was" as their stems are cut.
+    "doe",
+    "ha",
+    "wa",
     "did",
     "can",
     "how",
@@ -143,6 +147,7 @@ const VERBS: &[(&str, Intent)] = &[
     ("give", Intent::Create),
     ("report", Intent::Create),
     ("write", Intent::Create),
+    ("store", Intent::Create),
     ("turn", Intent::Change),
     ("enable", Intent::Change),
     ("disable", Intent::Change),
@@ -168,6 +173,8 @@ const ACTION_VERBS: &[(&str, Intent)] = &[
     ("log", Intent::Create),
     ("label", Intent::Create),
     ("kick", Intent::Remove),
+    ("stick", Intent::Create),
+    ("run", Intent::Create),
     ("download", Intent::Read),
     ("search", Intent::Read),
     ("upload", Intent::Create),
@@ -303,10 +310,14 @@ pub enum Value {
     Sha,
     /// `42`, `#42`: one item of a list.
     Number,
-    /// `main`, `master`, `develop`: a branch.
+    /// `main`, `master`, `develop`, `feature/login`: a branch.
     Branch,
-    /// `acme/app`, `DEPLOY_TOKEN`, `alice@example.com`: a name that says
-    /// nothing about the operation.
+    /// `acme/app`: a repository, by its owner and name.
+    Repository,
+    /// `alice@example.com`: an email address.
+    Email,
+    /// `DEPLOY_TOKEN`, `priority/high`: a name that says nothing about the
+    /// operation.
     Name,
 }
 
@@ -321,6 +332,11 @@ pub enum Token {
 
 /// Branch names common enough to read as "a branch".
 const BRANCH_NAMES: &[&str] = &["main", "master", "develop", "dev", "trunk", "staging"];
+/// The first part of the branch names that are written as paths
+/// (`feature/login`, `hotfix/1.2.1`).
+const BRANCH_PREFIXES: &[&str] = &[
+    "feature", "feat", "hotfix", "bugfix", "fix", "release", "topic",
+];
 
 /// The tokens of a query, in order: values recognised by their shape,
 /// everything else split into lower-case words.
@@ -381,13 +397,23 @@ fn value_of(token: &str) -> Option<Value> {
         && bare.chars().any(|c| c.is_ascii_alphabetic())
     {
         Some(Value::Sha)
+    } else if bare.contains('@') && !bare.starts_with('@') && !bare.contains('/') {
+        // Before paths: `ops@acme.io` ends in what looks like an extension.
+        Some(Value::Email)
     } else if has_extension(bare) && (bare.ends_with(".yml") || bare.ends_with(".yaml")) {
         Some(Value::Workflow)
     } else if has_extension(bare) {
         Some(Value::Path)
-    } else if bare.contains('/') {
-        // `src/lib.rs` above; `acme/app`, `priority/high`: names.
-        Some(Value::Name)
+    } else if let Some((first, rest)) = bare.split_once('/') {
+        // `src/lib.rs` above; `feature/login` a branch, `acme/app` a
+        // repository, deeper or scoped names (`priority/high::x`) names.
+        Some(if BRANCH_PREFIXES.contains(&first) {
+            Value::Branch
+        } else if !first.is_empty() && !rest.is_empty() && !rest.contains(['/', ':']) {
+            Value::Repository
+        } else {
+            Value::Name
+        })
     } else if bare.contains('@')
         || (token.contains('_')
             && token

@@ -57,7 +57,6 @@ fn canonical(value: &Value) -> Value {
 
 /// A call that may run: the tool called, what it runs, what that does to
 /// Gitea, its arguments, and what its audit entries say of it.
-#[derive(Debug)]
 pub struct AdmittedCall<'a> {
     tool: &'a str,
     target: Target<'a>,
@@ -67,6 +66,18 @@ pub struct AdmittedCall<'a> {
     /// Worked out when a confirmation rule first asks: most calls need
     /// no one, and pay nothing for it.
     digest: OnceLock<ArgsDigest>,
+}
+
+/// Names, never values: the arguments (and the raw tool's request) may
+/// hold secrets.
+impl std::fmt::Debug for AdmittedCall<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AdmittedCall")
+            .field("tool", &self.tool)
+            .field("effect", &self.effect)
+            .field("description", &self.description)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<'a> AdmittedCall<'a> {

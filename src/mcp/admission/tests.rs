@@ -360,3 +360,17 @@ fn an_admitted_call_s_digest_is_that_of_its_tool_and_arguments() {
         &ArgsDigest::of("gitea_repo_delete_branch", &args(branch))
     );
 }
+
+#[test]
+fn an_admitted_call_shows_argument_names_never_values() {
+    let a = admission(&[]);
+    let all = surface(&a, "/mcp/all");
+    let caller = (Caller::of(IdentityMode::Oauth), WRITE);
+    let secret = json!({"owner": "acme", "repo": "widgets", "body": {"title": "planted-7f3a"}});
+    let call = a
+        .admit(&all, caller, "gitea_issue_create_issue", args(secret))
+        .unwrap();
+    let shown = format!("{call:?}");
+    assert!(shown.contains("gitea_issue_create_issue"), "{shown}");
+    assert!(!shown.contains("planted-7f3a"), "{shown}");
+}
