@@ -193,7 +193,7 @@ impl<'t, K: Fn(&str) -> bool> Reading<'t, K> {
                 push_once(query, "protection", SYNONYM_WEIGHT);
             }
             // "spin up", "set up", "stand up" a thing: create it.
-            ("spin" | "stand", Some("up")) => {
+            ("spin" | "stand" | "set", Some("up")) => {
                 query.intent.get_or_insert(Intent::Create);
             }
             // "when did alice sign up": her account's creation.
@@ -240,6 +240,15 @@ impl<'t, K: Fn(&str) -> bool> Reading<'t, K> {
 
     /// "my", "org", "admin": whose resource; true when the word is read.
     fn owner_word(&mut self, position: usize, lower: &str) -> bool {
+        // "my own copy": "own" only repeats whose.
+        if lower == "own"
+            && position > 0
+            && self
+                .word_at(position - 1)
+                .is_some_and(|p| matches!(p, "my" | "our" | "your" | "their"))
+        {
+            return true;
+        }
         let Some(scope) = words::scope(lower) else {
             return false;
         };
@@ -273,6 +282,10 @@ impl<'t, K: Fn(&str) -> bool> Reading<'t, K> {
                 "a" | "an" | "one" | "the" | "single" | "specific" | "detail" | "details" | "info"
             ) {
                 self.query.singular = true;
+            }
+            // "every label", "all labels": the whole collection.
+            if matches!(lower, "every" | "all") {
+                self.query.plural = true;
             }
             return true;
         }

@@ -125,3 +125,24 @@ fn handing_a_thing_over_transfers_it_and_signing_off_approves() {
     assert!(!has_term(&read("hand issue 40 over to bob"), "transfer"));
     assert!(has_term(&read("sign off on #23"), &words::key("approve")));
 }
+
+#[test]
+fn my_own_is_whose_and_every_is_all_of_them() {
+    let own = read("make my own copy of acme/web");
+    assert_eq!(own.scope, Some(Scope::Own));
+    assert!(!has_term(&own, "own"));
+    assert!(read("strip every label off issue 12").plural);
+}
+
+#[test]
+fn setting_up_and_cutting_create() {
+    assert_eq!(
+        read("set up a milestone due friday").intent,
+        Some(Intent::Create)
+    );
+    assert_eq!(
+        read("cut hotfix/1.2.1 from v1.2.0").intent,
+        Some(Intent::Create)
+    );
+    assert_eq!(read("recolor label 5 to red").intent, Some(Intent::Change));
+}

@@ -57,6 +57,8 @@ const SYNONYMS: &[(&str, &[&str])] = &[
     ("changelog", &["release"]),
     ("approve", &["review"]),
     ("lgtm", &["review", "approve"]),
+    ("recolor", &["color", "edit"]),
+    ("sample", &["test"]),
     ("reply", &["reply", "comment"]),
     ("respond", &["reply", "comment"]),
     ("answer", &["reply", "comment"]),

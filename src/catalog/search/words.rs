@@ -174,6 +174,8 @@ const ACTION_VERBS: &[(&str, Intent)] = &[
     ("label", Intent::Create),
     ("kick", Intent::Remove),
     ("stick", Intent::Create),
+    ("cut", Intent::Create),
+    ("recolor", Intent::Change),
     ("run", Intent::Create),
     ("download", Intent::Read),
     ("search", Intent::Read),
