@@ -83,12 +83,12 @@ impl std::fmt::Debug for AdmittedCall<'_> {
 impl<'a> AdmittedCall<'a> {
     pub(super) fn new(
         tool: &'a str,
-        target: Target<'a>,
+        (target, effect): (Target<'a>, Effect),
         args: Map<String, Value>,
         description: CallDescription,
     ) -> Self {
         Self {
-            effect: target.effect(),
+            effect,
             tool,
             target,
             args,

@@ -25,7 +25,7 @@ use super::discover::{CALL_READ_TOOL_NAME, CALL_WRITE_TOOL_NAME, SEARCH_TOOL_NAM
 use super::exposure::Exposure;
 use super::tool_lists::ToolLists;
 use super::validation::ArgumentValidator;
-use crate::catalog::{Catalog, InputSchema};
+use crate::catalog::{Catalog, Effect, InputSchema};
 use crate::gitea::ToolError;
 use crate::gitea::raw::RAW_TOOL_NAME;
 use crate::gitea::routes::RouteIndex;
@@ -202,14 +202,15 @@ impl Admission {
         let target = self
             .target(surface, caller, tool, &args)
             .map_err(CallRefusal::Error)?;
-        let description = self.describe(tool, &target, &args);
-        let call = AdmittedCall::new(tool, target, args, description);
         // The write-scope rule, decided here alone, from what the call
-        // runs: a write from a grant that only reads.
-        if call.writes() && !access.may_write() {
+        // runs: a write from a grant that only reads. Before the call is
+        // described: a refused call's entry records no description.
+        let effect = target.effect();
+        if effect != Effect::Read && !access.may_write() {
             return Err(CallRefusal::ReadOnlyGrant);
         }
-        Ok(call)
+        let description = self.describe(tool, &target, &args);
+        Ok(AdmittedCall::new(tool, (target, effect), args, description))
     }
 
     /// What the audit entry records of a call of `tool` running `target`:
