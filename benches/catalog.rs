@@ -2,10 +2,14 @@
 //! it runs at every start (and on `GITEA_OPENAPI=live` reloads), so it bounds
 //! startup time.
 //!
+//! And what searching it costs: the index is built at the first search,
+//! and each `gitea_search_operations` call ranks the whole catalog.
+//!
 //! `cargo bench --bench catalog`
 
 use std::hint::black_box;
 
+use aegis_gitea_mcp::catalog::search::SearchIndex;
 use aegis_gitea_mcp::catalog::{BUNDLED_OPENAPI, Catalog};
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::Value;
@@ -26,5 +30,16 @@ fn catalog_build(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, catalog_build);
+fn catalog_search(c: &mut Criterion) {
+    let catalog = Catalog::bundled();
+    c.bench_function("catalog/search_index_build", |b| {
+        b.iter(|| SearchIndex::new(black_box(catalog.operations())))
+    });
+    let index = catalog.search_index();
+    c.bench_function("catalog/search_one_query", |b| {
+        b.iter(|| index.search(black_box("revoke my old api token"), |_| true, 5))
+    });
+}
+
+criterion_group!(benches, catalog_build, catalog_search);
 criterion_main!(benches);

@@ -263,6 +263,8 @@ mod tests {
             include_str!("../../tests/fixtures/search_eval/held_out.json"),
             include_str!("../../tests/fixtures/search_eval/fresh.json"),
             include_str!("../../tests/fixtures/search_eval/fourth.json"),
+            include_str!("../../tests/fixtures/search_eval/fifth.json"),
+            include_str!("../../tests/fixtures/search_eval/sixth.json"),
         ] {
             let set: Value = serde_json::from_str(set).unwrap();
             for intent in set["intents"].as_array().unwrap() {

@@ -9,30 +9,64 @@ use serde::Deserialize;
 use super::SearchIndex;
 use crate::catalog::Catalog;
 
-const EVALUATION_SET: &str = include_str!("../../../tests/fixtures/search_eval/intents.json");
-/// Written after the first ranking by someone who had not seen it. Its
-/// misses showed what the first ranking lacked (values in queries:
-/// `acme/app`, `v1.4.2`, `src/lib.rs`), so it has shaped the ranking since.
-const HELD_OUT_SET: &str = include_str!("../../../tests/fixtures/search_eval/held_out.json");
-/// Written last, by someone who had seen neither the ranking nor the other
-/// sets, and read only to measure.
-const FRESH_SET: &str = include_str!("../../../tests/fixtures/search_eval/fresh.json");
-/// Written after the ranking learned word forms, answer fields, purposes
-/// and near words (issue 56), by someone who had seen neither the ranking
-/// nor the other sets, in verbs and nouns Gitea's summaries do not use;
-/// read only to measure.
-const FOURTH_SET: &str = include_str!("../../../tests/fixtures/search_eval/fourth.json");
+/// A set of searches, the floors its recall holds, and why it is kept.
+struct Set {
+    name: &'static str,
+    text: &'static str,
+    /// Recall@1 and recall@3 it holds: a little under what the ranking
+    /// measured when they were set (docs/benchmarks.md, "Finding an
+    /// operation"), so a change that loses recall fails.
+    floors: (f64, f64),
+}
 
-/// The floors these tests hold, per set: a little under what the ranking
-/// measured when they were set (docs/benchmarks.md, "Finding an operation"),
-/// so a change that loses recall fails. The first goals were 70 % first
-/// and 90 % in the top three; issue 56's, on a set written after its
-/// changes, 80 % and 92 % (the fourth set measures how far that is).
-const FLOORS: [(&str, f64, f64); 4] = [
-    ("evaluation", 0.77, 0.92),
-    ("held out", 0.83, 0.94),
-    ("fresh", 0.83, 0.95),
-    ("fourth", 0.63, 0.82),
+/// The first goals were 70 % first and 90 % in the top three; issue 56's,
+/// on a set written after its changes, 80 % and 92 %.
+const SETS: [Set; 6] = [
+    Set {
+        name: "evaluation",
+        text: include_str!("../../../tests/fixtures/search_eval/intents.json"),
+        floors: (0.82, 0.93),
+    },
+    // Written after the first ranking by someone who had not seen it. Its
+    // misses showed what the first ranking lacked (values in queries:
+    // `acme/app`, `v1.4.2`, `src/lib.rs`), so it has shaped the ranking
+    // since.
+    Set {
+        name: "held out",
+        text: include_str!("../../../tests/fixtures/search_eval/held_out.json"),
+        floors: (0.87, 0.94),
+    },
+    // Written by someone who had seen neither the ranking nor the other
+    // sets, and read only to measure.
+    Set {
+        name: "fresh",
+        text: include_str!("../../../tests/fixtures/search_eval/fresh.json"),
+        floors: (0.88, 0.97),
+    },
+    // Written after the ranking learned word forms, answer fields,
+    // purposes and near words, by someone who had seen neither the ranking
+    // nor the other sets; held out for two rounds, then a development set
+    // of issue 56's last round.
+    Set {
+        name: "fourth",
+        text: include_str!("../../../tests/fixtures/search_eval/fourth.json"),
+        floors: (0.77, 0.92),
+    },
+    // Written blind (the catalog and Gitea's OpenAPI document only) at the
+    // start of issue 56's last round, measured after it: only its figures
+    // were read while the ranking changed.
+    Set {
+        name: "fifth",
+        text: include_str!("../../../tests/fixtures/search_eval/fifth.json"),
+        floors: (0.78, 0.90),
+    },
+    // Written blind (the catalog and Gitea's OpenAPI document only) after
+    // issue 56's last round, and measured once.
+    Set {
+        name: "sixth",
+        text: include_str!("../../../tests/fixtures/search_eval/sixth.json"),
+        floors: (0.82, 0.93),
+    },
 ];
 
 #[derive(Deserialize)]
@@ -81,42 +115,54 @@ fn evaluate(catalog: &Catalog, index: &SearchIndex, set: &str) -> (f64, f64, Vec
     (f64::from(first) / n, f64::from(top3) / n, misses)
 }
 
-#[test]
-fn search_recall_on_the_evaluation_set_holds_its_floors() {
+/// Measures the set named `name`, prints its figures and misses, and
+/// fails when it falls under its floors.
+fn holds_its_floors(name: &str) {
+    let set = SETS.iter().find(|set| set.name == name).unwrap();
     let catalog = Catalog::bundled();
     let index = SearchIndex::new(catalog.operations());
-    let (at1, at3, misses) = evaluate(&catalog, &index, EVALUATION_SET);
+    let (at1, at3, misses) = evaluate(&catalog, &index, set.text);
     for miss in &misses {
-        println!("{miss}");
+        println!("{name} {miss}");
     }
     println!(
-        "recall@1 {:.1} %, recall@3 {:.1} %",
+        "{name}: recall@1 {:.1} %, recall@3 {:.1} %",
         at1 * 100.0,
         at3 * 100.0
     );
-    holds_floor("evaluation", at1, at3);
+    let (floor1, floor3) = set.floors;
+    assert!(at1 >= floor1, "{name}: recall@1 {at1:.3} < {floor1}");
+    assert!(at3 >= floor3, "{name}: recall@3 {at3:.3} < {floor3}");
 }
 
-fn holds_floor(set: &str, at1: f64, at3: f64) {
-    let (_, floor1, floor3) = FLOORS.iter().find(|(name, _, _)| *name == set).unwrap();
-    assert!(at1 >= *floor1, "{set}: recall@1 {at1:.3} < {floor1}");
-    assert!(at3 >= *floor3, "{set}: recall@3 {at3:.3} < {floor3}");
+#[test]
+fn search_recall_on_the_evaluation_set_holds_its_floors() {
+    holds_its_floors("evaluation");
 }
 
 #[test]
 fn search_recall_on_the_held_out_set_holds_its_floors() {
-    let catalog = Catalog::bundled();
-    let index = SearchIndex::new(catalog.operations());
-    let (at1, at3, misses) = evaluate(&catalog, &index, HELD_OUT_SET);
-    for miss in &misses {
-        println!("held out {miss}");
-    }
-    println!(
-        "held out: recall@1 {:.1} %, recall@3 {:.1} %",
-        at1 * 100.0,
-        at3 * 100.0
-    );
-    holds_floor("held out", at1, at3);
+    holds_its_floors("held out");
+}
+
+#[test]
+fn search_recall_on_the_fresh_set_holds_its_floors() {
+    holds_its_floors("fresh");
+}
+
+#[test]
+fn search_recall_on_the_fourth_set_holds_its_floors() {
+    holds_its_floors("fourth");
+}
+
+#[test]
+fn search_recall_on_the_fifth_set_holds_its_floors() {
+    holds_its_floors("fifth");
+}
+
+#[test]
+fn search_recall_on_the_sixth_set_holds_its_floors() {
+    holds_its_floors("sixth");
 }
 
 /// `SEARCH_EXPLAIN="query one|query two" cargo test --lib explain_searches
@@ -133,38 +179,6 @@ fn explain_searches() {
             println!("{line}");
         }
     }
-}
-
-#[test]
-fn search_recall_on_the_fresh_set_holds_its_floors() {
-    let catalog = Catalog::bundled();
-    let index = SearchIndex::new(catalog.operations());
-    let (at1, at3, misses) = evaluate(&catalog, &index, FRESH_SET);
-    for miss in &misses {
-        println!("fresh {miss}");
-    }
-    println!(
-        "fresh: recall@1 {:.1} %, recall@3 {:.1} %",
-        at1 * 100.0,
-        at3 * 100.0
-    );
-    holds_floor("fresh", at1, at3);
-}
-
-#[test]
-fn search_recall_on_the_fourth_set_holds_its_floors() {
-    let catalog = Catalog::bundled();
-    let index = SearchIndex::new(catalog.operations());
-    let (at1, at3, misses) = evaluate(&catalog, &index, FOURTH_SET);
-    for miss in &misses {
-        println!("fourth {miss}");
-    }
-    println!(
-        "fourth: recall@1 {:.1} %, recall@3 {:.1} %",
-        at1 * 100.0,
-        at3 * 100.0
-    );
-    holds_floor("fourth", at1, at3);
 }
 
 /// Recall on a set kept outside the repository, so that whoever tunes the

@@ -14,6 +14,8 @@ const NAMED_ITEM_BONUS: f32 = 0.8;
 const PULL_AS_ISSUE_BONUS: f32 = 0.4;
 /// The route takes items of other kinds only.
 const OTHER_ITEM_COST: f32 = 0.2;
+/// A person named, and the route takes a person.
+const PERSON_NAMED_BONUS: f32 = 0.3;
 
 /// Words between a kind and its number: "team (id 7)", "issue no. 5".
 const BETWEEN: &[&str] = &["id", "no", "nr", "number", "num"];
@@ -65,20 +67,36 @@ pub(super) fn kind_before(words: &[Option<&str>], position: usize) -> Option<&'s
 
 /// The kinds of item a route takes by a parameter: each fixed segment
 /// followed by one (`/repos/{owner}/{repo}/pulls/{index}/files` →
-/// `pulls`); the owner's segments are not items.
+/// `pulls`); the owner's segments are not items. A person taken as an item
+/// (`/teams/{id}/members/{username}`, `/collaborators/{collaborator}`) is
+/// the kind [`PEOPLE`].
 pub(super) fn kinds_taken(route: &str) -> HashSet<String> {
     let segments: Vec<&str> = route.split('/').filter(|s| !s.is_empty()).collect();
     segments
         .windows(2)
         .filter(|pair| !pair[0].starts_with('{') && pair[1].starts_with('{'))
-        .filter(|pair| {
-            !matches!(
-                pair[1],
-                "{owner}" | "{repo}" | "{username}" | "{org}" | "{user}"
-            )
+        .filter_map(|pair| match pair[1] {
+            "{owner}" | "{repo}" | "{org}" => None,
+            "{username}" | "{user}" | "{collaborator}" | "{assignee}" | "{target}" => {
+                (!matches!(pair[0], "users" | "user")).then(|| PEOPLE.to_owned())
+            }
+            _ => Some(pair[0].to_owned()),
         })
-        .map(|pair| pair[0].to_owned())
         .collect()
+}
+
+/// The kind of a person taken as an item of a route.
+const PEOPLE: &str = "people";
+
+/// A query naming someone ("add erin to the backend team", "let bob push"):
+/// an operation that takes a person as its item (a team's member, a
+/// collaborator) is preferred, as a number prefers its kind of item.
+pub(super) fn named_person_bonus(names_someone: bool, taken: &HashSet<String>) -> f32 {
+    if names_someone && taken.contains(PEOPLE) {
+        PERSON_NAMED_BONUS
+    } else {
+        0.0
+    }
 }
 
 /// What the items a query names by number say of an operation whose route
@@ -91,7 +109,7 @@ pub(super) fn named_item_bonus(named: &[&'static str], taken: &HashSet<String>) 
                 NAMED_ITEM_BONUS
             } else if *kind == "pulls" && taken.contains("issues") {
                 PULL_AS_ISSUE_BONUS
-            } else if !taken.is_empty() {
+            } else if taken.iter().any(|kind| kind != PEOPLE) {
                 -OTHER_ITEM_COST
             } else {
                 0.0
@@ -128,6 +146,11 @@ mod tests {
         let taken = kinds_taken("/repos/{owner}/{repo}/pulls/{index}/files");
         assert_eq!(taken, HashSet::from(["pulls".to_owned()]));
         assert!(kinds_taken("/repos/{owner}/{repo}/issues/pinned").is_empty());
+        assert!(kinds_taken("/users/{username}/followers").is_empty());
+        assert_eq!(
+            kinds_taken("/teams/{id}/members/{username}"),
+            HashSet::from(["teams".to_owned(), PEOPLE.to_owned()])
+        );
         assert_eq!(
             kinds_taken("/repos/{owner}/{repo}/commits/{sha}/pull"),
             HashSet::from(["commits".to_owned()])
@@ -145,5 +168,14 @@ mod tests {
         assert_eq!(named_item_bonus(&["pulls"], &list), 0.0);
         assert!(named_item_bonus(&["pulls"], &issue) > 0.0);
         assert!(named_item_bonus(&["pulls"], &issue) < named_item_bonus(&["pulls"], &pulls));
+    }
+
+    #[test]
+    fn a_person_named_prefers_the_operations_taking_a_person() {
+        let member = kinds_taken("/teams/{id}/members/{username}");
+        let team = kinds_taken("/teams/{id}");
+        assert!(named_person_bonus(true, &member) > 0.0);
+        assert_eq!(named_person_bonus(false, &member), 0.0);
+        assert_eq!(named_person_bonus(true, &team), 0.0);
     }
 }

@@ -6,14 +6,16 @@
 //!
 //! An operation's score is the sum, over the query's words, of the best
 //! match of the word or one of its forge synonyms in the operation's
-//! fields (name, route, summary, parameters, description, each with its
-//! weight), weighted by how rare the word is in the catalog (BM25's
+//! fields (name, route, summary, purpose, the requests people make for it,
+//! parameters, the answer's fields, description, each with its weight:
+//! [`document`]), weighted by how rare the word is in the catalog (BM25's
 //! inverse document frequency); then adjusted by three readings of the
 //! query as a whole:
 //!
 //! - **the verb** (list/get → GET; create/add → POST; edit/close → PATCH or
 //!   PUT; delete/remove → DELETE): a match is rewarded, a contradiction
-//!   penalised, and without a verb the read is preferred;
+//!   penalised, and without a verb the read is preferred; the operation
+//!   named with the query's own verb comes first among its kind;
 //! - **whose resource** ("my" → `/user/…`, "a user's" → `/users/…`, "org"
 //!   → `/orgs/…`, "admin"/"instance" → `/admin/…`; otherwise a repository's);
 //! - **the shape**: a plural asks for a list, and the common read of a
@@ -21,11 +23,14 @@
 //!
 //! Recall is a test ([`eval_tests`]) and a figure in `docs/benchmarks.md`.
 
+mod document;
 mod items;
+mod known;
 mod nearest;
 mod purposes;
 mod query;
 mod synonyms;
+mod tokens;
 mod words;
 
 pub use purposes::purpose;
@@ -35,6 +40,7 @@ mod eval_tests;
 
 use std::collections::{HashMap, HashSet};
 
+use document::{Document, RouteOwner, document};
 use query::{Query, read_query};
 use words::{Intent, Scope};
 
@@ -47,100 +53,88 @@ use super::Operation;
 const NAME_WEIGHT: f32 = 1.0;
 const ROUTE_WEIGHT: f32 = 0.9;
 const SUMMARY_WEIGHT: f32 = 0.8;
-const PURPOSE_WEIGHT: f32 = 0.8;
+const PURPOSE_WEIGHT: f32 = 0.7;
+const ASKED_WEIGHT: f32 = 0.4;
 const PARAM_WEIGHT: f32 = 0.4;
 const FIELD_WEIGHT: f32 = 0.3;
 const DESCRIPTION_WEIGHT: f32 = 0.2;
 const ALSO_FOUND: f32 = 0.05;
 /// What a topic word of the name that the query does not name costs.
 const UNMATCHED_TOPIC_COST: f32 = 0.6;
-/// Words of a name that say whose the resource is, or how it is reached:
-/// not its topic.
-const NOT_TOPIC: &[&str] = &[
-    "repo", "user", "current", "org", "admin", "all", "by", "gitea", "download",
-];
-
-/// The words of one operation, by field, and what its route and method say.
-#[derive(Debug)]
-struct Document {
-    name: HashSet<String>,
-    /// The name's words that say what the operation is about (not its
-    /// verb, nor whose it is): each one the query leaves unmatched costs
-    /// ([`UNMATCHED_TOPIC_COST`]), so the common read of a resource comes
-    /// before its sub-resources ("list branches" before "list branch
-    /// protections").
-    topic: HashSet<String>,
-    route: HashSet<String>,
-    summary: HashSet<String>,
-    /// What the operation is for, in a person's words, where Gitea's
-    /// summary says how it works ([`purposes`]).
-    purpose: HashSet<String>,
-    params: HashSet<String>,
-    /// The fields of its answer, or of the body it takes
-    /// ([`Operation::fields`]): "size" and "default branch" are fields of
-    /// the repository, "active" a field of a user's edit.
-    fields: HashSet<String>,
-    /// The pairs of words of one field's name (`hide_email`,
-    /// `default_branch`): a query naming both names the field
-    /// ([`FIELD_PAIR_BONUS`]).
-    field_pairs: Vec<(String, String)>,
-    description: HashSet<String>,
-    intent: Intent,
-    owner: RouteOwner,
-    /// Path parameters in the route: the deeper, the more specific.
-    path_params: usize,
-    /// Fixed segments of the route: the longer, the further from the
-    /// resource itself.
-    fixed_segments: usize,
-    /// A GET whose route ends in a fixed segment: a list (or a singleton).
-    collection: bool,
-    /// The route ends in a fixed segment: it acts on a whole collection
-    /// ("remove all labels"), not one item of it.
-    whole: bool,
-    /// The kinds of item its route takes by a parameter ([`items`]).
-    items: HashSet<String>,
-    deprecated: bool,
-}
-
-/// Whose resource a route is, by its first segment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum RouteOwner {
-    Repository,
-    Own,
-    AnotherUser,
-    Organization,
-    Site,
-    Other,
-}
+/// The query's verb is the one in the operation's name ("create a team":
+/// `org_create_team` before `repo_add_team`).
+const SAME_VERB_BONUS: f32 = 0.6;
 
 /// The index of one catalog's operations, in the catalog's order.
 #[derive(Debug)]
 pub struct SearchIndex {
     documents: Vec<Document>,
-    /// How many documents hold each word in a name, route or summary.
+    /// How many documents hold each word in a name, route, summary,
+    /// purpose or request.
     frequency: HashMap<String, usize>,
+    /// The words of the names, routes, summaries and purposes: what a
+    /// query's words are read against (a hyphenated name, a longer form).
+    /// The requests are not: their everyday words would make names words.
+    vocabulary: HashSet<String>,
+    /// Every word of every field, once: where a query's near forms are
+    /// looked up, once per query rather than once per operation.
+    all_words: Vec<String>,
 }
+
+/// The words of the index near each form of a query ([`near_forms`]).
+type NearWords<'i> = HashMap<&'i str, Vec<&'i str>>;
 
 impl SearchIndex {
     pub fn new(operations: &[Operation]) -> Self {
         let documents: Vec<Document> = operations.iter().map(document).collect();
         let mut frequency: HashMap<String, usize> = HashMap::new();
+        let mut vocabulary: HashSet<String> = HashSet::new();
         for doc in &documents {
-            let seen: HashSet<&String> = doc
+            let written: HashSet<&String> = doc
                 .name
                 .iter()
                 .chain(&doc.route)
                 .chain(&doc.summary)
                 .chain(&doc.purpose)
                 .collect();
-            for word in seen {
+            vocabulary.extend(written.iter().map(|word| (*word).clone()));
+            for word in written
+                .into_iter()
+                .chain(&doc.asked)
+                .collect::<HashSet<_>>()
+            {
                 *frequency.entry(word.clone()).or_default() += 1;
             }
         }
+        let mut all_words: Vec<String> = documents
+            .iter()
+            .flat_map(Document::words)
+            .cloned()
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        all_words.sort_unstable();
         Self {
             documents,
             frequency,
+            vocabulary,
+            all_words,
         }
+    }
+
+    /// For each form of `query`, the index's words near it.
+    fn near_words<'i>(&'i self, query: &'i Query) -> NearWords<'i> {
+        let mut near = NearWords::new();
+        for (form, _) in query.terms.iter().flatten() {
+            near.entry(form.as_str()).or_insert_with(|| {
+                self.all_words
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|word| near_forms(word, form))
+                    .collect()
+            });
+        }
+        near
     }
 
     /// BM25's inverse document frequency of `word` in this catalog.
@@ -169,19 +163,20 @@ impl SearchIndex {
     /// from) that `keep` keeps, best match first, at most `limit`. Equal
     /// scores keep the catalog's order.
     pub fn search(&self, query: &str, keep: impl Fn(usize) -> bool, limit: usize) -> Vec<usize> {
-        let query = read_query(query, |word| self.frequency.contains_key(&words::key(word)));
+        let query = read_query(query, |word| self.vocabulary.contains(&words::key(word)));
         if query.terms.is_empty() {
             return (0..self.documents.len())
                 .filter(|&i| keep(i))
                 .take(limit)
                 .collect();
         }
+        let near = self.near_words(&query);
         let mut scored: Vec<(f32, usize)> = self
             .documents
             .iter()
             .enumerate()
             .filter(|(i, _)| keep(*i))
-            .filter_map(|(i, doc)| self.score(&query, doc).map(|score| (score, i)))
+            .filter_map(|(i, doc)| self.score(&query, &near, doc).map(|score| (score, i)))
             .collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         scored.into_iter().take(limit).map(|(_, i)| i).collect()
@@ -196,11 +191,11 @@ impl SearchIndex {
         keep: impl Fn(usize) -> bool,
         limit: usize,
     ) -> Vec<usize> {
-        let mut vocabulary: Vec<&str> = self.frequency.keys().map(String::as_str).collect();
+        let mut vocabulary: Vec<&str> = self.vocabulary.iter().map(String::as_str).collect();
         vocabulary.sort_unstable();
         let mut near = Vec::new();
-        for token in words::tokens(query) {
-            let words::Token::Word(word) = token else {
+        for token in tokens::tokens(query) {
+            let tokens::Token::Word(word) = token else {
                 continue;
             };
             let stemmed = words::stem(&word);
@@ -216,14 +211,16 @@ impl SearchIndex {
     }
 
     /// The score of `doc` for `query`, or `None` when no word matches.
-    fn score(&self, query: &Query, doc: &Document) -> Option<f32> {
+    fn score(&self, query: &Query, near: &NearWords, doc: &Document) -> Option<f32> {
         let mut matched = 0;
         let mut score = 0.0;
         for forms in &query.terms {
             let rarity = self.term_rarity(forms);
             let best = forms
                 .iter()
-                .map(|(form, weight)| weight * rarity * field_score(doc, form))
+                .map(|(form, weight)| {
+                    weight * rarity * field_score(doc, form, &near[form.as_str()])
+                })
                 .fold(0.0_f32, f32::max);
             if best > 0.0 {
                 matched += 1;
@@ -247,6 +244,13 @@ impl SearchIndex {
         score -= UNMATCHED_TOPIC_COST * unmatched_topics as f32;
         score += FIELD_PAIR_BONUS * named_fields(query, doc).min(MAX_FIELD_PAIRS) as f32;
         score += intent_bonus(query.intent, doc.intent);
+        if query
+            .verb
+            .as_ref()
+            .is_some_and(|verb| doc.name.contains(verb))
+        {
+            score += SAME_VERB_BONUS;
+        }
         score += scope_bonus(query, doc.owner);
         score += shape_bonus(query, doc);
         Some(score)
@@ -258,7 +262,7 @@ impl SearchIndex {
     /// Why the top `n` results of `query` ranked as they did, one line
     /// each: score, term matches, bonuses.
     pub(crate) fn explain(&self, ops: &[Operation], query: &str, n: usize) -> Vec<String> {
-        let read = read_query(query, |word| self.frequency.contains_key(&words::key(word)));
+        let read = read_query(query, |word| self.vocabulary.contains(&words::key(word)));
         let mut lines = vec![format!(
             "{query:?}: terms {:?} intent {:?} scope {:?} plural {} singular {}",
             read.terms
@@ -270,6 +274,7 @@ impl SearchIndex {
             read.plural,
             read.singular
         )];
+        let near = self.near_words(&read);
         for i in self.search(query, |_| true, n) {
             let doc = &self.documents[i];
             let terms: Vec<String> = read
@@ -279,7 +284,10 @@ impl SearchIndex {
                     let rarity = self.term_rarity(forms);
                     let (form, value) = forms
                         .iter()
-                        .map(|(form, weight)| (form, weight * rarity * field_score(doc, form)))
+                        .map(|(form, weight)| {
+                            let near = &near[form.as_str()];
+                            (form, weight * rarity * field_score(doc, form, near))
+                        })
                         .fold((&forms[0].0, 0.0_f32), |best, next| {
                             if next.1 > best.1 { next } else { best }
                         });
@@ -288,7 +296,7 @@ impl SearchIndex {
                 .collect();
             lines.push(format!(
                 "  {:.2} {} [{}] intent {:?} {:+.1} owner {:?} {:+.1} shape {:+.2} topics {:?}",
-                self.score(&read, doc).unwrap_or(0.0),
+                self.score(&read, &near, doc).unwrap_or(0.0),
                 ops[i].tool_name,
                 terms.join(" "),
                 doc.intent,
@@ -303,21 +311,23 @@ impl SearchIndex {
     }
 }
 
-/// How well `form` matches `doc`'s fields, before its rarity.
-fn field_score(doc: &Document, form: &str) -> f32 {
+/// How well `form` matches `doc`'s fields, before its rarity (`near`: the
+/// index's words near `form`).
+fn field_score(doc: &Document, form: &str, near: &[&str]) -> f32 {
     let (mut best, mut sum) = (0.0_f32, 0.0_f32);
     for (field, weight) in [
         (&doc.name, NAME_WEIGHT),
         (&doc.route, ROUTE_WEIGHT),
         (&doc.summary, SUMMARY_WEIGHT),
         (&doc.purpose, PURPOSE_WEIGHT),
+        (&doc.asked, ASKED_WEIGHT),
         (&doc.params, PARAM_WEIGHT),
         (&doc.fields, FIELD_WEIGHT),
         (&doc.description, DESCRIPTION_WEIGHT),
     ] {
         let matched = if field.contains(form) {
             weight
-        } else if field.iter().any(|word| near_forms(word, form)) {
+        } else if near.iter().any(|word| field.contains(*word)) {
             weight * NEAR_FORM
         } else {
             continue;
@@ -391,6 +401,9 @@ fn scope_bonus(query: &Query, owner: RouteOwner) -> f32 {
         // else's login: their resource, not mine.
         (None, RouteOwner::AnotherUser) if names_someone => 0.3,
         (None, RouteOwner::Own) if names_someone => -0.3,
+        // "my own copy of acme/web": the call acts on the repository
+        // named; "my" says whose the result is.
+        (Some(Scope::Own), RouteOwner::Own) if query.names_repository => 0.5,
         (Some(Scope::Own), RouteOwner::Own) => 1.5,
         (Some(Scope::Own), RouteOwner::AnotherUser | RouteOwner::Site) => -1.0,
         (Some(Scope::AnotherUser), RouteOwner::AnotherUser) => 1.5,
@@ -398,6 +411,7 @@ fn scope_bonus(query: &Query, owner: RouteOwner) -> f32 {
         (Some(Scope::Organization), RouteOwner::Organization) => 1.5,
         (Some(Scope::Organization), RouteOwner::Repository) => -0.3,
         (Some(Scope::Site), RouteOwner::Site) => 2.0,
+        (Some(Scope::Site), RouteOwner::Instance) => 1.0,
         (Some(Scope::Site), _) => -0.5,
         (Some(_), _) => 0.0,
         (None, RouteOwner::Repository) => 0.4,
@@ -417,6 +431,7 @@ fn shape_bonus(query: &Query, doc: &Document) -> f32 {
         bonus += 0.3;
     }
     bonus += items::named_item_bonus(&query.named_items, &doc.items);
+    bonus += items::named_person_bonus(query.names_someone, &doc.items);
     if doc.intent == Intent::Remove && query.plural && doc.whole {
         bonus += 0.3;
     }
@@ -428,135 +443,4 @@ fn shape_bonus(query: &Query, doc: &Document) -> f32 {
         }
     }
     bonus
-}
-
-/// The index entry of one operation.
-fn document(op: &Operation) -> Document {
-    let stems = |words: &mut dyn Iterator<Item = &str>| -> HashSet<String> {
-        words
-            .map(words::stem)
-            .filter(|w| !words::is_stopword(w))
-            .collect()
-    };
-    let name_words = words::identifier_words(
-        op.tool_name
-            .strip_prefix(crate::catalog::naming::TOOL_NAME_PREFIX)
-            .unwrap_or(&op.tool_name),
-    );
-    let fixed_segments: Vec<&str> = op
-        .route
-        .split('/')
-        .filter(|s| !s.is_empty() && !s.starts_with('{'))
-        .collect();
-    let route_words: Vec<String> = fixed_segments
-        .iter()
-        .flat_map(|s| words::identifier_words(s))
-        .collect();
-    let path_params = op.route.matches('{').count();
-    let last_fixed = op
-        .route
-        .rsplit('/')
-        .next()
-        .is_some_and(|s| !s.starts_with('{'));
-    let name = stems(&mut name_words.iter().map(String::as_str));
-    let topic = keyed(
-        name.iter()
-            .filter(|w| !NOT_TOPIC.contains(&w.as_str()) && words::verb(w).is_none())
-            .cloned()
-            .collect(),
-    );
-    Document {
-        name: keyed(name),
-        topic,
-        route: keyed(stems(&mut route_words.iter().map(String::as_str))),
-        summary: keyed(stems(&mut words::split(&op.summary))),
-        purpose: keyed(stems(&mut words::split(
-            purposes::purpose(&op.tool_name).unwrap_or_default(),
-        ))),
-        params: keyed(
-            op.params
-                .iter()
-                .flat_map(|p| words::identifier_words(&p.name))
-                .map(|w| words::stem(&w))
-                .collect(),
-        ),
-        fields: keyed(stems(
-            &mut op
-                .fields
-                .iter()
-                .flat_map(|f| words::identifier_words(f))
-                .collect::<Vec<_>>()
-                .iter()
-                .map(String::as_str),
-        )),
-        field_pairs: field_pairs(&op.fields),
-        description: keyed(stems(&mut words::split(&op.description))),
-        intent: intent_of(op, &name_words),
-        owner: owner_of(fixed_segments.first().copied().unwrap_or("")),
-        path_params,
-        fixed_segments: fixed_segments.len(),
-        collection: op.is_read_only() && last_fixed,
-        whole: last_fixed,
-        items: items::kinds_taken(&op.route),
-        deprecated: op.deprecated,
-    }
-}
-
-/// The pairs of keys within each field name of `fields`, each once.
-fn field_pairs(fields: &[String]) -> Vec<(String, String)> {
-    let mut pairs = Vec::new();
-    for field in fields {
-        let keys: Vec<String> = words::identifier_words(field)
-            .iter()
-            .map(|w| words::stem(w))
-            .filter(|w| !words::is_stopword(w))
-            .map(|w| words::key(&w))
-            .collect();
-        for (i, first) in keys.iter().enumerate() {
-            for second in &keys[i + 1..] {
-                let pair = (first.clone(), second.clone());
-                if first != second && !pairs.contains(&pair) {
-                    pairs.push(pair);
-                }
-            }
-        }
-    }
-    pairs
-}
-
-/// The match keys of a set of stems ([`words::key`]).
-fn keyed(stems: HashSet<String>) -> HashSet<String> {
-    stems.iter().map(|w| words::key(w)).collect()
-}
-
-/// What an operation does, from its method and the verbs of its name.
-fn intent_of(op: &Operation, name_words: &[String]) -> Intent {
-    let named = |verbs: &[&str]| name_words.iter().any(|w| verbs.contains(&w.as_str()));
-    match op.method {
-        http::Method::GET | http::Method::HEAD => Intent::Read,
-        // A POST that reads (`repoGetFileContentsPost`, searches).
-        http::Method::POST if named(&["get", "list", "search", "check"]) => Intent::Read,
-        http::Method::DELETE => Intent::Remove,
-        http::Method::PATCH => Intent::Change,
-        _ if named(&["delete", "remove", "unlink", "revoke"]) => Intent::Remove,
-        _ if named(&[
-            "edit", "update", "replace", "rename", "change", "set", "reset", "sync", "apply",
-            "convert", "transfer",
-        ]) =>
-        {
-            Intent::Change
-        }
-        _ => Intent::Create,
-    }
-}
-
-fn owner_of(first_segment: &str) -> RouteOwner {
-    match first_segment {
-        "repos" => RouteOwner::Repository,
-        "user" | "notifications" => RouteOwner::Own,
-        "users" => RouteOwner::AnotherUser,
-        "orgs" | "teams" => RouteOwner::Organization,
-        "admin" => RouteOwner::Site,
-        _ => RouteOwner::Other,
-    }
 }

@@ -2,11 +2,12 @@
 //! values it names, and what its verb, its owner words and its plurals
 //! say ([`read_query`]).
 
-use super::synonyms;
+use super::known::{known_stem, resolve_hyphens};
 use super::words::{self, Intent, Scope};
+use super::{synonyms, tokens};
 
 /// A synonym counts this much of the word itself.
-const SYNONYM_WEIGHT: f32 = 0.8;
+pub(super) const SYNONYM_WEIGHT: f32 = 0.8;
 /// A word after a preposition names the context ("commits on a *branch*"),
 /// and counts this much of the resource asked for.
 const CONTEXT_WEIGHT: f32 = 0.6;
@@ -44,6 +45,9 @@ pub(super) struct Query {
     /// The kinds of item the query names by number, as route segments
     /// ("PR 12" → `pulls`: [`super::items`]).
     pub(super) named_items: Vec<&'static str>,
+    /// The generic verb that says the intent ("create", "add"), as its
+    /// key: an operation named with the same verb is the likelier one.
+    pub(super) verb: Option<String>,
 }
 
 /// Reads a query: content words with their synonyms, the values it
@@ -51,7 +55,7 @@ pub(super) struct Query {
 /// `known` says whether the catalog has a word: a query word it does not
 /// have is tried without `-d`, `-ed` and `-ing` ("resolved" → "resolve").
 pub(super) fn read_query(text: &str, known: impl Fn(&str) -> bool) -> Query {
-    let tokens = resolve_hyphens(words::tokens(text), &known);
+    let tokens = resolve_hyphens(tokens::tokens(text), &known);
     let mut reading = Reading {
         query: Query::default(),
         tokens: &tokens,
@@ -63,14 +67,17 @@ pub(super) fn read_query(text: &str, known: impl Fn(&str) -> bool) -> Query {
     };
     for (position, token) in tokens.iter().enumerate() {
         match token {
-            words::Token::Value(value) => {
+            tokens::Token::Value(tokens::Value::Number) if reading.counts(position) => {
+                reading.query.plural = true;
+            }
+            tokens::Token::Value(value) => {
                 read_value(&mut reading.query, *value);
-                if *value == words::Value::Number {
+                if *value == tokens::Value::Number {
                     reading.name_item(position);
                 }
             }
-            words::Token::Word(word) => reading.word(position, word),
-            words::Token::Hyphenated(_) => {}
+            tokens::Token::Word(word) => reading.word(position, word),
+            tokens::Token::Hyphenated(_) => {}
         }
     }
     reading.finish()
@@ -79,7 +86,7 @@ pub(super) fn read_query(text: &str, known: impl Fn(&str) -> bool) -> Query {
 /// A query as it is read, word by word.
 struct Reading<'t, K> {
     query: Query,
-    tokens: &'t [words::Token],
+    tokens: &'t [tokens::Token],
     known: &'t K,
     /// Past a preposition: the words name the context.
     in_context: bool,
@@ -92,9 +99,74 @@ struct Reading<'t, K> {
 }
 
 impl<'t, K: Fn(&str) -> bool> Reading<'t, K> {
+    /// A word before the request that only leads into it ("also assign
+    /// …", "can you delete …", "I want to connect …"): the request's verb
+    /// is still the first.
+    fn lead_in(&self, position: usize, lower: &str) -> bool {
+        if self.words_seen > 0 {
+            return false;
+        }
+        let next = self.word_at(position + 1);
+        match lower {
+            "also" | "just" | "please" | "pls" | "kindly" | "now" | "then" | "so" | "ok"
+            | "okay" | "go" | "can" | "could" | "would" | "will" | "you" | "lets" | "want"
+            | "need" | "like" | "to" | "d" => true,
+            "i" | "we" => next.is_some_and(|n| matches!(n, "want" | "need" | "would" | "d")),
+            "let" => next.is_some_and(|n| matches!(n, "s" | "us")),
+            "us" => position > 0 && self.word_at(position - 1) == Some("let"),
+            _ => false,
+        }
+    }
+
+    /// The number at `position` counts rather than names ("last 10
+    /// commits", "top 5 repos"): a list's length, not an item.
+    fn counts(&self, position: usize) -> bool {
+        let number = matches!(
+            self.tokens.get(position),
+            Some(tokens::Token::Value(tokens::Value::Number))
+        );
+        number
+            && position > 0
+            && self.word_at(position - 1).is_some_and(|w| {
+                matches!(
+                    w,
+                    "last" | "latest" | "first" | "top" | "recent" | "newest" | "oldest" | "past"
+                )
+            })
+    }
+
+    /// The query opens as a question does ("who", "is", "did", "how
+    /// many"), not as a request ("can you", "how do I").
+    fn asks_a_question(&self) -> bool {
+        match (self.word_at(0), self.word_at(1)) {
+            (Some("how"), Some(next)) => matches!(next, "many" | "much" | "big" | "old" | "long"),
+            (Some(first), _) => matches!(
+                first,
+                "who"
+                    | "whom"
+                    | "whose"
+                    | "what"
+                    | "which"
+                    | "when"
+                    | "where"
+                    | "is"
+                    | "are"
+                    | "was"
+                    | "were"
+                    | "does"
+                    | "did"
+                    | "has"
+                    | "have"
+                    | "anything"
+                    | "any"
+            ),
+            (None, _) => false,
+        }
+    }
+
     fn word_at(&self, i: usize) -> Option<&'t str> {
         match self.tokens.get(i) {
-            Some(words::Token::Word(w)) => Some(w.as_str()),
+            Some(tokens::Token::Word(w)) => Some(w.as_str()),
             _ => None,
         }
     }
@@ -118,6 +190,9 @@ impl<'t, K: Fn(&str) -> bool> Reading<'t, K> {
     /// One word, at `position`: a phrase, an owner word, a function word,
     /// a verb, or a content word with its synonyms.
     fn word(&mut self, position: usize, lower: &str) {
+        if self.lead_in(position, lower) || self.counts(position + 1) {
+            return;
+        }
         let first = self.words_seen == 0;
         self.words_seen += 1;
         if self.phrase(position, lower, first) || self.owner_word(position, lower) {
@@ -181,6 +256,8 @@ impl<'t, K: Fn(&str) -> bool> Reading<'t, K> {
             }
             // "look at a pull request" reviews it.
             ("look", Some("at")) => push_once(query, "review", SYNONYM_WEIGHT),
+            // "who am I": the signed-in user, not people.
+            ("who", Some("am")) => push_once(query, "whoami", SYNONYM_WEIGHT),
             // "who can review", "who starred": people.
             ("who", _) => push_once(query, "people", WHO_WEIGHT),
             // "get rid of": remove.
@@ -320,8 +397,16 @@ impl<'t, K: Fn(&str) -> bool> Reading<'t, K> {
         if relative && words::verb(stemmed).is_some() {
             return true;
         }
+        // "history of changes", "pending updates": a verb's plural past
+        // the first word is a noun, matched as a word.
+        if !first && lower.len() > stemmed.len() && lower.ends_with('s') {
+            return false;
+        }
         if let Some(intent) = words::verb(stemmed).filter(|_| !participle) {
-            query.intent.get_or_insert(intent);
+            if query.intent.is_none() {
+                query.intent = Some(intent);
+                query.verb = Some(words::key(stemmed));
+            }
             return true;
         }
         // "start following", "stop watching": the -ing word is the
@@ -351,7 +436,13 @@ impl<'t, K: Fn(&str) -> bool> Reading<'t, K> {
     /// The query, its "make … private" a change, "my" with a numbered
     /// item the item's author, its forms as match keys.
     fn finish(mut self) -> Query {
+        let asks = self.asks_a_question();
         let query = &mut self.query;
+        // "who is on issue 12", "is develop protected": a question
+        // with no verb of its own reads.
+        if asks {
+            query.intent.get_or_insert(Intent::Read);
+        }
         // "my comment 4512", "my +1 on issue 5": a repository's item I
         // wrote, not a resource of my account.
         if query.item_number && query.scope == Some(Scope::Own) {
@@ -405,30 +496,6 @@ impl<'t, K: Fn(&str) -> bool> Reading<'t, K> {
     }
 }
 
-/// Words joined by hyphens, read: one word when the catalog has them
-/// joined (`pre-release`), the words when it has each (`force-push`),
-/// else a name (`old-site`, `release-1.4`: a repository's or a branch's).
-fn resolve_hyphens(tokens: Vec<words::Token>, known: &impl Fn(&str) -> bool) -> Vec<words::Token> {
-    let mut resolved = Vec::with_capacity(tokens.len());
-    for token in tokens {
-        let words::Token::Hyphenated(parts) = token else {
-            resolved.push(token);
-            continue;
-        };
-        let joined = parts.concat();
-        let is_known =
-            |w: &str| known(&words::stem(w)) || words::is_stopword(w) || words::verb(w).is_some();
-        if known(&words::stem(&joined)) || !synonyms::synonyms(&joined).is_empty() {
-            resolved.push(words::Token::Word(joined));
-        } else if parts.iter().all(|p| is_known(p)) {
-            resolved.extend(parts.into_iter().map(words::Token::Word));
-        } else {
-            resolved.push(words::Token::Value(words::Value::Name));
-        }
-    }
-    resolved
-}
-
 /// Adds `form` as a term of its own, unless a term has it already.
 fn push_once(query: &mut Query, form: &str, weight: f32) {
     if !query.terms.iter().any(|forms| forms[0].0 == form) {
@@ -438,33 +505,34 @@ fn push_once(query: &mut Query, form: &str, weight: f32) {
 
 /// What a value in a query says: its kind, as a word of the context
 /// ("release notes for *v1.4.2*" → a tag), and that one item is meant.
-fn read_value(query: &mut Query, value: words::Value) {
+fn read_value(query: &mut Query, value: tokens::Value) {
     let forms: &[&str] = match value {
-        words::Value::Path => &["path", "file"],
-        words::Value::Workflow => &["workflow", "file"],
-        words::Value::Version => &["tag", "release"],
-        words::Value::Sha => &["commit", "sha"],
-        words::Value::Branch => &["branch"],
-        words::Value::Email => &["email"],
-        words::Value::Number | words::Value::Name | words::Value::Repository => &[],
+        tokens::Value::Path => &["path", "file"],
+        tokens::Value::Workflow => &["workflow", "file"],
+        tokens::Value::Version => &["tag", "release"],
+        tokens::Value::Sha => &["commit", "sha"],
+        tokens::Value::Branch => &["branch"],
+        tokens::Value::Email => &["email"],
+        tokens::Value::Url => &["url"],
+        tokens::Value::Number | tokens::Value::Name | tokens::Value::Repository => &[],
     };
     // Counted: two refs named ask for what lies between them (`finish`).
     if matches!(
         value,
-        words::Value::Sha | words::Value::Version | words::Value::Branch
+        tokens::Value::Sha | tokens::Value::Version | tokens::Value::Branch
     ) {
         query.refs += 1;
     }
     if matches!(
         value,
-        words::Value::Number | words::Value::Sha | words::Value::Version
+        tokens::Value::Number | tokens::Value::Sha | tokens::Value::Version
     ) {
         query.numbered = true;
     }
-    if value == words::Value::Number {
+    if value == tokens::Value::Number {
         query.item_number = true;
     }
-    if value == words::Value::Repository {
+    if value == tokens::Value::Repository {
         query.names_repository = true;
     }
     let already = forms
@@ -480,56 +548,6 @@ fn read_value(query: &mut Query, value: words::Value) {
     }
 }
 
-/// `word`'s stem, or, when the catalog does not have it, the first of its
-/// shorter forms it has (`resolved` → `resolve`, `merging` → `merge`),
-/// else the longest word of the catalog it starts with, of four letters or
-/// more, at a synonym's weight (`administrator` → `admin`,
-/// `teammates` → `team`); with the weight the form counts.
-fn known_stem(word: &str, known: &impl Fn(&str) -> bool) -> (String, f32) {
-    let stemmed = words::stem(word);
-    if known(&stemmed) {
-        return (stemmed, 1.0);
-    }
-    let candidates = [
-        word.strip_suffix('d')
-            .filter(|_| word.ends_with("ed"))
-            .map(str::to_owned),
-        word.strip_suffix("ed").map(str::to_owned),
-        word.strip_suffix("ing").map(|w| format!("{w}e")),
-        word.strip_suffix("ing").map(str::to_owned),
-    ];
-    if let Some(shorter) = candidates
-        .into_iter()
-        .flatten()
-        .filter(|c| c.len() > 2)
-        .map(|c| words::stem(&c))
-        .find(|c| known(c))
-    {
-        return (shorter, 1.0);
-    }
-    // "inactive", "unarchive", "deactivate": the word they negate, whose
-    // operation (or field) sets both.
-    if let Some(negated) = ["un", "in", "de", "dis"]
-        .iter()
-        .filter_map(|prefix| word.strip_prefix(prefix))
-        .filter(|rest| rest.len() > 3)
-        .map(words::stem)
-        .find(|rest| known(rest))
-    {
-        return (negated, SYNONYM_WEIGHT);
-    }
-    let chars: Vec<(usize, char)> = word.char_indices().collect();
-    (MIN_PREFIX..chars.len())
-        .rev()
-        .map(|n| &word[..chars[n].0])
-        .find(|prefix| {
-            known(prefix) && words::verb(prefix).is_none() && !words::is_stopword(prefix)
-        })
-        .map_or((stemmed, 1.0), |prefix| (prefix.to_owned(), SYNONYM_WEIGHT))
-}
-
-/// The shortest word of the catalog a longer query word is read as.
-const MIN_PREFIX: usize = 4;
 #[cfg(test)]
 #[path = "query_tests.rs"]
 mod tests;

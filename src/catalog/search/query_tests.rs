@@ -7,7 +7,7 @@ use crate::catalog::Catalog;
 /// `text` read against the bundled catalog's words.
 fn read(text: &str) -> Query {
     let index = SearchIndex::new(Catalog::bundled().operations());
-    read_query(text, |word| index.frequency.contains_key(&words::key(word)))
+    read_query(text, |word| index.vocabulary.contains(&words::key(word)))
 }
 
 fn has_term(query: &Query, key: &str) -> bool {
@@ -19,9 +19,18 @@ fn has_term(query: &Query, key: &str) -> bool {
 
 #[test]
 fn a_past_participle_is_a_word_not_the_calls_verb() {
-    let query = read("what changed in the readme");
+    let query = read("changed in the readme");
     assert_eq!(query.intent, None);
     assert!(has_term(&query, "commit"));
+}
+
+#[test]
+fn a_question_with_no_verb_of_its_own_reads() {
+    assert_eq!(read("who is on issue 12 now").intent, Some(Intent::Read));
+    assert_eq!(read("is develop protected").intent, Some(Intent::Read));
+    assert_eq!(read("how many open issues").intent, Some(Intent::Read));
+    assert_eq!(read("how do I add a label").intent, Some(Intent::Create));
+    assert_eq!(read("can you delete branch x").intent, Some(Intent::Remove));
 }
 
 #[test]
@@ -145,4 +154,28 @@ fn setting_up_and_cutting_create() {
         Some(Intent::Create)
     );
     assert_eq!(read("recolor label 5 to red").intent, Some(Intent::Change));
+}
+
+#[test]
+fn a_number_after_last_counts_a_list_rather_than_naming_an_item() {
+    let query = read("last 5 tags on acme/web");
+    assert!(query.plural);
+    assert!(!query.item_number);
+    assert!(!has_term(&query, "latest"));
+}
+
+#[test]
+fn a_verbs_plural_past_the_first_word_is_a_noun() {
+    let query = read("history of changes to a file");
+    assert_eq!(query.intent, None);
+    assert!(has_term(&query, "chang"));
+}
+
+#[test]
+fn an_address_on_the_web_is_a_url_not_a_file() {
+    let query = read("send pushes to https://ci.example.com/hook");
+    assert!(has_term(&query, "url"));
+    assert!(!has_term(&query, "path"));
+    assert!(has_term(&read("ping ci.example.com"), "url"));
+    assert!(has_term(&read("read README.md"), "path"));
 }
