@@ -59,24 +59,6 @@ pub(super) struct Document {
     pub(super) deprecated: bool,
 }
 
-impl Document {
-    /// Every word of every field.
-    pub(super) fn words(&self) -> impl Iterator<Item = &String> {
-        [
-            &self.name,
-            &self.route,
-            &self.summary,
-            &self.purpose,
-            &self.asked,
-            &self.params,
-            &self.fields,
-            &self.description,
-        ]
-        .into_iter()
-        .flatten()
-    }
-}
-
 /// Whose resource a route is, by its first segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum RouteOwner {

@@ -81,8 +81,14 @@ pub struct SearchIndex {
     all_words: Vec<String>,
 }
 
-/// The words of the index near each form of a query ([`near_forms`]).
-type NearWords<'i> = HashMap<&'i str, Vec<&'i str>>;
+/// One term of a query as every operation is matched against it, worked
+/// out once per query: its forms, its rarity, and the index's words near
+/// each form ([`near_forms`]).
+struct TermMatch<'q> {
+    forms: &'q [(String, f32)],
+    rarity: f32,
+    near: Vec<Vec<&'q str>>,
+}
 
 impl SearchIndex {
     pub fn new(operations: &[Operation]) -> Self {
@@ -108,7 +114,11 @@ impl SearchIndex {
         }
         let mut all_words: Vec<String> = documents
             .iter()
-            .flat_map(Document::words)
+            .flat_map(|doc| {
+                weighted_fields(doc)
+                    .into_iter()
+                    .flat_map(|(field, _)| field)
+            })
             .cloned()
             .collect::<HashSet<_>>()
             .into_iter()
@@ -122,19 +132,26 @@ impl SearchIndex {
         }
     }
 
-    /// For each form of `query`, the index's words near it.
-    fn near_words<'i>(&'i self, query: &'i Query) -> NearWords<'i> {
-        let mut near = NearWords::new();
-        for (form, _) in query.terms.iter().flatten() {
-            near.entry(form.as_str()).or_insert_with(|| {
-                self.all_words
+    /// The terms of `query`, each with what matching it needs.
+    fn term_matches<'q>(&'q self, query: &'q Query) -> Vec<TermMatch<'q>> {
+        query
+            .terms
+            .iter()
+            .map(|forms| TermMatch {
+                forms,
+                rarity: self.term_rarity(forms),
+                near: forms
                     .iter()
-                    .map(String::as_str)
-                    .filter(|word| near_forms(word, form))
-                    .collect()
-            });
-        }
-        near
+                    .map(|(form, _)| {
+                        self.all_words
+                            .iter()
+                            .map(String::as_str)
+                            .filter(|word| near_forms(word, form))
+                            .collect()
+                    })
+                    .collect(),
+            })
+            .collect()
     }
 
     /// BM25's inverse document frequency of `word` in this catalog.
@@ -170,13 +187,13 @@ impl SearchIndex {
                 .take(limit)
                 .collect();
         }
-        let near = self.near_words(&query);
+        let terms = self.term_matches(&query);
         let mut scored: Vec<(f32, usize)> = self
             .documents
             .iter()
             .enumerate()
             .filter(|(i, _)| keep(*i))
-            .filter_map(|(i, doc)| self.score(&query, &near, doc).map(|score| (score, i)))
+            .filter_map(|(i, doc)| self.score(&query, &terms, doc).map(|score| (score, i)))
             .collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         scored.into_iter().take(limit).map(|(_, i)| i).collect()
@@ -211,17 +228,11 @@ impl SearchIndex {
     }
 
     /// The score of `doc` for `query`, or `None` when no word matches.
-    fn score(&self, query: &Query, near: &NearWords, doc: &Document) -> Option<f32> {
+    fn score(&self, query: &Query, terms: &[TermMatch], doc: &Document) -> Option<f32> {
         let mut matched = 0;
         let mut score = 0.0;
-        for forms in &query.terms {
-            let rarity = self.term_rarity(forms);
-            let best = forms
-                .iter()
-                .map(|(form, weight)| {
-                    weight * rarity * field_score(doc, form, &near[form.as_str()])
-                })
-                .fold(0.0_f32, f32::max);
+        for term in terms {
+            let (_, best) = best_form(term, doc);
             if best > 0.0 {
                 matched += 1;
                 score += best;
@@ -274,31 +285,21 @@ impl SearchIndex {
             read.plural,
             read.singular
         )];
-        let near = self.near_words(&read);
+        let terms = self.term_matches(&read);
         for i in self.search(query, |_| true, n) {
             let doc = &self.documents[i];
-            let terms: Vec<String> = read
-                .terms
+            let matches: Vec<String> = terms
                 .iter()
-                .map(|forms| {
-                    let rarity = self.term_rarity(forms);
-                    let (form, value) = forms
-                        .iter()
-                        .map(|(form, weight)| {
-                            let near = &near[form.as_str()];
-                            (form, weight * rarity * field_score(doc, form, near))
-                        })
-                        .fold((&forms[0].0, 0.0_f32), |best, next| {
-                            if next.1 > best.1 { next } else { best }
-                        });
+                .map(|term| {
+                    let (form, value) = best_form(term, doc);
                     format!("{form}={value:.2}")
                 })
                 .collect();
             lines.push(format!(
                 "  {:.2} {} [{}] intent {:?} {:+.1} owner {:?} {:+.1} shape {:+.2} topics {:?}",
-                self.score(&read, &near, doc).unwrap_or(0.0),
+                self.score(&read, &terms, doc).unwrap_or(0.0),
                 ops[i].tool_name,
-                terms.join(" "),
+                matches.join(" "),
                 doc.intent,
                 intent_bonus(read.intent, doc.intent),
                 doc.owner,
@@ -311,11 +312,26 @@ impl SearchIndex {
     }
 }
 
-/// How well `form` matches `doc`'s fields, before its rarity (`near`: the
-/// index's words near `form`).
-fn field_score(doc: &Document, form: &str, near: &[&str]) -> f32 {
-    let (mut best, mut sum) = (0.0_f32, 0.0_f32);
-    for (field, weight) in [
+/// The form of `term` that matches `doc` best, and its score: the form's
+/// weight, the term's rarity and how well the form matches the fields.
+fn best_form<'q>(term: &TermMatch<'q>, doc: &Document) -> (&'q str, f32) {
+    term.forms
+        .iter()
+        .zip(&term.near)
+        .map(|((form, weight), near)| {
+            (
+                form.as_str(),
+                weight * term.rarity * field_score(doc, form, near),
+            )
+        })
+        .fold((term.forms[0].0.as_str(), 0.0_f32), |best, next| {
+            if next.1 > best.1 { next } else { best }
+        })
+}
+
+/// An operation's searched fields, each with its weight.
+fn weighted_fields(doc: &Document) -> [(&HashSet<String>, f32); 8] {
+    [
         (&doc.name, NAME_WEIGHT),
         (&doc.route, ROUTE_WEIGHT),
         (&doc.summary, SUMMARY_WEIGHT),
@@ -324,7 +340,14 @@ fn field_score(doc: &Document, form: &str, near: &[&str]) -> f32 {
         (&doc.params, PARAM_WEIGHT),
         (&doc.fields, FIELD_WEIGHT),
         (&doc.description, DESCRIPTION_WEIGHT),
-    ] {
+    ]
+}
+
+/// How well `form` matches `doc`'s fields, before its rarity (`near`: the
+/// index's words near `form`).
+fn field_score(doc: &Document, form: &str, near: &[&str]) -> f32 {
+    let (mut best, mut sum) = (0.0_f32, 0.0_f32);
+    for (field, weight) in weighted_fields(doc) {
         let matched = if field.contains(form) {
             weight
         } else if near.iter().any(|word| field.contains(*word)) {
